@@ -1,0 +1,1 @@
+"""Local user accounts and roles."""

@@ -1,0 +1,35 @@
+from datetime import datetime
+from enum import StrEnum
+
+from itsmreview.db import utcnow
+from sqlalchemy import JSON, String
+from sqlmodel import Field, SQLModel
+
+
+class Role(StrEnum):
+    expert = "expert"
+    lead = "lead"
+    admin = "admin"
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(sa_type=String(64), unique=True, index=True)
+    display_name: str = Field(sa_type=String(128))
+    role: Role = Field(sa_type=String(16))
+    password_hash: str = Field(sa_type=String(256))
+    expertise: list[str] = Field(default_factory=list, sa_type=JSON)
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class UserPublic(SQLModel):
+    id: int
+    username: str
+    display_name: str
+    role: Role
+    expertise: list[str]
+    active: bool
+    created_at: datetime

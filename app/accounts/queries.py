@@ -1,0 +1,19 @@
+from itsmreview.accounts.models import Role, User
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+
+def user_by_username(*, session: Session, username: str) -> User | None:
+    return session.exec(select(User).where(User.username == username)).first()
+
+
+def list_users(*, session: Session, role: Role | None = None) -> list[User]:
+    query = select(User).order_by(User.role, User.username)
+    if role is not None:
+        query = query.where(User.role == role)
+    return list(session.exec(query).all())
+
+
+def count_by_role(*, session: Session) -> dict[str, int]:
+    rows = session.exec(select(User.role, func.count()).group_by(User.role)).all()
+    return {role: count for role, count in rows}

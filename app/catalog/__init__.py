@@ -1,0 +1,1 @@
+"""Task catalog: benchmark tasks, their versions and simulated-actor transcripts."""

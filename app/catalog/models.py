@@ -1,0 +1,81 @@
+"""Tasks, task versions (content-hashed) and transcripts."""
+
+from datetime import datetime
+from enum import StrEnum
+
+from itsmreview.db import utcnow
+from sqlalchemy import JSON, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class Track(StrEnum):
+    single_agent = "single-agent"
+    simulated_actors = "simulated-actors"
+    multi_agent_team = "multi-agent-team"
+
+
+class TaskStatus(StrEnum):
+    draft = "draft"
+    in_review = "in_review"
+    pending = "pending"
+    approved = "approved"
+    needs_revision = "needs_revision"
+    rejected = "rejected"
+    adjudication = "adjudication"
+
+
+class SourceKind(StrEnum):
+    logs = "logs"
+    external = "external"
+    expert = "expert"
+
+
+class Task(SQLModel, table=True):
+    __tablename__ = "tasks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    external_id: str = Field(sa_type=String(256), unique=True, index=True)
+    title: str = Field(sa_type=String(512))
+    persona: str = Field(sa_type=String(128), index=True)
+    track: Track = Field(sa_type=String(32), index=True)
+    status: TaskStatus = Field(default=TaskStatus.draft, sa_type=String(32), index=True)
+    author_id: int | None = Field(default=None, foreign_key="users.id")
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TaskVersion(SQLModel, table=True):
+    __tablename__ = "task_versions"
+    __table_args__ = (
+        UniqueConstraint("task_id", "version"),
+        UniqueConstraint("task_id", "content_hash"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    version: int
+    content_hash: str = Field(sa_type=String(64))
+    source_format: str = Field(default="native", sa_type=String(32))
+    instruction: str = Field(sa_type=Text)
+    environment: str = Field(default="", sa_type=Text)
+    ground_truth: str = Field(default="", sa_type=Text)
+    verifier: str = Field(default="", sa_type=Text)
+    tags: list[str] = Field(default_factory=list, sa_type=JSON)
+    source: dict = Field(default_factory=dict, sa_type=JSON)
+    provenance: list[dict] = Field(default_factory=list, sa_type=JSON)
+    extra: dict = Field(default_factory=dict, sa_type=JSON)
+    edited_by_id: int | None = Field(default=None, foreign_key="users.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Transcript(SQLModel, table=True):
+    __tablename__ = "transcripts"
+    __table_args__ = (UniqueConstraint("task_version_id", "external_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True, ondelete="CASCADE")
+    external_id: str = Field(sa_type=String(256))
+    title: str = Field(default="", sa_type=String(512))
+    simulator: dict = Field(default_factory=dict, sa_type=JSON)
+    messages: list[dict] = Field(default_factory=list, sa_type=JSON)
+    n_turns: int = 0

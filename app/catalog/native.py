@@ -1,0 +1,167 @@
+"""The native task bundle (YAML, JSON or JSONL): validation with precise error locations."""
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from itsmreview.catalog.models import SourceKind, Track
+from itsmreview.ledger.chain import canonical_json
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+MessageRole = Literal["system", "user", "agent", "colleague", "tool"]
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ToolCall(_Open):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    requested_by: str | None = None
+
+
+class Message(_Open):
+    role: MessageRole
+    actor: str = ""
+    content: str = ""
+    time: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+class TranscriptIn(_Open):
+    id: str
+    title: str = ""
+    simulator: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Message] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _tool_results_answer_calls(self) -> "TranscriptIn":
+        called: set[str] = set()
+        for index, message in enumerate(self.messages):
+            called.update(call.id for call in message.tool_calls)
+            if message.role == "tool":
+                if not message.tool_call_id:
+                    raise ValueError(f"messages[{index}] is a tool result without tool_call_id")
+                if message.tool_call_id not in called:
+                    raise ValueError(
+                        f"messages[{index}].tool_call_id {message.tool_call_id!r} answers no "
+                        "earlier tool call"
+                    )
+        return self
+
+
+class Provenance(_Open):
+    field: str
+    source: SourceKind
+    reference: str = ""
+
+
+class Source(_Open):
+    log: str | None = None
+    variants: list[list[str]] = Field(default_factory=list)
+    case_ids: list[str] = Field(default_factory=list)
+    roles: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class NativeTask(_Open):
+    id: str = Field(min_length=1, max_length=256)
+    title: str = Field(min_length=1, max_length=512)
+    persona: str = Field(min_length=1, max_length=128)
+    track: Track
+    instruction: str = Field(min_length=1)
+    environment: str = ""
+    ground_truth: str = ""
+    verifier: str = ""
+    tags: list[str] = Field(default_factory=list)
+    source: Source = Field(default_factory=Source)
+    provenance: list[Provenance] = Field(default_factory=list)
+    transcripts: list[TranscriptIn] = Field(default_factory=list)
+
+    @field_validator("transcripts")
+    @classmethod
+    def _unique_transcript_ids(cls, value: list[TranscriptIn]) -> list[TranscriptIn]:
+        seen = set()
+        for transcript in value:
+            if transcript.id in seen:
+                raise ValueError(f"transcript id {transcript.id!r} appears twice")
+            seen.add(transcript.id)
+        return value
+
+    def content_hash(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+
+
+def _location(loc: tuple) -> str:
+    out = "$"
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
+    lines = [f"{source}: {exc.error_count()} problem(s)"]
+    for error in exc.errors()[:20]:
+        where = _location(error["loc"])
+        if prefix:
+            where = prefix + where[1:]
+        found = error.get("input")
+        found_text = "" if isinstance(found, dict | list) else f" (found {str(found)[:60]!r})"
+        lines.append(f"  {where}: {error['msg']}{found_text}")
+    return "\n".join(lines)
+
+
+def parse_bundle(data: Any, source: str) -> list[NativeTask]:
+    """Validate a bundle already parsed from JSON/YAML: a list of tasks or {"tasks": [...]}.
+
+    Raises ValueError listing every problem with its JSON path; duplicate ids are an error.
+    """
+    if isinstance(data, dict) and "tasks" in data:
+        items, prefix = data["tasks"], "$.tasks"
+    elif isinstance(data, dict):
+        items, prefix = [data], "$"
+    else:
+        items, prefix = data, "$"
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{source}: expected a list of tasks or an object with 'tasks'")
+    tasks, problems, seen = [], [], {}
+    for index, item in enumerate(items):
+        where = f"{prefix}[{index}]" if prefix != "$" or len(items) > 1 else "$"
+        try:
+            task = NativeTask.model_validate(item)
+        except ValidationError as exc:
+            problems.append(format_validation_error(exc, f"task {where}", where))
+            continue
+        if task.id in seen:
+            problems.append(f"task {where}: id {task.id!r} already used by task {seen[task.id]}")
+        seen.setdefault(task.id, where)
+        tasks.append(task)
+    if problems:
+        raise ValueError(f"{source}:\n" + "\n".join(problems))
+    return tasks
+
+
+def load_bundle(path: Path | str) -> list[NativeTask]:
+    """Read and validate a native bundle file (.json, .jsonl, .yaml, .yml)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        elif suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    return parse_bundle(data, str(path))

@@ -1,0 +1,65 @@
+import pandas as pd
+from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+
+def task_by_external_id(*, session: Session, external_id: str) -> Task | None:
+    return session.exec(select(Task).where(Task.external_id == external_id)).first()
+
+
+def latest_version(*, session: Session, task_id: int) -> TaskVersion | None:
+    return session.exec(
+        select(TaskVersion)
+        .where(TaskVersion.task_id == task_id)
+        .order_by(TaskVersion.version.desc())
+        .limit(1)
+    ).first()
+
+
+def version_by_hash(*, session: Session, task_id: int, content_hash: str) -> TaskVersion | None:
+    return session.exec(
+        select(TaskVersion).where(
+            TaskVersion.task_id == task_id, TaskVersion.content_hash == content_hash
+        )
+    ).first()
+
+
+def transcripts_of(*, session: Session, task_version_id: int) -> list[Transcript]:
+    return list(
+        session.exec(
+            select(Transcript)
+            .where(Transcript.task_version_id == task_version_id)
+            .order_by(Transcript.id)
+        ).all()
+    )
+
+
+def tasks_frame(*, session: Session) -> pd.DataFrame:
+    latest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    rows = session.exec(
+        select(
+            Task.id,
+            Task.external_id,
+            Task.title,
+            Task.persona,
+            Task.track,
+            Task.status,
+            latest.c.version,
+        )
+        .join(latest, latest.c.task_id == Task.id)
+        .order_by(Task.persona, Task.external_id)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["id", "external_id", "title", "persona", "track", "status", "version"],
+    )
+
+
+def status_counts(*, session: Session) -> dict[str, int]:
+    rows = session.exec(select(Task.status, func.count()).group_by(Task.status)).all()
+    return {status: count for status, count in rows}

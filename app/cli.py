@@ -1,0 +1,472 @@
+"""The `itsmreview` command line: a thin client of the service functions."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview import __version__
+from itsmreview.errors import ItsmReviewError
+from itsmreview.settings import get_settings
+
+app = typer.Typer(
+    help="itsmreview: expert review of ITSM agent-benchmark tasks next to real process logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+users_app = typer.Typer(help="User accounts (experts, leads, admins).", no_args_is_help=True)
+log_app = typer.Typer(help="Event logs: import and statistics.", no_args_is_help=True)
+tasks_app = typer.Typer(help="The task catalog.", no_args_is_help=True)
+ledger_app = typer.Typer(help="The provenance ledger.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(users_app, name="users")
+app.add_typer(log_app, name="log")
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(ledger_app, name="ledger")
+
+STREAMLIT_APP = Path(__file__).parent / "streamlit_app.py"
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(1)
+
+
+def boundary(command):
+    """Translate domain errors into a message and a non-zero exit, once, at the edge."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ItsmReviewError as exc:
+            _fail(str(exc))
+        except ValueError as exc:
+            _fail(str(exc))
+
+    return wrapper
+
+
+def _echo_json(value) -> None:
+    typer.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
+
+
+def _session():
+    from itsmreview.db import session_scope
+
+    return session_scope()
+
+
+def _ensure_schema() -> None:
+    from itsmreview.db import current_revision, describe_url, get_engine, upgrade_database
+
+    engine = get_engine()
+    try:
+        current_revision(engine)
+    except Exception as exc:  # connection problems surface here, with the URL
+        _fail(f"cannot reach the database {describe_url(str(engine.url))}: {exc}")
+    upgrade_database(engine)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.command()
+@boundary
+def demo(
+    port: Annotated[int, typer.Option(help="Port to serve the app on.")] = 8501,
+    no_serve: Annotated[
+        bool, typer.Option("--no-serve", help="Load the demo, do not serve.")
+    ] = False,
+    seed: Annotated[int | None, typer.Option(help="Seed of the synthetic log.")] = None,
+    cases: Annotated[int | None, typer.Option(help="Cases in the synthetic log.")] = None,
+) -> None:
+    """Create or upgrade the database, load the demo content (idempotent), then serve."""
+    from itsmreview.db import describe_url
+    from itsmreview.demo.loader import DEMO_PASSWORD, DEMO_USERS, load_demo
+
+    settings = get_settings()
+    typer.echo(f"database: {describe_url(settings.resolved_database_url())}")
+    _ensure_schema()
+    with _session() as session:
+        summary = load_demo(
+            session=session,
+            data_dir=settings.data_dir,
+            seed=seed if seed is not None else settings.demo_seed,
+            cases=cases if cases is not None else settings.demo_cases,
+            progress=lambda message: typer.echo(f"  loading {message} ..."),
+        )
+    typer.echo(
+        f"demo ready: {summary.users} users, log {summary.log_name!r}, "
+        f"{summary.ratings} ratings ({'new' if summary.round_created else 'already loaded'})"
+    )
+    typer.echo(f"\nOpen http://localhost:{port} and log in as one of (password {DEMO_PASSWORD!r}):")
+    for username, role, display, _ in DEMO_USERS:
+        typer.echo(f"  {username:<9} {role.value:<7} {display}")
+    if not no_serve:
+        serve(port=port)
+
+
+@app.command()
+@boundary
+def serve(
+    port: Annotated[
+        int | None, typer.Option(help="Port (default: ITSMREVIEW_PORT or 8501).")
+    ] = None,
+    address: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+) -> None:
+    """Serve the Streamlit app on the configured database."""
+    settings = get_settings()
+    port = port or settings.port
+    env = dict(os.environ)
+    env["ITSMREVIEW_DATABASE_URL"] = settings.resolved_database_url()
+    env["ITSMREVIEW_DATA_DIR"] = str(settings.data_dir.resolve())
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(STREAMLIT_APP),
+        "--server.port",
+        str(port),
+        "--server.address",
+        address,
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--client.toolbarMode",
+        "minimal",
+    ]
+    typer.echo(f"serving on http://localhost:{port} (Ctrl+C stops)")
+    try:
+        code = subprocess.call(command, env=env)
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
+
+
+@db_app.command("upgrade")
+@boundary
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+) -> None:
+    """Apply migrations up to REVISION (default: the newest)."""
+    from itsmreview.db import current_revision, describe_url, get_engine, upgrade_database
+
+    engine = get_engine()
+    before = current_revision(engine)
+    upgrade_database(engine, revision)
+    after = current_revision(engine)
+    typer.echo(f"{describe_url(str(engine.url))}: {before or 'empty'} -> {after}")
+
+
+@db_app.command("current")
+@boundary
+def db_current() -> None:
+    """Print the revision the database is at."""
+    from itsmreview.db import current_revision
+
+    typer.echo(current_revision() or "empty (run `itsmreview db upgrade`)")
+
+
+@users_app.command("add")
+@boundary
+def users_add(
+    name: Annotated[str, typer.Argument(help="Login name: lowercase letters, digits, . _ -")],
+    role: Annotated[str, typer.Option(help="expert, lead or admin.")],
+    display_name: Annotated[str | None, typer.Option(help="Name shown in the app.")] = None,
+    expertise: Annotated[
+        list[str] | None, typer.Option(help="A persona the expert knows (repeatable).")
+    ] = None,
+    ask: Annotated[
+        bool, typer.Option("--ask", help="Ask for the password instead of generating one.")
+    ] = False,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
+) -> None:
+    """Add a user; without --ask or --password-stdin a password is generated and printed once."""
+    from itsmreview.accounts.service import create_user
+
+    password = None
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    elif ask:
+        password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    _ensure_schema()
+    with _session() as session:
+        user, generated = create_user(
+            session=session,
+            username=name,
+            role=role,
+            password=password,
+            display_name=display_name,
+            expertise=expertise or (),
+        )
+    typer.echo(f"added {user.username} ({user.role})")
+    if generated:
+        typer.echo(f"password: {generated}  (shown once; store it now)")
+
+
+@users_app.command("list")
+@boundary
+def users_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List users with their roles."""
+    from itsmreview.accounts.models import UserPublic
+    from itsmreview.accounts.queries import list_users
+
+    _ensure_schema()
+    with _session() as session:
+        users = [
+            UserPublic.model_validate(u, from_attributes=True) for u in list_users(session=session)
+        ]
+    if as_json:
+        _echo_json([u.model_dump(mode="json") for u in users])
+        return
+    for user in users:
+        typer.echo(f"{user.username:<16} {user.role.value:<7} {user.display_name}")
+
+
+def _mapping_from_options(
+    case, activity, timestamp, timestamp_format, resource, roles, sep, na, encoding
+):
+    from itsmreview.coverage.eventlog import ColumnMapping
+
+    given = [case, activity, timestamp]
+    if not any(given):
+        return None
+    if not all(given):
+        _fail("a column mapping needs all of --case, --activity and --timestamp")
+    return ColumnMapping(
+        case=case,
+        activity=activity,
+        timestamp=timestamp,
+        timestamp_format=timestamp_format,
+        resource=resource,
+        roles=tuple(roles or ()),
+        sep=sep,
+        na_values=tuple(na or ()),
+        encoding=encoding,
+    )
+
+
+@log_app.command("import")
+@boundary
+def log_import(
+    path: Annotated[
+        Path, typer.Argument(help="CSV (.csv/.csv.gz), XES (.xes/.xes.gz) or parquet.")
+    ],
+    name: Annotated[str | None, typer.Option(help="Log name (default: the file name).")] = None,
+    preset: Annotated[
+        str | None, typer.Option(help="bpi2013, bpi2014, uci-incidents or helpdesk.")
+    ] = None,
+    case: Annotated[str | None, typer.Option(help="Case id column.")] = None,
+    activity: Annotated[str | None, typer.Option(help="Activity column.")] = None,
+    timestamp: Annotated[str | None, typer.Option(help="Timestamp column.")] = None,
+    timestamp_format: Annotated[
+        str | None, typer.Option(help="strftime format, e.g. '%d/%m/%Y %H:%M' (default ISO 8601).")
+    ] = None,
+    resource: Annotated[str | None, typer.Option(help="Resource column.")] = None,
+    role: Annotated[
+        list[str] | None, typer.Option(help="Role attribute column (repeatable).")
+    ] = None,
+    sep: Annotated[str, typer.Option(help="CSV separator.")] = ",",
+    na: Annotated[
+        list[str] | None, typer.Option(help="Extra missing-value token (repeatable).")
+    ] = None,
+    encoding: Annotated[str, typer.Option(help="CSV encoding, e.g. latin-1.")] = "utf-8-sig",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Import an event log and materialise its variants, DF pairs, activities and roles."""
+    from itsmreview.coverage.service import import_log
+
+    mapping = _mapping_from_options(
+        case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
+    )
+    _ensure_schema()
+    with typer.progressbar(length=100, label="importing", file=sys.stderr) as bar:
+        done = [0]
+
+        def progress(stage: str, fraction: float) -> None:
+            step = int(fraction * 100) - done[0]
+            if step > 0:
+                bar.update(step)
+                done[0] += step
+            bar.label = stage
+
+        with _session() as session:
+            result = import_log(
+                path, session=session, name=name, preset=preset, mapping=mapping, progress=progress
+            )
+    log = result.log
+    info = {
+        "name": log.name,
+        "version": log.version,
+        "created": result.created,
+        "cases": log.n_cases,
+        "events": log.n_events,
+        "variants": log.n_variants,
+    }
+    if as_json:
+        _echo_json(info)
+    else:
+        state = "imported" if result.created else "unchanged (already imported)"
+        typer.echo(
+            f"{log.name} v{log.version} {state}: {log.n_cases} cases, {log.n_events} "
+            f"events, {log.n_variants} variants"
+        )
+
+
+@log_app.command("list")
+@boundary
+def log_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List imported logs."""
+    from itsmreview.coverage.queries import list_logs
+
+    _ensure_schema()
+    with _session() as session:
+        logs = [
+            {
+                "name": lg.name,
+                "version": lg.version,
+                "cases": lg.n_cases,
+                "events": lg.n_events,
+                "variants": lg.n_variants,
+                "imported_at": lg.imported_at,
+            }
+            for lg in list_logs(session=session)
+        ]
+    if as_json:
+        _echo_json(logs)
+        return
+    for lg in logs:
+        typer.echo(
+            f"{lg['name']:<24} v{lg['version']:<3} {lg['cases']:>8} cases "
+            f"{lg['events']:>10} events {lg['variants']:>7} variants"
+        )
+
+
+@log_app.command("stats")
+@boundary
+def log_stats(
+    name: Annotated[str, typer.Argument(help="Log name (its newest version).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Counts of a log: cases, events, activities, variants, DF pairs, singletons."""
+    from itsmreview.coverage.queries import latest_log
+    from itsmreview.errors import NotFound
+
+    _ensure_schema()
+    with _session() as session:
+        log = latest_log(session=session, name=name)
+        if log is None:
+            raise NotFound(f"no log named {name!r}; `itsmreview log list` shows the names")
+        stats = {
+            "name": log.name,
+            "version": log.version,
+            "cases": log.n_cases,
+            "events": log.n_events,
+            "activities": log.n_activities,
+            "variants": log.n_variants,
+            "collapsed_variants": log.n_collapsed_variants,
+            "df_pairs": log.n_df_pairs,
+            "singleton_variants": log.n_singleton_variants,
+            "first_timestamp": log.first_timestamp,
+            "last_timestamp": log.last_timestamp,
+        }
+    if as_json:
+        _echo_json(stats)
+        return
+    for key, value in stats.items():
+        typer.echo(f"{key:<20} {value}")
+
+
+@tasks_app.command("import")
+@boundary
+def tasks_import(
+    path: Annotated[Path, typer.Argument(help="Native bundle: .json, .jsonl, .yaml or .yml.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Import tasks from a native bundle; all or nothing, unchanged tasks are skipped."""
+    from itsmreview.catalog.native import load_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.db import get_engine
+    from sqlmodel import Session
+
+    tasks = load_bundle(path)
+    _ensure_schema()
+    with Session(get_engine(), expire_on_commit=False) as session:
+        report = import_tasks(tasks, session=session, source_format="native")
+        if dry_run:
+            session.rollback()
+        else:
+            session.commit()
+    result = report.as_dict() | {"dry_run": dry_run}
+    if as_json:
+        _echo_json(result)
+        return
+    prefix = "would import" if dry_run else "imported"
+    typer.echo(
+        f"{prefix}: {len(report.created)} new, {len(report.new_versions)} new versions, "
+        f"{len(report.unchanged)} unchanged"
+    )
+
+
+@tasks_app.command("list")
+@boundary
+def tasks_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List tasks with persona, track, status and newest version."""
+    from itsmreview.catalog.queries import tasks_frame
+
+    _ensure_schema()
+    with _session() as session:
+        frame = tasks_frame(session=session)
+    if as_json:
+        _echo_json(frame.drop(columns=["id"]).to_dict("records"))
+        return
+    for row in frame.itertuples(index=False):
+        typer.echo(f"{row.external_id:<40} v{row.version:<3} {row.status:<12} {row.persona}")
+
+
+@ledger_app.command("verify")
+@boundary
+def ledger_verify() -> None:
+    """Recompute the ledger's hash chain; exit 1 at the first broken entry."""
+    from itsmreview.ledger.service import verify_chain
+
+    _ensure_schema()
+    with _session() as session:
+        report = verify_chain(session=session)
+    if not report.ok:
+        _fail(f"ledger entry {report.broken_at}: {report.problem} ({report.entries} entries read)")
+    typer.echo(f"ledger ok: {report.entries} entries, chain intact")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

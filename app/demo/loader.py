@@ -1,0 +1,214 @@
+"""Loading the demo: users, synthetic log, task set, rubric and a partly finished round.
+
+Idempotent: every step looks for what it would create first, so a second run changes nothing.
+"""
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from itsmreview.accounts import queries as account_queries
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import create_user
+from itsmreview.catalog.queries import latest_version, task_by_external_id
+from itsmreview.catalog.service import import_tasks
+from itsmreview.coverage import queries as coverage_queries
+from itsmreview.coverage.models import VariantLevel
+from itsmreview.coverage.service import import_log
+from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
+from itsmreview.demo.taskset import build_task_set, load_specs
+from itsmreview.review import queries as review_queries
+from itsmreview.review.models import Assignment
+from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
+from itsmreview.review.service import assign_round, create_round, submit_rating
+from sqlmodel import Session, select
+
+DEMO_LOG_NAME = "demo-vinst"
+DEMO_ROUND = "Demo round 1"
+DEMO_PASSWORD = "itsm-demo"
+DEMO_USERS = (
+    ("lead", Role.lead, "Lena Lindqvist (lead)", ()),
+    ("admin", Role.admin, "Adam Admin", ()),
+    ("expert1", Role.expert, "Eva Ek", ("L1 service desk agent", "Incident manager")),
+    ("expert2", Role.expert, "Tomasz Nowak", ("L2 resolver",)),
+    ("expert3", Role.expert, "Priya Raman", ("Incident manager", "Change/problem coordinator")),
+    ("expert4", Role.expert, "Joost Smit", ("L1 service desk agent",)),
+    ("expert5", Role.expert, "Ana Souza", ("L2 resolver", "Change/problem coordinator")),
+)
+FULLY_RATED_TASKS = 10
+PARTLY_RATED_TASKS = 8
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    users: int
+    log_name: str
+    log_created: bool
+    tasks_created: int
+    round_created: bool
+    ratings: int
+
+
+def _ensure_users(session: Session) -> dict[str, User]:
+    users = {}
+    for username, role, display, expertise in DEMO_USERS:
+        user = account_queries.user_by_username(session=session, username=username)
+        if user is None:
+            user, _ = create_user(
+                session=session,
+                username=username,
+                role=role,
+                password=DEMO_PASSWORD,
+                display_name=display,
+                expertise=expertise,
+            )
+        users[username] = user
+    return users
+
+
+def demo_log_files(data_dir: Path, seed: int, cases: int) -> tuple[Path, Path]:
+    folder = data_dir / "demo"
+    return (
+        folder / f"{DEMO_LOG_NAME}-{seed}-{cases}.csv.gz",
+        folder / f"{DEMO_LOG_NAME}-{seed}-{cases}.xes.gz",
+    )
+
+
+def _write_log_files(data_dir: Path, seed: int, cases: int) -> Path:
+    csv_path, xes_path = demo_log_files(data_dir, seed, cases)
+    if not (csv_path.exists() and xes_path.exists()):
+        frame = generate_log(cases, seed=seed)
+        write_csv(frame, csv_path)
+        write_xes(frame, xes_path)
+    return csv_path
+
+
+def _demo_scores(
+    definition: RubricDefinition,
+    seed: int,
+    task_index: int,
+    expert_index: int,
+) -> tuple[dict[str, float], str, list[str], int]:
+    task_rng = random.Random(seed * 1000 + task_index)
+    quality = task_rng.uniform(2.6, 4.7)
+    rng = random.Random(seed * 100000 + task_index * 100 + expert_index)
+    bias = (-0.45, 0.1, 0.3, -0.1, 0.0)[expert_index % 5]
+    scores = {}
+    for dimension in definition.dimensions:
+        offset = random.Random(f"{seed}-{task_index}-{dimension.key}").uniform(-0.6, 0.6)
+        low, high = dimension.scale
+        value = round(quality + offset + bias + rng.gauss(0, 0.55))
+        scores[dimension.key] = float(min(high, max(low, value)))
+    mean = sum(scores.values()) / len(scores)
+    verdict = "accept" if mean >= 3.9 else "revise" if mean >= 2.8 else "reject"
+    flags = []
+    if scores["ground_truth_correctness"] <= 2:
+        flags.append("wrong_ground_truth")
+    if scores["instruction_clarity"] <= 2:
+        flags.append("ambiguous_instruction")
+    return scores, verdict, flags, rng.randint(3, 5)
+
+
+def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
+    rubric = ensure_rubric(load_rubric(), session=session)
+    definition = RubricDefinition.model_validate(rubric.definition)
+    version_ids = []
+    for spec in load_specs():
+        task = task_by_external_id(session=session, external_id=spec["id"])
+        version_ids.append(latest_version(session=session, task_id=task.id).id)
+    lead = users["lead"]
+    experts = [u for name, u in users.items() if u.role == Role.expert]
+    review_round = create_round(
+        session=session,
+        actor=lead,
+        name=DEMO_ROUND,
+        rubric=rubric,
+        task_version_ids=version_ids,
+        k=3,
+    )
+    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+    by_id = {u.id: u for u in experts}
+    expert_order = {u.id: i for i, u in enumerate(experts)}
+    submitted = 0
+    for task_index, version_id in enumerate(version_ids):
+        assignments = session.exec(
+            select(Assignment)
+            .where(Assignment.round_id == review_round.id, Assignment.task_version_id == version_id)
+            .order_by(Assignment.expert_id)
+        ).all()
+        if task_index < FULLY_RATED_TASKS:
+            to_rate = assignments
+        elif task_index < FULLY_RATED_TASKS + PARTLY_RATED_TASKS:
+            to_rate = assignments[: 1 + task_index % 2]
+        else:
+            to_rate = []
+        for assignment in to_rate:
+            expert = by_id[assignment.expert_id]
+            scores, verdict, flags, confidence = _demo_scores(
+                definition, seed, task_index, expert_order[expert.id]
+            )
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores=scores,
+                verdict=verdict,
+                flags=flags,
+                confidence=confidence,
+                comment="" if verdict == "accept" else "Demo rating: see scores.",
+            )
+            submitted += 1
+    return submitted
+
+
+def load_demo(
+    *,
+    session: Session,
+    data_dir: Path,
+    seed: int = 2013,
+    cases: int = 2000,
+    progress: Progress | None = None,
+) -> DemoSummary:
+    """Create or complete the demo content in the caller's transaction."""
+    say = progress or (lambda _message: None)
+    say("demo users")
+    users = _ensure_users(session)
+    say(f"synthetic log ({cases} cases, seed {seed})")
+    csv_path = _write_log_files(data_dir, seed, cases)
+    imported = import_log(
+        csv_path,
+        session=session,
+        name=DEMO_LOG_NAME,
+        preset="bpi2013",
+        actor_id=users["admin"].id,
+        data_dir=data_dir,
+    )
+    log = imported.log
+    say("demo task set")
+    variants = coverage_queries.variants_frame(
+        session=session, log_id=log.id, level=VariantLevel.raw
+    )
+    cases_table = pd.read_parquet(
+        Path(log.events_path) / "cases.parquet", columns=["case_id", "started_at"]
+    )
+    tasks = build_task_set(variants, cases_table, DEMO_LOG_NAME)
+    report = import_tasks(
+        tasks, session=session, source_format="native", actor_id=users["admin"].id, author_id=None
+    )
+    say("review round")
+    round_created = review_queries.round_by_name(session=session, name=DEMO_ROUND) is None
+    if round_created:
+        _seed_round(session, users, seed)
+    ratings = review_queries.rating_count(session=session)
+    return DemoSummary(
+        users=len(users),
+        log_name=log.name,
+        log_created=imported.created,
+        tasks_created=len(report.created),
+        round_created=round_created,
+        ratings=ratings,
+    )

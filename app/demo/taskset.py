@@ -1,0 +1,196 @@
+"""The demo task set: hand-written ITSM task specs tied to variants of the synthetic demo log."""
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from itsmreview.catalog.native import NativeTask, parse_bundle
+
+SPECS = Path(__file__).parent / "tasks.yaml"
+QUEUED = "Queued-Awaiting Assignment"
+
+
+def _handovers(seq: list[str]) -> int:
+    return sum(1 for i, a in enumerate(seq) if a == QUEUED and i > 0)
+
+
+def _reopened(seq: list[str]) -> bool:
+    if "Completed-Resolved" not in seq:
+        return False
+    return "Accepted-In Progress" in seq[seq.index("Completed-Resolved") :]
+
+
+PATTERNS: dict[str, Callable[[list[str]], bool]] = {
+    "first_call": lambda s: "Completed-In Call" in s,
+    "direct_resolve": lambda s: (
+        "Completed-Resolved" in s
+        and QUEUED not in s
+        and not any(a.startswith("Accepted-Wait") for a in s)
+        and not _reopened(s)
+    ),
+    "wait_user": lambda s: "Accepted-Wait - User" in s,
+    "escalated": lambda s: _handovers(s) >= 1,
+    "multi_handover": lambda s: _handovers(s) >= 2,
+    "vendor": lambda s: "Accepted-Wait - Vendor" in s,
+    "implementation": lambda s: "Accepted-Wait - Implementation" in s,
+    "cancelled": lambda s: "Completed-Cancelled" in s,
+    "reopened": _reopened,
+}
+
+
+def load_specs(path: Path = SPECS) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def pick_variant(variants: pd.DataFrame, pattern: str, pick: int) -> pd.Series:
+    """The `pick`-th most frequent raw variant matching `pattern`."""
+    matching = variants[variants["sequence"].map(PATTERNS[pattern])].sort_values("rank")
+    if matching.empty:
+        raise ValueError(f"no variant of the demo log matches pattern {pattern!r}")
+    return matching.iloc[min(pick, len(matching) - 1)]
+
+
+def _transcript(spec: dict, start: datetime) -> dict:
+    caller = spec["caller"]
+    user = f"{caller['name']} ({caller['dept']})"
+    team = spec.get("team") or ["Agent"]
+    clock = [start]
+
+    def at(minutes: float = 0.0) -> str:
+        clock[0] = clock[0] + timedelta(minutes=minutes)
+        return clock[0].strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    messages = [
+        {"role": "system", "actor": "Environment", "time": at(), "content": spec["environment"]},
+        {"role": "user", "actor": user, "time": at(1), "content": spec["opening"]},
+        {
+            "role": "agent",
+            "actor": team[0],
+            "time": at(1),
+            "content": "Thanks, I'm on it. Can you give me the details I need to look this up?",
+        },
+        {"role": "user", "actor": user, "time": at(2), "content": spec["facts"]},
+    ]
+    colleague = spec.get("colleague")
+    tools = spec["tools"]
+    for index, tool in enumerate(tools):
+        agent = team[min(index * len(team) // max(len(tools), 1), len(team) - 1)]
+        if len(team) > 1 and index == len(tools) // 2 and index > 0:
+            messages.append(
+                {
+                    "role": "agent",
+                    "actor": team[0],
+                    "time": at(1),
+                    "content": f"Handing over to {team[1]}: facts gathered, next step is "
+                    f"{tool['name'].replace('_', ' ')}.",
+                }
+            )
+        call_id = f"call_{index + 1}"
+        messages.append(
+            {
+                "role": "agent",
+                "actor": agent,
+                "time": at(2),
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "name": tool["name"],
+                        "arguments": tool["arguments"],
+                        "requested_by": agent,
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "tool",
+                "actor": tool["name"],
+                "time": at(0.2),
+                "tool_call_id": call_id,
+                "content": yaml.safe_dump(tool["result"], sort_keys=False).strip(),
+            }
+        )
+        if colleague and index == 0:
+            messages.append(
+                {
+                    "role": "agent",
+                    "actor": team[-1],
+                    "time": at(1),
+                    "content": f"@{colleague['actor']}: {colleague['ask']}",
+                }
+            )
+            messages.append(
+                {
+                    "role": "colleague",
+                    "actor": colleague["actor"],
+                    "time": at(colleague.get("delay_minutes", 15)),
+                    "content": colleague["reply"],
+                }
+            )
+    messages.append({"role": "agent", "actor": team[-1], "time": at(2), "content": spec["closing"]})
+    messages.append({"role": "user", "actor": user, "time": at(3), "content": spec["user_close"]})
+    actors = sorted({m["actor"] for m in messages if m["role"] in ("user", "colleague")})
+    return {
+        "id": f"{spec['id']}-run-1",
+        "title": "Demo run (hand-written by the itsmreview authors)",
+        "simulator": {"backbone": "hand-written demo", "temperature": None, "personas": actors},
+        "messages": messages,
+    }
+
+
+def build_task_set(variants: pd.DataFrame, cases: pd.DataFrame, log_name: str) -> list[NativeTask]:
+    """The demo tasks, each tied to a raw variant of the demo log with example cases.
+
+    `variants`: raw variants as materialised; `cases`: the materialised cases table.
+    """
+    starts = cases.set_index("case_id")["started_at"]
+    bundle = []
+    for spec in load_specs():
+        variant = pick_variant(variants, spec["pattern"], spec.get("pick", 0))
+        case_ids = list(variant["example_case_ids"])[:3]
+        start = pd.Timestamp(starts[case_ids[0]]).to_pydatetime().replace(tzinfo=None)
+        rank_ref = f"{log_name} raw variant rank {int(variant['rank'])}"
+        bundle.append(
+            {
+                "id": spec["id"],
+                "title": spec["title"],
+                "persona": spec["persona"],
+                "track": spec["track"],
+                "instruction": spec["instruction"],
+                "environment": spec["environment"],
+                "ground_truth": spec["ground_truth"],
+                "verifier": spec["verifier"],
+                "tags": spec.get("tags", []),
+                "source": {
+                    "log": log_name,
+                    "variants": [list(variant["sequence"])],
+                    "case_ids": case_ids,
+                    "roles": spec.get("roles", {}),
+                },
+                "provenance": [
+                    {"field": "source", "source": "logs", "reference": rank_ref},
+                    {
+                        "field": "instruction",
+                        "source": "expert",
+                        "reference": f"written by the demo authors from {rank_ref}",
+                    },
+                    {
+                        "field": "environment",
+                        "source": "external",
+                        "reference": "ITIL 4 incident management practice; ServiceNow-style schema",
+                    },
+                    {"field": "ground_truth", "source": "expert", "reference": "demo authors"},
+                    {"field": "verifier", "source": "expert", "reference": "demo authors"},
+                    {
+                        "field": "transcripts",
+                        "source": "expert",
+                        "reference": "hand-written dialogue; waits follow the variant's states",
+                    },
+                ],
+                "transcripts": [_transcript(spec, start)],
+            }
+        )
+    return parse_bundle({"tasks": bundle}, "demo task set")

@@ -1,0 +1,21 @@
+"""Imports every table module so that SQLModel.metadata is complete (Alembic, tests)."""
+
+from itsmreview.accounts import models as accounts_models
+from itsmreview.catalog import models as catalog_models
+from itsmreview.coverage import models as coverage_models
+from itsmreview.exports import models as exports_models
+from itsmreview.ledger import models as ledger_models
+from itsmreview.review import models as review_models
+from sqlmodel import SQLModel
+
+metadata = SQLModel.metadata
+
+__all__ = [
+    "accounts_models",
+    "catalog_models",
+    "coverage_models",
+    "exports_models",
+    "ledger_models",
+    "metadata",
+    "review_models",
+]

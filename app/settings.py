@@ -1,0 +1,43 @@
+"""Configuration: one Settings object read from ITSMREVIEW_* environment variables."""
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ITSMREVIEW_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(
+        default=Path(".itsmreview"),
+        description="Folder for the default SQLite database, materialised event files and "
+        "demo data. Created on first use.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the database. Default: a SQLite file "
+        "`itsmreview.db` in the data folder. PostgreSQL: `postgresql+psycopg://user@host/db`.",
+    )
+    port: int = Field(default=8501, description="Port the Streamlit app listens on.")
+    demo_seed: int = Field(
+        default=2013, description="Seed of the synthetic demo log and demo review round."
+    )
+    demo_cases: int = Field(
+        default=2000, description="Number of incident cases in the synthetic demo log."
+    )
+    anthropic_api_key: str | None = Field(
+        default=None,
+        description="Key for the Anthropic API; model raters run only when it is set.",
+    )
+
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'itsmreview.db').resolve()}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

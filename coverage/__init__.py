@@ -1,0 +1,1 @@
+"""Event-log import, variants, roles, coverage metrics and gaps."""

@@ -1,0 +1,101 @@
+import pandas as pd
+from itsmreview.coverage.models import (
+    EventLog,
+    LogActivity,
+    LogDirectlyFollows,
+    LogRoleValue,
+    LogVariant,
+    VariantLevel,
+)
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+
+def log_by_digest(*, session: Session, sha256: str, mapping_hash: str) -> EventLog | None:
+    return session.exec(
+        select(EventLog).where(EventLog.sha256 == sha256, EventLog.mapping_hash == mapping_hash)
+    ).first()
+
+
+def latest_version(*, session: Session, name: str) -> int:
+    return session.exec(select(func.max(EventLog.version)).where(EventLog.name == name)).one() or 0
+
+
+def latest_log(*, session: Session, name: str) -> EventLog | None:
+    return session.exec(
+        select(EventLog).where(EventLog.name == name).order_by(EventLog.version.desc()).limit(1)
+    ).first()
+
+
+def list_logs(*, session: Session) -> list[EventLog]:
+    return list(session.exec(select(EventLog).order_by(EventLog.name, EventLog.version)).all())
+
+
+def variants_frame(
+    *,
+    session: Session,
+    log_id: int,
+    level: VariantLevel = VariantLevel.raw,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    query = (
+        select(
+            LogVariant.rank,
+            LogVariant.sequence,
+            LogVariant.sequence_key,
+            LogVariant.length,
+            LogVariant.case_count,
+            LogVariant.share,
+            LogVariant.median_throughput_s,
+            LogVariant.example_case_ids,
+        )
+        .where(LogVariant.log_id == log_id, LogVariant.level == level)
+        .order_by(LogVariant.rank)
+    )
+    if limit:
+        query = query.limit(limit)
+    columns = [
+        "rank",
+        "sequence",
+        "sequence_key",
+        "length",
+        "case_count",
+        "share",
+        "median_throughput_s",
+        "example_case_ids",
+    ]
+    return pd.DataFrame([tuple(r) for r in session.exec(query).all()], columns=columns)
+
+
+def activities_frame(*, session: Session, log_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(LogActivity.name, LogActivity.event_count, LogActivity.case_count)
+        .where(LogActivity.log_id == log_id)
+        .order_by(LogActivity.event_count.desc())
+    ).all()
+    return pd.DataFrame([tuple(r) for r in rows], columns=["name", "event_count", "case_count"])
+
+
+def df_pairs_frame(*, session: Session, log_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(LogDirectlyFollows.source, LogDirectlyFollows.target, LogDirectlyFollows.count)
+        .where(LogDirectlyFollows.log_id == log_id)
+        .order_by(LogDirectlyFollows.count.desc())
+    ).all()
+    return pd.DataFrame([tuple(r) for r in rows], columns=["source", "target", "count"])
+
+
+def role_values_frame(*, session: Session, log_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(
+            LogRoleValue.attribute,
+            LogRoleValue.value,
+            LogRoleValue.event_count,
+            LogRoleValue.case_count,
+        )
+        .where(LogRoleValue.log_id == log_id)
+        .order_by(LogRoleValue.attribute, LogRoleValue.event_count.desc())
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows], columns=["attribute", "value", "event_count", "case_count"]
+    )

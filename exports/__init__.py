@@ -1,0 +1,1 @@
+"""Approved task sets, one module per output format."""

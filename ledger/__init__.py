@@ -1,0 +1,1 @@
+"""Append-only provenance ledger: where every artifact and field came from."""

@@ -1,0 +1,83 @@
+from collections.abc import Iterator
+
+import pandas as pd
+from itsmreview.ledger.models import LedgerEntry
+from sqlalchemy import func, text
+from sqlmodel import Session, select
+
+
+def last_entry(*, session: Session) -> LedgerEntry | None:
+    return session.exec(select(LedgerEntry).order_by(LedgerEntry.seq.desc()).limit(1)).first()
+
+
+def lock_chain(*, session: Session) -> None:
+    """Serialise appends on PostgreSQL (SQLite serialises writers by itself)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.exec(text("SELECT pg_advisory_xact_lock(727001)"))
+
+
+def iter_entries(*, session: Session, batch: int = 5000) -> Iterator[LedgerEntry]:
+    after = 0
+    while True:
+        rows = session.exec(
+            select(LedgerEntry)
+            .where(LedgerEntry.seq > after)
+            .order_by(LedgerEntry.seq)
+            .limit(batch)
+        ).all()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].seq
+
+
+def entries_frame(
+    *,
+    session: Session,
+    artifact_type: str | None = None,
+    source_kind: str | None = None,
+    limit: int = 500,
+) -> pd.DataFrame:
+    query = (
+        select(
+            LedgerEntry.seq,
+            LedgerEntry.created_at,
+            LedgerEntry.artifact_type,
+            LedgerEntry.artifact_id,
+            LedgerEntry.field,
+            LedgerEntry.source_kind,
+            LedgerEntry.reference,
+            LedgerEntry.action,
+            LedgerEntry.actor_id,
+        )
+        .order_by(LedgerEntry.seq.desc())
+        .limit(limit)
+    )
+    if artifact_type:
+        query = query.where(LedgerEntry.artifact_type == artifact_type)
+    if source_kind:
+        query = query.where(LedgerEntry.source_kind == source_kind)
+    rows = session.exec(query).all()
+    columns = [
+        "seq",
+        "created_at",
+        "artifact_type",
+        "artifact_id",
+        "field",
+        "source_kind",
+        "reference",
+        "action",
+        "actor_id",
+    ]
+    return pd.DataFrame([tuple(r) for r in rows], columns=columns)
+
+
+def source_kind_counts(*, session: Session) -> dict[str, int]:
+    rows = session.exec(
+        select(LedgerEntry.source_kind, func.count()).group_by(LedgerEntry.source_kind)
+    ).all()
+    return {kind: count for kind, count in rows}
+
+
+def entry_count(*, session: Session) -> int:
+    return session.exec(select(func.count()).select_from(LedgerEntry)).one()

@@ -1,0 +1,1 @@
+"""Rubrics, review rounds, assignment, ratings, agreement and approval."""

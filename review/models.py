@@ -1,0 +1,133 @@
+"""Rubrics (versioned), review rounds, assignments, ratings (with revisions), adjudications."""
+
+from datetime import datetime
+from enum import StrEnum
+
+from itsmreview.db import utcnow
+from sqlalchemy import JSON, Float, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class RoundStatus(StrEnum):
+    open = "open"
+    closed = "closed"
+
+
+class AssignmentStatus(StrEnum):
+    reserved = "reserved"
+    submitted = "submitted"
+    released = "released"
+
+
+class RatingStatus(StrEnum):
+    draft = "draft"
+    submitted = "submitted"
+
+
+class Verdict(StrEnum):
+    accept = "accept"
+    revise = "revise"
+    reject = "reject"
+
+
+class Rubric(SQLModel, table=True):
+    __tablename__ = "rubrics"
+    __table_args__ = (UniqueConstraint("name", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_type=String(128), index=True)
+    version: int = 1
+    title: str = Field(sa_type=String(256))
+    definition: dict = Field(sa_type=JSON)
+    content_hash: str = Field(sa_type=String(64))
+    created_at: datetime = Field(default_factory=utcnow)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
+
+
+class ReviewRound(SQLModel, table=True):
+    __tablename__ = "review_rounds"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_type=String(128), unique=True)
+    rubric_id: int = Field(foreign_key="rubrics.id")
+    k: int = 3
+    reservation_minutes: int = 120
+    status: RoundStatus = Field(default=RoundStatus.open, sa_type=String(16))
+    approval: dict = Field(default_factory=dict, sa_type=JSON)
+    created_at: datetime = Field(default_factory=utcnow)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
+    closed_at: datetime | None = None
+
+
+class RoundTask(SQLModel, table=True):
+    """A task version put up for review in a round."""
+
+    __tablename__ = "round_tasks"
+    __table_args__ = (UniqueConstraint("round_id", "task_version_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True)
+    priority: float = Field(default=0.0, sa_type=Float)
+
+
+class Assignment(SQLModel, table=True):
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("round_id", "task_version_id", "expert_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True)
+    expert_id: int = Field(foreign_key="users.id", index=True)
+    status: AssignmentStatus = Field(default=AssignmentStatus.reserved, sa_type=String(16))
+    reserved_until: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    submitted_at: datetime | None = None
+
+
+class Rating(SQLModel, table=True):
+    """One revision of an expert's rating; the newest revision of an assignment is current."""
+
+    __tablename__ = "ratings"
+    __table_args__ = (UniqueConstraint("assignment_id", "revision"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    assignment_id: int = Field(foreign_key="assignments.id", index=True, ondelete="CASCADE")
+    round_id: int = Field(foreign_key="review_rounds.id", index=True)
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True)
+    expert_id: int = Field(foreign_key="users.id", index=True)
+    rubric_id: int = Field(foreign_key="rubrics.id")
+    revision: int = 1
+    is_current: bool = True
+    status: RatingStatus = Field(default=RatingStatus.draft, sa_type=String(16))
+    verdict: Verdict | None = Field(default=None, sa_type=String(16))
+    flags: list[str] = Field(default_factory=list, sa_type=JSON)
+    comment: str = Field(default="", sa_type=Text)
+    confidence: int | None = None
+    rater_kind: str = Field(default="human", sa_type=String(16))
+    created_at: datetime = Field(default_factory=utcnow)
+    submitted_at: datetime | None = None
+
+
+class RatingScore(SQLModel, table=True):
+    """A rating's value on one rubric dimension, in long form for agreement statistics."""
+
+    __tablename__ = "rating_scores"
+    __table_args__ = (UniqueConstraint("rating_id", "dimension"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    rating_id: int = Field(foreign_key="ratings.id", index=True, ondelete="CASCADE")
+    dimension: str = Field(sa_type=String(64))
+    value: float | None = Field(default=None, sa_type=Float)
+
+
+class Adjudication(SQLModel, table=True):
+    __tablename__ = "adjudications"
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True)
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True)
+    lead_id: int = Field(foreign_key="users.id")
+    decision: Verdict = Field(sa_type=String(16))
+    reason: str = Field(sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,126 @@
+import pandas as pd
+from itsmreview.accounts.models import User
+from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.review.models import (
+    Assignment,
+    AssignmentStatus,
+    Rating,
+    RatingScore,
+    ReviewRound,
+    RoundTask,
+)
+from sqlalchemy import case, func
+from sqlmodel import Session, select
+
+
+def round_by_name(*, session: Session, name: str) -> ReviewRound | None:
+    return session.exec(select(ReviewRound).where(ReviewRound.name == name)).first()
+
+
+def list_rounds(*, session: Session) -> list[ReviewRound]:
+    return list(session.exec(select(ReviewRound).order_by(ReviewRound.created_at)).all())
+
+
+def round_task_ids(*, session: Session, round_id: int) -> list[int]:
+    return list(
+        session.exec(
+            select(RoundTask.task_version_id)
+            .where(RoundTask.round_id == round_id)
+            .order_by(RoundTask.priority.desc(), RoundTask.id)
+        ).all()
+    )
+
+
+def assignment_counts(*, session: Session, round_id: int) -> dict[int, int]:
+    rows = session.exec(
+        select(Assignment.expert_id, func.count())
+        .where(Assignment.round_id == round_id, Assignment.status != AssignmentStatus.released)
+        .group_by(Assignment.expert_id)
+    ).all()
+    return {expert: count for expert, count in rows}
+
+
+def assignments_of_task(
+    *, session: Session, round_id: int, task_version_id: int
+) -> list[Assignment]:
+    return list(
+        session.exec(
+            select(Assignment).where(
+                Assignment.round_id == round_id,
+                Assignment.task_version_id == task_version_id,
+                Assignment.status != AssignmentStatus.released,
+            )
+        ).all()
+    )
+
+
+def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(
+            Assignment.id,
+            ReviewRound.name,
+            Task.external_id,
+            Task.title,
+            Task.persona,
+            Task.track,
+            TaskVersion.version,
+            Assignment.status,
+        )
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(Assignment.expert_id == expert_id, Assignment.status != AssignmentStatus.released)
+        .order_by(Assignment.status.desc(), Assignment.id)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=[
+            "assignment_id",
+            "round",
+            "task",
+            "title",
+            "persona",
+            "track",
+            "version",
+            "status",
+        ],
+    )
+
+
+def progress_frame(*, session: Session) -> pd.DataFrame:
+    """Per round and expert: assigned and submitted counts."""
+    submitted = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
+    rows = session.exec(
+        select(ReviewRound.name, User.username, func.count(Assignment.id), submitted)
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .join(User, User.id == Assignment.expert_id)
+        .where(Assignment.status != AssignmentStatus.released)
+        .group_by(ReviewRound.name, User.username)
+        .order_by(ReviewRound.name, User.username)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows], columns=["round", "expert", "assigned", "submitted"]
+    )
+
+
+def current_ratings_frame(*, session: Session, round_id: int) -> pd.DataFrame:
+    """Long form: one row per current submitted rating and dimension."""
+    rows = session.exec(
+        select(
+            Rating.task_version_id,
+            Rating.expert_id,
+            Rating.verdict,
+            RatingScore.dimension,
+            RatingScore.value,
+        )
+        .join(RatingScore, RatingScore.rating_id == Rating.id)
+        .where(Rating.round_id == round_id, Rating.is_current, Rating.status == "submitted")
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["task_version_id", "expert_id", "verdict", "dimension", "value"],
+    )
+
+
+def rating_count(*, session: Session) -> int:
+    return session.exec(select(func.count()).select_from(Rating)).one()

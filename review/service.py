@@ -1,0 +1,211 @@
+"""Review rounds, k-overlap assignment and rating submission (service layer, role-checked)."""
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.catalog.models import Task, TaskStatus, TaskVersion
+from itsmreview.db import utcnow
+from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from itsmreview.ledger.service import append_entry
+from itsmreview.review import queries
+from itsmreview.review.models import (
+    Assignment,
+    AssignmentStatus,
+    Rating,
+    RatingScore,
+    RatingStatus,
+    ReviewRound,
+    RoundStatus,
+    RoundTask,
+    Rubric,
+    Verdict,
+)
+from itsmreview.review.rubrics import RubricDefinition
+from sqlmodel import Session, select
+
+
+def create_round(
+    *,
+    session: Session,
+    actor: User,
+    name: str,
+    rubric: Rubric,
+    task_version_ids: Sequence[int],
+    k: int = 3,
+) -> ReviewRound:
+    """Open a round over the given task versions. Leads only."""
+    require_role(actor, Role.lead)
+    if k < 1:
+        raise InvalidInput(f"k must be at least 1, got {k}")
+    if queries.round_by_name(session=session, name=name):
+        raise Conflict(f"a round named {name!r} exists already")
+    review_round = ReviewRound(name=name, rubric_id=rubric.id, k=k, created_by_id=actor.id)
+    session.add(review_round)
+    session.flush()
+    for priority, version_id in enumerate(reversed(task_version_ids)):
+        session.add(
+            RoundTask(
+                round_id=review_round.id, task_version_id=version_id, priority=float(priority)
+            )
+        )
+        task = session.exec(
+            select(Task)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .where(TaskVersion.id == version_id)
+        ).one()
+        if task.status == TaskStatus.draft:
+            task.status = TaskStatus.in_review
+    session.flush()
+    return review_round
+
+
+def assign_round(
+    *, session: Session, actor: User, review_round: ReviewRound, experts: Sequence[User]
+) -> int:
+    """Give every task of the round to k experts, least-loaded first, never to its author.
+
+    Returns the number of new assignments. Raises Conflict when fewer than k eligible
+    experts exist for a task.
+    """
+    require_role(actor, Role.lead)
+    if review_round.status != RoundStatus.open:
+        raise Conflict(f"round {review_round.name!r} is closed")
+    load = queries.assignment_counts(session=session, round_id=review_round.id)
+    created = 0
+    ordered = sorted(experts, key=lambda e: e.id)
+    for version_id in queries.round_task_ids(session=session, round_id=review_round.id):
+        version = session.get(TaskVersion, version_id)
+        task = session.get(Task, version.task_id)
+        current = {
+            a.expert_id
+            for a in queries.assignments_of_task(
+                session=session, round_id=review_round.id, task_version_id=version_id
+            )
+        }
+        eligible = [
+            e
+            for e in ordered
+            if e.id not in current and e.id not in (task.author_id, version.edited_by_id)
+        ]
+        need = review_round.k - len(current)
+        if need <= 0:
+            continue
+        if len(eligible) < need:
+            raise Conflict(
+                f"task {task.external_id!r} needs {need} more expert(s) but only "
+                f"{len(eligible)} eligible expert(s) remain; add experts or lower k"
+            )
+        eligible.sort(key=lambda e: (load.get(e.id, 0), e.id))
+        for expert in eligible[:need]:
+            session.add(
+                Assignment(
+                    round_id=review_round.id,
+                    task_version_id=version_id,
+                    expert_id=expert.id,
+                    status=AssignmentStatus.reserved,
+                    reserved_until=utcnow() + timedelta(minutes=review_round.reservation_minutes),
+                )
+            )
+            load[expert.id] = load.get(expert.id, 0) + 1
+            created += 1
+    session.flush()
+    return created
+
+
+def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | None]) -> None:
+    unknown = sorted(set(scores) - {d.key for d in definition.dimensions})
+    if unknown:
+        raise InvalidInput(f"unknown rubric dimension(s): {', '.join(unknown)}")
+    for dimension in definition.dimensions:
+        value = scores.get(dimension.key)
+        if value is None:
+            if dimension.required:
+                raise InvalidInput(f"dimension {dimension.label!r} is required")
+            continue
+        low, high = dimension.scale
+        if not low <= value <= high:
+            raise InvalidInput(
+                f"dimension {dimension.label!r}: {value} is outside the scale {low}..{high}"
+            )
+
+
+def submit_rating(
+    *,
+    session: Session,
+    actor: User,
+    assignment_id: int,
+    scores: Mapping[str, float | None],
+    verdict: Verdict | str,
+    flags: Sequence[str] = (),
+    comment: str = "",
+    confidence: int | None = None,
+) -> Rating:
+    """Submit the expert's rating of an assignment; a second submit makes a new revision."""
+    require_role(actor, Role.expert)
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} does not exist")
+    if assignment.expert_id != actor.id:
+        raise PermissionDenied("this task is assigned to another expert")
+    review_round = session.get(ReviewRound, assignment.round_id)
+    if review_round.status != RoundStatus.open:
+        raise Conflict(f"round {review_round.name!r} is closed")
+    rubric = session.get(Rubric, review_round.rubric_id)
+    definition = RubricDefinition.model_validate(rubric.definition)
+    _validate_scores(definition, scores)
+    if str(verdict) not in definition.verdicts:
+        raise InvalidInput(f"verdict {verdict!r} is not one of {', '.join(definition.verdicts)}")
+    flag_keys = {f.key for f in definition.flags}
+    unknown_flags = sorted(set(flags) - flag_keys)
+    if unknown_flags:
+        raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
+    previous = session.exec(
+        select(Rating).where(Rating.assignment_id == assignment.id, Rating.is_current)
+    ).first()
+    if previous is not None:
+        previous.is_current = False
+        session.flush()
+    now = utcnow()
+    rating = Rating(
+        assignment_id=assignment.id,
+        round_id=assignment.round_id,
+        task_version_id=assignment.task_version_id,
+        expert_id=actor.id,
+        rubric_id=rubric.id,
+        revision=(previous.revision + 1) if previous else 1,
+        is_current=True,
+        status=RatingStatus.submitted,
+        verdict=Verdict(verdict),
+        flags=sorted(flags),
+        comment=comment,
+        confidence=confidence,
+        created_at=now,
+        submitted_at=now,
+    )
+    session.add(rating)
+    session.flush()
+    for key, value in scores.items():
+        session.add(
+            RatingScore(
+                rating_id=rating.id, dimension=key, value=None if value is None else float(value)
+            )
+        )
+    assignment.status = AssignmentStatus.submitted
+    assignment.submitted_at = now
+    append_entry(
+        session=session,
+        artifact_type="rating",
+        artifact_id=str(rating.id),
+        action="submit" if previous is None else "revise",
+        source_kind="expert",
+        actor_id=actor.id,
+        payload={
+            "task_version_id": assignment.task_version_id,
+            "round": review_round.name,
+            "revision": rating.revision,
+        },
+    )
+    session.flush()
+    return rating
