@@ -99,3 +99,15 @@ def role_values_frame(*, session: Session, log_id: int) -> pd.DataFrame:
     return pd.DataFrame(
         [tuple(r) for r in rows], columns=["attribute", "value", "event_count", "case_count"]
     )
+
+
+def variant_by_key(
+    *, session: Session, log_id: int, sequence_key: str, level: VariantLevel = VariantLevel.raw
+) -> LogVariant | None:
+    return session.exec(
+        select(LogVariant).where(
+            LogVariant.log_id == log_id,
+            LogVariant.level == level,
+            LogVariant.sequence_key == sequence_key,
+        )
+    ).first()

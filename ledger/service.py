@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from itsmreview.db import utcnow
 from itsmreview.errors import LedgerIntegrityError
 from itsmreview.ledger import chain, queries
@@ -98,3 +99,23 @@ def verify_chain(*, session: Session, raise_on_break: bool = False) -> ChainRepo
             f"ledger entry {seq}: {problem}; entries from {seq} on cannot be trusted"
         )
     return ChainReport(entries=count, ok=False, broken_at=seq, problem=problem)
+
+
+@dataclass
+class LedgerOverview:
+    counts: dict[str, int]
+    entries: pd.DataFrame
+
+
+def ledger_overview(
+    *, session: Session, actor, source_kind: str | None = None, limit: int = 500
+) -> LedgerOverview:
+    """Entry counts per source kind and the newest entries (filtered by source kind)."""
+    from itsmreview.accounts.models import Role
+    from itsmreview.accounts.service import require_role
+
+    require_role(actor, Role.lead)
+    return LedgerOverview(
+        counts=queries.source_kind_counts(session=session),
+        entries=queries.entries_frame(session=session, source_kind=source_kind, limit=limit),
+    )

@@ -124,3 +124,16 @@ def current_ratings_frame(*, session: Session, round_id: int) -> pd.DataFrame:
 
 def rating_count(*, session: Session) -> int:
     return session.exec(select(func.count()).select_from(Rating)).one()
+
+
+def current_rating(*, session: Session, assignment_id: int) -> Rating | None:
+    return session.exec(
+        select(Rating).where(Rating.assignment_id == assignment_id, Rating.is_current)
+    ).first()
+
+
+def scores_of(*, session: Session, rating_id: int) -> dict[str, float | None]:
+    rows = session.exec(
+        select(RatingScore.dimension, RatingScore.value).where(RatingScore.rating_id == rating_id)
+    ).all()
+    return {dimension: value for dimension, value in rows}

@@ -91,3 +91,31 @@ def require_role(user: User | None, *roles: Role) -> User:
         return user
     allowed = " or ".join(r.value for r in roles)
     raise PermissionDenied(f"this needs the {allowed} role; {user.username} is {user.role}")
+
+
+def add_user(
+    *,
+    session: Session,
+    actor: User,
+    username: str,
+    role: Role | str,
+    password: str | None = None,
+    display_name: str | None = None,
+    expertise: Iterable[str] = (),
+) -> tuple[User, str | None]:
+    """`create_user` on behalf of an admin. Raises PermissionDenied for anyone else."""
+    require_role(actor, Role.admin)
+    return create_user(
+        session=session,
+        username=username,
+        role=role,
+        password=password,
+        display_name=display_name,
+        expertise=expertise,
+    )
+
+
+def users_overview(*, session: Session, actor: User) -> list[User]:
+    """All users, by role then name. Admins only."""
+    require_role(actor, Role.admin)
+    return queries.list_users(session=session)

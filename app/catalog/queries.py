@@ -63,3 +63,19 @@ def tasks_frame(*, session: Session) -> pd.DataFrame:
 def status_counts(*, session: Session) -> dict[str, int]:
     rows = session.exec(select(Task.status, func.count()).group_by(Task.status)).all()
     return {status: count for status, count in rows}
+
+
+def declared_sources(*, session: Session, log_name: str) -> list[dict]:
+    """The `source` of each task's newest version, for tasks derived from `log_name`."""
+    latest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    rows = session.exec(
+        select(TaskVersion.source).join(
+            latest,
+            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
+        )
+    ).all()
+    return [source for source in rows if source and source.get("log") == log_name]

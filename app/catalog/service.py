@@ -1,12 +1,17 @@
 """Importing tasks into the catalog: versioned by content hash, provenance to the ledger."""
 
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.catalog.native import NativeTask
+from itsmreview.catalog.native import NativeTask, load_bundle
 from itsmreview.db import utcnow
+from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
 from sqlmodel import Session
 
@@ -130,3 +135,37 @@ def import_tasks(
             )
     session.flush()
     return report
+
+
+def _bundle_from_upload(filename: str, content: bytes) -> list[NativeTask]:
+    suffix = Path(filename).suffix.lower()
+    if suffix not in (".json", ".jsonl", ".yaml", ".yml"):
+        raise InvalidInput(f"{filename}: expected a .json, .jsonl, .yaml or .yml bundle")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"bundle{suffix}"
+        path.write_bytes(content)
+        try:
+            return load_bundle(path)
+        except ValueError as exc:
+            raise InvalidInput(str(exc).replace(str(path), filename)) from None
+
+
+def preview_bundle_upload(
+    filename: str, content: bytes, *, session: Session, actor: User
+) -> ImportReport:
+    """What importing the uploaded bundle would do; changes nothing. Admins only."""
+    require_role(actor, Role.admin)
+    tasks = _bundle_from_upload(filename, content)
+    savepoint = session.begin_nested()
+    try:
+        return import_tasks(tasks, session=session, actor_id=actor.id)
+    finally:
+        savepoint.rollback()
+
+
+def import_bundle_upload(
+    filename: str, content: bytes, *, session: Session, actor: User
+) -> ImportReport:
+    """Import the uploaded bundle in the caller's transaction. Admins only."""
+    require_role(actor, Role.admin)
+    return import_tasks(_bundle_from_upload(filename, content), session=session, actor_id=actor.id)

@@ -1,0 +1,17 @@
+import streamlit as st
+from itsmreview.accounts.models import Role
+from itsmreview.db import session_scope
+from itsmreview.exports.service import list_exports
+from itsmreview.ui.auth import require
+
+user = require(Role.lead)
+st.title("Exports")
+with session_scope() as session:
+    exports = list_exports(session=session, actor=user)
+if exports.empty:
+    st.info(
+        "No task set exported yet. Approved tasks can be exported once the approval gate "
+        "has approved some."
+    )
+else:
+    st.dataframe(exports, hide_index=True, use_container_width=True)

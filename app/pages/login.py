@@ -1,0 +1,20 @@
+import streamlit as st
+from itsmreview.errors import ItsmReviewError
+from itsmreview.ui.auth import log_in
+
+st.title("itsmreview")
+st.write(
+    "Expert review of ITSM agent-benchmark tasks, side by side with the real process logs "
+    "they came from."
+)
+with st.form("login"):
+    username = st.text_input("Username", key="login_username")
+    password = st.text_input("Password", type="password", key="login_password")
+    submitted = st.form_submit_button("Log in", type="primary")
+if submitted:
+    try:
+        log_in(username, password)
+    except ItsmReviewError as exc:
+        st.error(str(exc))
+    else:
+        st.rerun()

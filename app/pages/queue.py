@@ -1,0 +1,54 @@
+import streamlit as st
+from itsmreview.accounts.models import Role
+from itsmreview.db import session_scope
+from itsmreview.errors import ItsmReviewError
+from itsmreview.review.service import submit_rating
+from itsmreview.review.view import assignment_view, expert_queue
+from itsmreview.ui.auth import require
+from itsmreview.ui.rating import rating_form, task_panel, variant_panel
+from itsmreview.ui.transcript import render_transcript
+
+user = require(Role.expert)
+st.title("My queue")
+with session_scope() as session:
+    queue = expert_queue(session=session, actor=user)
+if queue.empty:
+    st.info("Nothing is assigned to you yet. A lead assigns tasks when a review round opens.")
+    st.stop()
+done = int((queue.status == "submitted").sum())
+st.progress(done / len(queue), text=f"{done} of {len(queue)} rated")
+labels = {
+    int(r.assignment_id): f"{'✅' if r.status == 'submitted' else '⬜'} {r.title} ({r.persona})"
+    for r in queue.itertuples()
+}
+open_ids = [i for i, r in zip(labels, queue.itertuples(), strict=True) if r.status != "submitted"]
+chosen = st.selectbox(
+    "Task",
+    list(labels),
+    format_func=labels.get,
+    index=list(labels).index(open_ids[0]) if open_ids else 0,
+)
+with session_scope() as session:
+    view = assignment_view(session=session, actor=user, assignment_id=chosen)
+left, right = st.columns([3, 2], gap="large")
+with left:
+    task_panel(view)
+    for transcript in view.transcripts:
+        with st.expander(
+            f"Transcript: {transcript.title or transcript.external_id} "
+            f"({transcript.n_turns} turns)",
+            expanded=True,
+        ):
+            render_transcript(transcript.messages, key=f"tr-{transcript.id}")
+with right:
+    variant_panel(view.variants)
+    answers = rating_form(view)
+if answers is not None:
+    try:
+        with session_scope() as session:
+            submit_rating(session=session, actor=user, assignment_id=chosen, **answers)
+    except ItsmReviewError as exc:
+        st.error(str(exc))
+    else:
+        st.success("Rating submitted.")
+        st.rerun()

@@ -1,0 +1,1 @@
+"""Shared Streamlit widgets; the only place besides pages/ that imports streamlit."""

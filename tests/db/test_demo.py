@@ -1,0 +1,57 @@
+from sqlalchemy import func
+from sqlmodel import select
+
+from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.coverage.models import EventLog, LogVariant
+from itsmreview.db import session_scope
+from itsmreview.demo.loader import load_demo
+from itsmreview.ledger.service import verify_chain
+from itsmreview.review.models import Assignment, Rating, RatingScore, ReviewRound
+from itsmreview.schema import metadata
+
+
+def _counts(engine) -> dict[str, int]:
+    with engine.connect() as connection:
+        return {
+            name: connection.execute(select(func.count()).select_from(table)).scalar_one()
+            for name, table in metadata.tables.items()
+        }
+
+
+def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
+    with session_scope(engine) as session:
+        first = load_demo(session=session, data_dir=tmp_path, cases=600)
+    counts = _counts(engine)
+    with session_scope(engine) as session:
+        second = load_demo(session=session, data_dir=tmp_path, cases=600)
+    assert _counts(engine) == counts
+    assert first.log_created and not second.log_created
+    assert first.tasks_created >= 24 and second.tasks_created == 0
+    assert counts["users"] == 7
+    assert counts["event_logs"] == 1
+    with session_scope(engine) as session:
+        assert verify_chain(session=session).ok
+        tasks = session.exec(select(Task)).all()
+        assert len({t.persona for t in tasks}) >= 4
+        assert {t.track for t in tasks} == {"single-agent", "simulated-actors",
+                                            "multi-agent-team"}
+        versions = session.exec(select(TaskVersion)).all()
+        provenance_kinds = {p["source"] for v in versions for p in v.provenance}
+        assert provenance_kinds == {"logs", "external", "expert"}
+        log = session.exec(select(EventLog)).one()
+        in_log = {tuple(s) for s in session.exec(select(LogVariant.sequence).where(
+            LogVariant.log_id == log.id, LogVariant.level == "raw")).all()}
+        for version in versions:
+            for sequence in version.source["variants"]:
+                assert tuple(sequence) in in_log
+        transcripts = session.exec(select(Transcript)).all()
+        assert len(transcripts) == len(versions)
+        roles = {m["role"] for t in transcripts for m in t.messages}
+        assert roles == {"system", "user", "agent", "colleague", "tool"}
+        round_ = session.exec(select(ReviewRound)).one()
+        per_task = session.exec(select(Assignment.task_version_id, func.count())
+                                .group_by(Assignment.task_version_id)).all()
+        assert all(count == round_.k for _, count in per_task)
+        submitted = session.exec(select(func.count()).select_from(Rating)).one()
+        assert 0 < submitted < len(per_task) * round_.k, "the demo round is partly finished"
+        assert session.exec(select(func.count()).select_from(RatingScore)).one() >= submitted * 5

@@ -1,0 +1,65 @@
+import pytest
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from itsmreview.accounts.models import Role, User
+from itsmreview.catalog.models import Task, TaskVersion, Track, Transcript
+from itsmreview.db import utcnow
+from itsmreview.review.models import Rubric
+
+
+def _user(name="ada", role=Role.expert):
+    return User(username=name, display_name=name.title(), role=role, password_hash="x",
+                expertise=["L2 resolver"])
+
+
+def test_round_trip_keeps_json_enums_and_aware_times(session):
+    user = _user()
+    session.add(user)
+    session.commit()
+    session.expire_all()
+    loaded = session.exec(select(User).where(User.username == "ada")).one()
+    assert loaded.role == Role.expert
+    assert loaded.expertise == ["L2 resolver"]
+    assert loaded.created_at.tzinfo is not None
+    assert abs((utcnow() - loaded.created_at).total_seconds()) < 60
+
+
+def test_unique_username(session):
+    session.add(_user())
+    session.commit()
+    session.add(_user())
+    with pytest.raises(IntegrityError):
+        session.commit()
+
+
+def test_task_version_unique_per_task_and_cascade(session):
+    task = Task(external_id="t-1", title="T", persona="L1", track=Track.single_agent)
+    session.add(task)
+    session.flush()
+    version = TaskVersion(task_id=task.id, version=1, content_hash="h" * 64, instruction="do",
+                          source={"variants": [["a", "b"]]})
+    session.add(version)
+    session.flush()
+    session.add(Transcript(task_version_id=version.id, external_id="r1",
+                           messages=[{"role": "user", "content": "hi"}], n_turns=1))
+    session.commit()
+    session.add(TaskVersion(task_id=task.id, version=1, content_hash="g" * 64, instruction="x"))
+    with pytest.raises(IntegrityError):
+        session.commit()
+    session.rollback()
+    loaded = session.exec(select(TaskVersion)).one()
+    assert loaded.source == {"variants": [["a", "b"]]}
+
+
+def test_foreign_keys_are_enforced(session):
+    session.add(TaskVersion(task_id=999, version=1, content_hash="h" * 64, instruction="x"))
+    with pytest.raises(IntegrityError):
+        session.commit()
+
+
+def test_rubric_name_version_unique(session):
+    for _ in range(2):
+        session.add(Rubric(name="r", version=1, title="R", definition={}, content_hash="h"))
+    with pytest.raises(IntegrityError):
+        session.commit()
