@@ -1,0 +1,74 @@
+"""The CLI against real databases (both backends)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from itsmreview.cli import app
+from itsmreview.coverage.synthetic import generate_log, write_csv
+
+runner = CliRunner()
+
+
+def run(*args, input=None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def test_users_add_and_list(configured):
+    result = run("users", "add", "eva", "--role", "expert", "--expertise", "L2 resolver")
+    assert result.exit_code == 0, result.output
+    assert "password:" in result.output
+    result = run("users", "add", "leo", "--role", "lead", "--password-stdin",
+                 input="a-long-password\n")
+    assert result.exit_code == 0 and "password:" not in result.output
+    listed = json.loads(run("users", "list", "--json").output)
+    assert [(u["username"], u["role"]) for u in listed] == [("eva", "expert"), ("leo", "lead")]
+    duplicate = run("users", "add", "eva", "--role", "lead")
+    assert duplicate.exit_code == 1 and "exists already" in duplicate.output
+
+
+def test_log_import_stats_and_errors(configured, tmp_path):
+    path = write_csv(generate_log(120, seed=4), tmp_path / "log.csv")
+    result = run("log", "import", str(path), "--preset", "bpi2013", "--name", "small", "--json")
+    assert result.exit_code == 0, result.output
+    stats = json.loads(run("log", "stats", "small", "--json").output)
+    for key in ("cases", "events", "activities", "variants", "collapsed_variants", "df_pairs",
+                "singleton_variants"):
+        assert isinstance(stats[key], int)
+    assert stats["cases"] == 120
+    missing = run("log", "stats", "nope")
+    assert missing.exit_code == 1 and "no log named 'nope'" in missing.output
+    partial = run("log", "import", str(path), "--case", "SR Number")
+    assert partial.exit_code == 1 and "needs all of --case, --activity and --timestamp" in (
+        partial.output)
+
+
+def test_tasks_import_dry_run_and_ledger_verify(configured, tmp_path):
+    bundle = tmp_path / "b.json"
+    bundle.write_text(json.dumps({"tasks": [
+        {"id": "x1", "title": "T", "persona": "L2 resolver", "track": "single-agent",
+         "instruction": "Fix it.", "provenance": [{"field": "instruction", "source": "expert"}]},
+    ]}))
+    dry = json.loads(run("tasks", "import", str(bundle), "--dry-run", "--json").output)
+    assert dry["created"] == ["x1"] and dry["dry_run"]
+    assert json.loads(run("tasks", "list", "--json").output) == []
+    assert run("tasks", "import", str(bundle)).exit_code == 0
+    assert [t["external_id"] for t in json.loads(run("tasks", "list", "--json").output)] == ["x1"]
+    verified = run("ledger", "verify")
+    assert verified.exit_code == 0 and "chain intact" in verified.output
+
+
+def test_db_upgrade_and_current(configured):
+    result = run("db", "upgrade")
+    assert result.exit_code == 0 and "->" in result.output
+    assert run("db", "current").output.strip() == "0001"
+
+
+def test_demo_no_serve_prints_logins(configured, monkeypatch):
+    monkeypatch.setenv("ITSMREVIEW_DEMO_CASES", "300")
+    from itsmreview.settings import get_settings
+
+    get_settings.cache_clear()
+    result = run("demo", "--no-serve")
+    assert result.exit_code == 0, result.output
+    assert "expert1" in result.output and "itsm-demo" in result.output

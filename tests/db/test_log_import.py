@@ -1,0 +1,74 @@
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import select
+
+from itsmreview.coverage import queries
+from itsmreview.coverage.models import EventLog, LogVariant
+from itsmreview.coverage.service import import_log
+from itsmreview.coverage.synthetic import generate_log, write_csv
+from itsmreview.errors import InvalidInput
+from itsmreview.schema import metadata
+
+
+def _row_counts(session):
+    return {name: session.exec(select(func.count()).select_from(table)).one()
+            for name, table in metadata.tables.items()}
+
+
+def test_import_materialises_and_reimport_is_a_no_op(session, tmp_path):
+    path = write_csv(generate_log(300, seed=5), tmp_path / "small.csv")
+    result = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    session.commit()
+    log = result.log
+    assert result.created and log.n_cases == 300
+    variants = queries.variants_frame(session=session, log_id=log.id)
+    assert variants["case_count"].sum() == 300
+    assert list(variants["rank"]) == list(range(1, len(variants) + 1))
+    assert (Path(log.events_path) / "events.parquet").is_file()
+    counts = _row_counts(session)
+    again = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    assert not again.created and again.log.id == log.id
+    assert _row_counts(session) == counts
+
+
+def test_changed_file_becomes_a_new_version(session, tmp_path):
+    path = tmp_path / "log.csv"
+    write_csv(generate_log(50, seed=1), path)
+    import_log(path, session=session, name="L", preset="bpi2013", data_dir=tmp_path)
+    write_csv(generate_log(60, seed=1), path)
+    second = import_log(path, session=session, name="L", preset="bpi2013", data_dir=tmp_path)
+    assert second.log.version == 2 and second.log.n_cases == 60
+
+
+def test_failed_import_writes_nothing(session, tmp_path):
+    frame = generate_log(40, seed=2)
+    frame.loc[17, "Change Date+Time"] = "31/12/2012 10:00"
+    path = write_csv(frame, tmp_path / "bad.csv")
+    before = _row_counts(session)
+    with pytest.raises(InvalidInput, match=r"1 timestamp\(s\).*row 19: '31/12/2012 10:00'"):
+        import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    session.rollback()
+    assert _row_counts(session) == before
+    assert not (tmp_path / "d").exists() or not any((tmp_path / "d").rglob("*.parquet"))
+
+
+def test_unknown_preset_and_csv_without_mapping(session, tmp_path):
+    path = write_csv(generate_log(5, seed=2), tmp_path / "x.csv")
+    with pytest.raises(InvalidInput, match="unknown preset 'bpi2099'; presets: bpi2013"):
+        import_log(path, session=session, preset="bpi2099")
+    with pytest.raises(InvalidInput, match="needs --preset"):
+        import_log(path, session=session)
+
+
+@pytest.mark.realdata
+def test_bpi2013_preset_imports_the_real_file_with_no_options(session, tmp_path, real_file):
+    result = import_log(real_file("logs", "bpi2013_incidents.csv.gz"), session=session,
+                        preset="bpi2013", data_dir=tmp_path)
+    session.commit()
+    log = session.exec(select(EventLog)).one()
+    assert (log.n_cases, log.n_events, log.n_variants) == (7554, 65533, 2278)
+    stored = session.exec(select(func.sum(LogVariant.case_count)).where(
+        LogVariant.log_id == result.log.id, LogVariant.level == "raw")).one()
+    assert stored == 7554
