@@ -20,10 +20,14 @@ def page(name: str, title: str, icon: str, default_for: Role | None = None) -> s
 
 st.set_page_config(page_title="itsmreview", page_icon="🧭", layout="wide")
 user = current_user()
+login = st.Page(PAGES / "login.py", title="Log in", icon="🔑",
+                visibility="visible" if user is None else "hidden")
 if user is None:
-    navigation = st.navigation([st.Page(PAGES / "login.py", title="Log in", icon="🔑")])
+    navigation = st.navigation([login])
 else:
-    sections = {"": [page("home", "Home", "🏠")]}
+    # the login page stays reachable (hidden) so a rerun right after logging in lands on it
+    # and forwards to the role's start page
+    sections = {"": [page("home", "Home", "🏠"), login]}
     if user.role == Role.expert:
         sections["Review"] = [page("queue", "My queue", "📝", Role.expert)]
     if user.role in (Role.lead, Role.admin):

@@ -1,7 +1,9 @@
 import streamlit as st
 from itsmreview.errors import ItsmReviewError
-from itsmreview.ui.auth import log_in
+from itsmreview.ui.auth import current_user, log_in, start_page
 
+if current_user() is not None:
+    st.switch_page(start_page(current_user()))
 st.title("itsmreview")
 st.write(
     "Expert review of ITSM agent-benchmark tasks, side by side with the real process logs "

@@ -39,3 +39,12 @@ def require(*roles: Role) -> User:
         st.error(PermissionDenied(f"This page needs the {' or '.join(roles)} role.").args[0])
         st.stop()
     return user
+
+
+START_PAGES = {Role.expert: "pages/queue.py", Role.lead: "pages/dashboard.py",
+               Role.admin: "pages/users.py"}
+
+
+def start_page(user: User) -> str:
+    """The page a user lands on after logging in, relative to the entry script."""
+    return START_PAGES[Role(user.role)]

@@ -1,0 +1,103 @@
+"""AppTest of the app on a seeded (demo) database: login, role-aware navigation, pages."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import itsmreview
+
+APP = Path(itsmreview.__file__).parent / "streamlit_app.py"
+TIMEOUT = 60
+
+
+def log_in(username: str, password: str = "itsm-demo") -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    at.text_input(key="login_username").input(username)
+    at.text_input(key="login_password").input(password)
+    at.button(key="FormSubmitter:login-Log in").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def open_page(at: AppTest, name: str) -> AppTest:
+    at.switch_page(f"pages/{name}.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def titles(at: AppTest) -> list[str]:
+    return [t.value for t in at.title]
+
+
+def test_login_page_renders(demo_configured):
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    assert titles(at) == ["itsmreview"]
+    assert at.text_input(key="login_username") is not None
+
+
+def test_wrong_password_is_refused(demo_configured):
+    at = log_in("expert1", "not-the-password")
+    assert [e.value for e in at.error] == ["unknown username or wrong password"]
+    assert "itsmreview_user" not in at.session_state
+
+
+def test_expert_logs_in_and_lands_on_the_queue(demo_configured):
+    at = log_in("expert1")
+    assert titles(at) == ["My queue"]
+    assert at.selectbox[0].options, "the demo expert has assigned tasks"
+    assert at.get("progress")
+    assert any("Source log variant" == h.value for h in at.subheader)
+    assert len(at.radio) >= 8, "rubric dimensions are shown as radio scales"
+
+
+def test_expert_submits_a_rating_from_the_page(demo_configured):
+    at = open_page(log_in("expert1"), "queue")
+    before = at.get("progress")[0].value
+    for radio in at.radio:
+        radio.set_value(radio.options[-1])
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.run()
+    assert at.get("progress")[0].value > before
+
+
+def test_lead_lands_on_the_dashboard_and_opens_lead_pages(demo_configured):
+    at = log_in("lead")
+    assert titles(at) == ["Dashboard"]
+    assert at.get("plotly_chart")
+    for page, title in (("coverage", "Coverage"), ("ledger", "Provenance ledger"),
+                        ("exports", "Exports"), ("home", "itsmreview")):
+        assert titles(open_page(at, page)) == [title]
+
+
+def test_admin_lands_on_users_and_opens_imports(demo_configured):
+    at = log_in("admin")
+    assert titles(at) == ["Users"]
+    assert titles(open_page(at, "imports")) == ["Imports"]
+
+
+@pytest.mark.parametrize("page", ["dashboard", "coverage", "ledger", "exports", "users", "imports"])
+def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, page):
+    at = log_in("expert1")
+    at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception
+    assert [e.value for e in at.error] in (["This page needs the lead role."],
+                                           ["This page needs the admin role."])
+    assert not at.title
+
+
+@pytest.mark.parametrize("page, role", [("dashboard", "lead"), ("coverage", "lead"),
+                                        ("ledger", "lead"), ("users", "admin"),
+                                        ("imports", "admin")])
+def test_pages_refuse_the_wrong_role_even_when_opened_directly(demo_configured, page, role):
+    at = AppTest.from_file(str(APP.parent / "pages" / f"{page}.py"), default_timeout=TIMEOUT)
+    at.session_state["itsmreview_user"] = {
+        "id": 3, "username": "expert1", "display_name": "Eva Ek", "role": "expert",
+        "expertise": [], "active": True, "password_hash": ""}
+    at.run()
+    assert [e.value for e in at.error] == [f"This page needs the {role} role."]
+    assert not at.title and not at.dataframe
