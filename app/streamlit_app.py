@@ -18,29 +18,33 @@ def page(name: str, title: str, icon: str, default_for: Role | None = None) -> s
     )
 
 
-st.set_page_config(page_title="itsmreview", page_icon="🧭", layout="wide")
+st.set_page_config(page_title="itsmreview", page_icon=":material/fact_check:", layout="wide")
 user = current_user()
-login = st.Page(PAGES / "login.py", title="Log in", icon="🔑",
-                visibility="visible" if user is None else "hidden")
+login = st.Page(
+    PAGES / "login.py",
+    title="Log in",
+    icon=":material/login:",
+    visibility="visible" if user is None else "hidden",
+)
 if user is None:
     navigation = st.navigation([login])
 else:
     # the login page stays reachable (hidden) so a rerun right after logging in lands on it
     # and forwards to the role's start page
-    sections = {"": [page("home", "Home", "🏠"), login]}
+    sections = {"": [page("home", "Home", ":material/home:"), login]}
     if user.role == Role.expert:
-        sections["Review"] = [page("queue", "My queue", "📝", Role.expert)]
+        sections["Review"] = [page("queue", "My queue", ":material/rate_review:", Role.expert)]
     if user.role in (Role.lead, Role.admin):
         sections["Lead"] = [
-            page("dashboard", "Dashboard", "📊", Role.lead),
-            page("coverage", "Coverage", "🗺️"),
-            page("ledger", "Ledger", "🔗"),
-            page("exports", "Exports", "📦"),
+            page("dashboard", "Dashboard", ":material/monitoring:", Role.lead),
+            page("coverage", "Coverage", ":material/account_tree:"),
+            page("ledger", "Ledger", ":material/link:"),
+            page("exports", "Exports", ":material/inventory_2:"),
         ]
     if user.role == Role.admin:
         sections["Admin"] = [
-            page("users", "Users", "👥", Role.admin),
-            page("imports", "Imports", "📥"),
+            page("users", "Users", ":material/group:", Role.admin),
+            page("imports", "Imports", ":material/upload_file:"),
         ]
     navigation = st.navigation(sections)
     with st.sidebar:

@@ -10,11 +10,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
-
 from itsmreview import db as db_module
 from itsmreview import settings as settings_module
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -44,8 +43,9 @@ _pg_state: dict = {}
 
 def _postgres_admin():
     if "engine" not in _pg_state:
-        engine = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT",
-                               connect_args={"connect_timeout": 3})
+        engine = create_engine(
+            POSTGRES_URL, isolation_level="AUTOCOMMIT", connect_args={"connect_timeout": 3}
+        )
         try:
             with engine.connect() as connection:
                 connection.execute(text("SELECT 1"))

@@ -29,7 +29,7 @@ DEMO_LOG_NAME = "demo-vinst"
 DEMO_ROUND = "Demo round 1"
 DEMO_PASSWORD = "itsm-demo"
 DEMO_USERS = (
-    ("lead", Role.lead, "Lena Lindqvist (lead)", ()),
+    ("lead", Role.lead, "Lena Lindqvist", ()),
     ("admin", Role.admin, "Adam Admin", ()),
     ("expert1", Role.expert, "Eva Ek", ("L1 service desk agent", "Incident manager")),
     ("expert2", Role.expert, "Tomasz Nowak", ("L2 resolver",)),

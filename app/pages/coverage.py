@@ -49,13 +49,12 @@ figure.update_layout(
     showlegend=False,
     yaxis2={"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"},
 )
-st.plotly_chart(figure, use_container_width=True)
+st.plotly_chart(figure)
 st.caption("Green bars: variants that at least one task declares as its source.")
 table = variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
 st.dataframe(
     table[["rank", "case_count", "share", "covered", "length", "sequence"]],
     hide_index=True,
-    use_container_width=True,
     column_config={
         "share": st.column_config.ProgressColumn(
             "share", format="%.3f", min_value=0.0, max_value=float(variants["share"].max())
@@ -65,7 +64,7 @@ st.dataframe(
 left, right = st.columns(2)
 with left:
     st.subheader("Activities")
-    st.dataframe(view.activities, hide_index=True, use_container_width=True)
+    st.dataframe(view.activities, hide_index=True)
 with right:
     st.subheader("Role values")
-    st.dataframe(view.role_values, hide_index=True, use_container_width=True)
+    st.dataframe(view.role_values, hide_index=True)

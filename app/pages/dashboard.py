@@ -30,7 +30,7 @@ figure = px.bar(
     color_discrete_map={"submitted": "#2e7d32", "open": "#bdbdbd"},
 )
 figure.update_layout(height=320, margin={"t": 40, "b": 10})
-st.plotly_chart(figure, use_container_width=True)
-st.dataframe(progress, hide_index=True, use_container_width=True)
+st.plotly_chart(figure)
+st.dataframe(progress, hide_index=True)
 st.subheader("Rounds")
-st.dataframe(data.rounds, hide_index=True, use_container_width=True)
+st.dataframe(data.rounds, hide_index=True)

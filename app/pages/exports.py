@@ -14,4 +14,4 @@ if exports.empty:
         "has approved some."
     )
 else:
-    st.dataframe(exports, hide_index=True, use_container_width=True)
+    st.dataframe(exports, hide_index=True)

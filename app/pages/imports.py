@@ -17,7 +17,7 @@ st.title("Imports")
 log_tab, task_tab = st.tabs(["Event logs", "Tasks"])
 with log_tab:
     with session_scope() as session:
-        st.dataframe(logs_table(session=session), hide_index=True, use_container_width=True)
+        st.dataframe(logs_table(session=session), hide_index=True)
     upload = st.file_uploader("Event log (CSV, CSV.gz, XES, XES.gz, parquet)", key="log-upload")
     preset = st.selectbox("Preset", ["(XES keys)"] + sorted(PRESETS))
     name = st.text_input("Log name", value=Path(upload.name).name.split(".")[0] if upload else "")

@@ -21,7 +21,7 @@ if overview.counts:
         labels={"x": "source", "y": "entries"},
     )
     figure.update_layout(height=240, margin={"t": 10, "b": 10})
-    st.plotly_chart(figure, use_container_width=True)
+    st.plotly_chart(figure)
 if st.button("Verify chain"):
     with session_scope() as session:
         report = verify_chain(session=session)
@@ -29,4 +29,4 @@ if st.button("Verify chain"):
         st.success(f"Chain intact: {report.entries:,} entries verified.")
     else:
         st.error(f"Entry {report.broken_at}: {report.problem}.")
-st.dataframe(overview.entries, hide_index=True, use_container_width=True)
+st.dataframe(overview.entries, hide_index=True)

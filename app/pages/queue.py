@@ -18,7 +18,7 @@ if queue.empty:
 done = int((queue.status == "submitted").sum())
 st.progress(done / len(queue), text=f"{done} of {len(queue)} rated")
 labels = {
-    int(r.assignment_id): f"{'✅' if r.status == 'submitted' else '⬜'} {r.title} ({r.persona})"
+    int(r.assignment_id): f"{'Rated' if r.status == 'submitted' else 'To rate'} · {r.title} ({r.persona})"
     for r in queue.itertuples()
 }
 open_ids = [i for i, r in zip(labels, queue.itertuples(), strict=True) if r.status != "submitted"]

@@ -24,7 +24,6 @@ st.dataframe(
         ]
     ),
     hide_index=True,
-    use_container_width=True,
 )
 st.subheader("Add a user")
 with st.form("add-user", clear_on_submit=True):

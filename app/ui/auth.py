@@ -18,8 +18,12 @@ def log_in(username: str, password: str) -> User:
     with session_scope() as session:
         user = authenticate(session=session, username=username, password=password)
         st.session_state[USER_KEY] = {
-            "id": user.id, "username": user.username, "display_name": user.display_name,
-            "role": Role(user.role), "expertise": list(user.expertise), "active": user.active,
+            "id": user.id,
+            "username": user.username,
+            "display_name": user.display_name,
+            "role": Role(user.role),
+            "expertise": list(user.expertise),
+            "active": user.active,
             "password_hash": "",
         }
     return user
@@ -41,8 +45,11 @@ def require(*roles: Role) -> User:
     return user
 
 
-START_PAGES = {Role.expert: "pages/queue.py", Role.lead: "pages/dashboard.py",
-               Role.admin: "pages/users.py"}
+START_PAGES = {
+    Role.expert: "pages/queue.py",
+    Role.lead: "pages/dashboard.py",
+    Role.admin: "pages/users.py",
+}
 
 
 def start_page(user: User) -> str:

@@ -30,10 +30,9 @@ def variant_panel(variants: list[SourceVariant]) -> None:
             hours = (variant.median_throughput_s or 0) / 3600
             cols = st.columns(3)
             cols[0].metric("Rank", variant.rank)
-            cols[1].metric(
-                "Cases", f"{variant.case_count:,}", f"{variant.share:.1%} of log", delta_color="off"
-            )
+            cols[1].metric("Cases", f"{variant.case_count:,}")
             cols[2].metric("Median duration", f"{hours:,.1f} h")
+            st.caption(f"{variant.share:.1%} of the log's cases follow this variant.")
         else:
             st.warning("This sequence does not occur in the log.")
         st.dataframe(
@@ -41,7 +40,6 @@ def variant_panel(variants: list[SourceVariant]) -> None:
                 {"step": range(1, len(variant.sequence) + 1), "activity": variant.sequence}
             ),
             hide_index=True,
-            use_container_width=True,
         )
         if variant.example_case_ids:
             st.caption("Example cases: " + ", ".join(variant.example_case_ids))

@@ -4,7 +4,13 @@ import json
 
 import streamlit as st
 
-AVATARS = {"system": "⚙️", "user": "🙋", "agent": "🤖", "colleague": "🧑‍💼", "tool": "🛠️"}
+AVATARS = {
+    "system": ":material/settings:",
+    "user": ":material/person:",
+    "agent": ":material/smart_toy:",
+    "colleague": ":material/support_agent:",
+    "tool": ":material/build:",
+}
 MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
 
 
@@ -23,7 +29,7 @@ def render_transcript(messages: list[dict], *, page_size: int = 60, key: str = "
     for turn, message in enumerate(messages[start : start + page_size], start=start + 1):
         role = message.get("role", "agent")
         with st.chat_message(
-            role if role in ("user",) else "assistant", avatar=AVATARS.get(role, "💬")
+            role if role in ("user",) else "assistant", avatar=AVATARS.get(role, ":material/chat:")
         ):
             header = f"**{turn}. {escape_markdown(message.get('actor') or role)}**"
             if message.get("time"):

@@ -2,10 +2,9 @@
 
 from pathlib import Path
 
+import itsmreview
 import pytest
 from streamlit.testing.v1 import AppTest
-
-import itsmreview
 
 APP = Path(itsmreview.__file__).parent / "streamlit_app.py"
 TIMEOUT = 60
@@ -50,7 +49,7 @@ def test_expert_logs_in_and_lands_on_the_queue(demo_configured):
     assert titles(at) == ["My queue"]
     assert at.selectbox[0].options, "the demo expert has assigned tasks"
     assert at.get("progress")
-    assert any("Source log variant" == h.value for h in at.subheader)
+    assert any(h.value == "Source log variant" for h in at.subheader)
     assert len(at.radio) >= 8, "rubric dimensions are shown as radio scales"
 
 
@@ -69,8 +68,12 @@ def test_lead_lands_on_the_dashboard_and_opens_lead_pages(demo_configured):
     at = log_in("lead")
     assert titles(at) == ["Dashboard"]
     assert at.get("plotly_chart")
-    for page, title in (("coverage", "Coverage"), ("ledger", "Provenance ledger"),
-                        ("exports", "Exports"), ("home", "itsmreview")):
+    for page, title in (
+        ("coverage", "Coverage"),
+        ("ledger", "Provenance ledger"),
+        ("exports", "Exports"),
+        ("home", "itsmreview"),
+    ):
         assert titles(open_page(at, page)) == [title]
 
 
@@ -85,19 +88,34 @@ def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, 
     at = log_in("expert1")
     at.switch_page(f"pages/{page}.py").run()
     assert not at.exception
-    assert [e.value for e in at.error] in (["This page needs the lead role."],
-                                           ["This page needs the admin role."])
+    assert [e.value for e in at.error] in (
+        ["This page needs the lead role."],
+        ["This page needs the admin role."],
+    )
     assert not at.title
 
 
-@pytest.mark.parametrize("page, role", [("dashboard", "lead"), ("coverage", "lead"),
-                                        ("ledger", "lead"), ("users", "admin"),
-                                        ("imports", "admin")])
+@pytest.mark.parametrize(
+    "page, role",
+    [
+        ("dashboard", "lead"),
+        ("coverage", "lead"),
+        ("ledger", "lead"),
+        ("users", "admin"),
+        ("imports", "admin"),
+    ],
+)
 def test_pages_refuse_the_wrong_role_even_when_opened_directly(demo_configured, page, role):
     at = AppTest.from_file(str(APP.parent / "pages" / f"{page}.py"), default_timeout=TIMEOUT)
     at.session_state["itsmreview_user"] = {
-        "id": 3, "username": "expert1", "display_name": "Eva Ek", "role": "expert",
-        "expertise": [], "active": True, "password_hash": ""}
+        "id": 3,
+        "username": "expert1",
+        "display_name": "Eva Ek",
+        "role": "expert",
+        "expertise": [],
+        "active": True,
+        "password_hash": "",
+    }
     at.run()
     assert [e.value for e in at.error] == [f"This page needs the {role} role."]
     assert not at.title and not at.dataframe

@@ -2,10 +2,9 @@
 
 import json
 
-from typer.testing import CliRunner
-
 from itsmreview.cli import app
 from itsmreview.coverage.synthetic import generate_log, write_csv
+from typer.testing import CliRunner
 
 runner = CliRunner()
 
@@ -18,8 +17,9 @@ def test_users_add_and_list(configured):
     result = run("users", "add", "eva", "--role", "expert", "--expertise", "L2 resolver")
     assert result.exit_code == 0, result.output
     assert "password:" in result.output
-    result = run("users", "add", "leo", "--role", "lead", "--password-stdin",
-                 input="a-long-password\n")
+    result = run(
+        "users", "add", "leo", "--role", "lead", "--password-stdin", input="a-long-password\n"
+    )
     assert result.exit_code == 0 and "password:" not in result.output
     listed = json.loads(run("users", "list", "--json").output)
     assert [(u["username"], u["role"]) for u in listed] == [("eva", "expert"), ("leo", "lead")]
@@ -32,23 +32,43 @@ def test_log_import_stats_and_errors(configured, tmp_path):
     result = run("log", "import", str(path), "--preset", "bpi2013", "--name", "small", "--json")
     assert result.exit_code == 0, result.output
     stats = json.loads(run("log", "stats", "small", "--json").output)
-    for key in ("cases", "events", "activities", "variants", "collapsed_variants", "df_pairs",
-                "singleton_variants"):
+    for key in (
+        "cases",
+        "events",
+        "activities",
+        "variants",
+        "collapsed_variants",
+        "df_pairs",
+        "singleton_variants",
+    ):
         assert isinstance(stats[key], int)
     assert stats["cases"] == 120
     missing = run("log", "stats", "nope")
     assert missing.exit_code == 1 and "no log named 'nope'" in missing.output
     partial = run("log", "import", str(path), "--case", "SR Number")
     assert partial.exit_code == 1 and "needs all of --case, --activity and --timestamp" in (
-        partial.output)
+        partial.output
+    )
 
 
 def test_tasks_import_dry_run_and_ledger_verify(configured, tmp_path):
     bundle = tmp_path / "b.json"
-    bundle.write_text(json.dumps({"tasks": [
-        {"id": "x1", "title": "T", "persona": "L2 resolver", "track": "single-agent",
-         "instruction": "Fix it.", "provenance": [{"field": "instruction", "source": "expert"}]},
-    ]}))
+    bundle.write_text(
+        json.dumps(
+            {
+                "tasks": [
+                    {
+                        "id": "x1",
+                        "title": "T",
+                        "persona": "L2 resolver",
+                        "track": "single-agent",
+                        "instruction": "Fix it.",
+                        "provenance": [{"field": "instruction", "source": "expert"}],
+                    },
+                ]
+            }
+        )
+    )
     dry = json.loads(run("tasks", "import", str(bundle), "--dry-run", "--json").output)
     assert dry["created"] == ["x1"] and dry["dry_run"]
     assert json.loads(run("tasks", "list", "--json").output) == []

@@ -1,6 +1,3 @@
-from sqlalchemy import func
-from sqlmodel import select
-
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.coverage.models import EventLog, LogVariant
 from itsmreview.db import session_scope
@@ -8,6 +5,8 @@ from itsmreview.demo.loader import load_demo
 from itsmreview.ledger.service import verify_chain
 from itsmreview.review.models import Assignment, Rating, RatingScore, ReviewRound
 from itsmreview.schema import metadata
+from sqlalchemy import func
+from sqlmodel import select
 
 
 def _counts(engine) -> dict[str, int]:
@@ -33,14 +32,19 @@ def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
         assert verify_chain(session=session).ok
         tasks = session.exec(select(Task)).all()
         assert len({t.persona for t in tasks}) >= 4
-        assert {t.track for t in tasks} == {"single-agent", "simulated-actors",
-                                            "multi-agent-team"}
+        assert {t.track for t in tasks} == {"single-agent", "simulated-actors", "multi-agent-team"}
         versions = session.exec(select(TaskVersion)).all()
         provenance_kinds = {p["source"] for v in versions for p in v.provenance}
         assert provenance_kinds == {"logs", "external", "expert"}
         log = session.exec(select(EventLog)).one()
-        in_log = {tuple(s) for s in session.exec(select(LogVariant.sequence).where(
-            LogVariant.log_id == log.id, LogVariant.level == "raw")).all()}
+        in_log = {
+            tuple(s)
+            for s in session.exec(
+                select(LogVariant.sequence).where(
+                    LogVariant.log_id == log.id, LogVariant.level == "raw"
+                )
+            ).all()
+        }
         for version in versions:
             for sequence in version.source["variants"]:
                 assert tuple(sequence) in in_log
@@ -49,8 +53,9 @@ def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
         roles = {m["role"] for t in transcripts for m in t.messages}
         assert roles == {"system", "user", "agent", "colleague", "tool"}
         round_ = session.exec(select(ReviewRound)).one()
-        per_task = session.exec(select(Assignment.task_version_id, func.count())
-                                .group_by(Assignment.task_version_id)).all()
+        per_task = session.exec(
+            select(Assignment.task_version_id, func.count()).group_by(Assignment.task_version_id)
+        ).all()
         assert all(count == round_.k for _, count in per_task)
         submitted = session.exec(select(func.count()).select_from(Rating)).one()
         assert 0 < submitted < len(per_task) * round_.k, "the demo round is partly finished"

@@ -1,20 +1,21 @@
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func
-from sqlmodel import select
-
 from itsmreview.coverage import queries
 from itsmreview.coverage.models import EventLog, LogVariant
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.errors import InvalidInput
 from itsmreview.schema import metadata
+from sqlalchemy import func
+from sqlmodel import select
 
 
 def _row_counts(session):
-    return {name: session.exec(select(func.count()).select_from(table)).one()
-            for name, table in metadata.tables.items()}
+    return {
+        name: session.exec(select(func.count()).select_from(table)).one()
+        for name, table in metadata.tables.items()
+    }
 
 
 def test_import_materialises_and_reimport_is_a_no_op(session, tmp_path):
@@ -64,11 +65,18 @@ def test_unknown_preset_and_csv_without_mapping(session, tmp_path):
 
 @pytest.mark.realdata
 def test_bpi2013_preset_imports_the_real_file_with_no_options(session, tmp_path, real_file):
-    result = import_log(real_file("logs", "bpi2013_incidents.csv.gz"), session=session,
-                        preset="bpi2013", data_dir=tmp_path)
+    result = import_log(
+        real_file("logs", "bpi2013_incidents.csv.gz"),
+        session=session,
+        preset="bpi2013",
+        data_dir=tmp_path,
+    )
     session.commit()
     log = session.exec(select(EventLog)).one()
     assert (log.n_cases, log.n_events, log.n_variants) == (7554, 65533, 2278)
-    stored = session.exec(select(func.sum(LogVariant.case_count)).where(
-        LogVariant.log_id == result.log.id, LogVariant.level == "raw")).one()
+    stored = session.exec(
+        select(func.sum(LogVariant.case_count)).where(
+            LogVariant.log_id == result.log.id, LogVariant.level == "raw"
+        )
+    ).one()
     assert stored == 7554

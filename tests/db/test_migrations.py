@@ -1,9 +1,8 @@
 from alembic import command
 from alembic.util.exc import CommandError
-from sqlalchemy import inspect
-
 from itsmreview.db import alembic_config, create_db_engine, current_revision, upgrade_database
 from itsmreview.schema import metadata
+from sqlalchemy import inspect
 
 
 def test_upgrade_from_empty_creates_every_table_and_check_finds_no_drift(empty_database_url):

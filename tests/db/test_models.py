@@ -1,16 +1,20 @@
 import pytest
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
-
 from itsmreview.accounts.models import Role, User
 from itsmreview.catalog.models import Task, TaskVersion, Track, Transcript
 from itsmreview.db import utcnow
 from itsmreview.review.models import Rubric
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
 
 
 def _user(name="ada", role=Role.expert):
-    return User(username=name, display_name=name.title(), role=role, password_hash="x",
-                expertise=["L2 resolver"])
+    return User(
+        username=name,
+        display_name=name.title(),
+        role=role,
+        password_hash="x",
+        expertise=["L2 resolver"],
+    )
 
 
 def test_round_trip_keeps_json_enums_and_aware_times(session):
@@ -37,12 +41,23 @@ def test_task_version_unique_per_task_and_cascade(session):
     task = Task(external_id="t-1", title="T", persona="L1", track=Track.single_agent)
     session.add(task)
     session.flush()
-    version = TaskVersion(task_id=task.id, version=1, content_hash="h" * 64, instruction="do",
-                          source={"variants": [["a", "b"]]})
+    version = TaskVersion(
+        task_id=task.id,
+        version=1,
+        content_hash="h" * 64,
+        instruction="do",
+        source={"variants": [["a", "b"]]},
+    )
     session.add(version)
     session.flush()
-    session.add(Transcript(task_version_id=version.id, external_id="r1",
-                           messages=[{"role": "user", "content": "hi"}], n_turns=1))
+    session.add(
+        Transcript(
+            task_version_id=version.id,
+            external_id="r1",
+            messages=[{"role": "user", "content": "hi"}],
+            n_turns=1,
+        )
+    )
     session.commit()
     session.add(TaskVersion(task_id=task.id, version=1, content_hash="g" * 64, instruction="x"))
     with pytest.raises(IntegrityError):

@@ -1,6 +1,4 @@
 import pytest
-from sqlmodel import select, text
-
 from itsmreview.accounts.models import Role
 from itsmreview.accounts.service import add_user, authenticate, create_user, require_role
 from itsmreview.catalog.native import parse_bundle
@@ -12,9 +10,15 @@ from itsmreview.review.models import Assignment, Rating
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.review.view import assignment_view
+from sqlmodel import select, text
 
-TASK = {"id": "t{n}", "title": "Task {n}", "persona": "L1 service desk agent",
-        "track": "single-agent", "instruction": "Do {n}."}
+TASK = {
+    "id": "t{n}",
+    "title": "Task {n}",
+    "persona": "L1 service desk agent",
+    "track": "single-agent",
+    "instruction": "Do {n}.",
+}
 
 
 def _tasks(n):
@@ -42,8 +46,14 @@ def test_users_passwords_and_roles(session):
 
 def test_ledger_detects_tampering(session):
     for i in range(5):
-        append_entry(session=session, artifact_type="task", artifact_id=f"t{i}", action="import",
-                     source_kind="expert", payload={"i": i, "tags": ("a", "b")})
+        append_entry(
+            session=session,
+            artifact_type="task",
+            artifact_id=f"t{i}",
+            action="import",
+            source_kind="expert",
+            payload={"i": i, "tags": ("a", "b")},
+        )
     session.commit()
     assert verify_chain(session=session).ok
     session.exec(text("UPDATE ledger_entries SET reference = 'forged' WHERE seq = 3"))
@@ -52,8 +62,9 @@ def test_ledger_detects_tampering(session):
     report = verify_chain(session=session)
     assert (report.ok, report.broken_at) == (False, 3)
     with pytest.raises(ValueError, match="source_kind 'rumour'"):
-        append_entry(session=session, artifact_type="x", artifact_id="1", action="a",
-                     source_kind="rumour")
+        append_entry(
+            session=session, artifact_type="x", artifact_id="1", action="a", source_kind="rumour"
+        )
 
 
 def test_task_import_is_versioned_and_idempotent(session):
@@ -61,8 +72,9 @@ def test_task_import_is_versioned_and_idempotent(session):
     assert len(first.created) == 3
     again = import_tasks(_tasks(3), session=session)
     assert again.unchanged == ["t0", "t1", "t2"] and not again.created
-    changed = parse_bundle([{**{k: v.format(n=0) for k, v in TASK.items()},
-                             "instruction": "Do it differently."}], "x")
+    changed = parse_bundle(
+        [{**{k: v.format(n=0) for k, v in TASK.items()}, "instruction": "Do it differently."}], "x"
+    )
     assert import_tasks(changed, session=session).new_versions == ["t0"]
     provenance = session.exec(select(LedgerEntry).where(LedgerEntry.artifact_id == "t0@v2")).all()
     assert provenance
@@ -70,15 +82,18 @@ def test_task_import_is_versioned_and_idempotent(session):
 
 def _round(session, n_tasks=4, n_experts=4, k=3):
     lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
-    experts = [create_user(session=session, username=f"e{i}", role="expert",
-                           password="expert-pass")[0] for i in range(n_experts)]
+    experts = [
+        create_user(session=session, username=f"e{i}", role="expert", password="expert-pass")[0]
+        for i in range(n_experts)
+    ]
     import_tasks(_tasks(n_tasks), session=session)
     from itsmreview.catalog.models import TaskVersion
 
     versions = [v.id for v in session.exec(select(TaskVersion).order_by(TaskVersion.id)).all()]
     rubric = ensure_rubric(load_rubric(), session=session)
-    review_round = create_round(session=session, actor=lead, name="R1", rubric=rubric,
-                                task_version_ids=versions, k=k)
+    review_round = create_round(
+        session=session, actor=lead, name="R1", rubric=rubric, task_version_ids=versions, k=k
+    )
     assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
     return lead, experts, review_round
 
@@ -93,11 +108,13 @@ def test_assignment_gives_each_task_k_experts_with_balanced_load(session):
         per_expert[a.expert_id] = per_expert.get(a.expert_id, 0) + 1
     assert all(len(e) == 3 for e in per_task.values())
     assert max(per_expert.values()) - min(per_expert.values()) <= 1
-    assert assign_round(session=session, actor=lead, review_round=review_round,
-                        experts=experts) == 0
+    assert (
+        assign_round(session=session, actor=lead, review_round=review_round, experts=experts) == 0
+    )
     with pytest.raises(PermissionDenied):
-        create_round(session=session, actor=experts[0], name="R2", rubric=None,
-                     task_version_ids=[], k=1)
+        create_round(
+            session=session, actor=experts[0], name="R2", rubric=None, task_version_ids=[], k=1
+        )
 
 
 def test_rating_revisions_permissions_and_validation(session):
@@ -105,26 +122,43 @@ def test_rating_revisions_permissions_and_validation(session):
     mine = session.exec(select(Assignment).where(Assignment.expert_id == experts[0].id)).first()
     scores = {d.key: 4 for d in load_rubric().dimensions}
     with pytest.raises(InvalidInput, match="outside the scale 1..5"):
-        submit_rating(session=session, actor=experts[0], assignment_id=mine.id,
-                      scores={**scores, "persona_fit": 7}, verdict="accept")
+        submit_rating(
+            session=session,
+            actor=experts[0],
+            assignment_id=mine.id,
+            scores={**scores, "persona_fit": 7},
+            verdict="accept",
+        )
     with pytest.raises(InvalidInput, match="'Scenario realism' is required"):
-        submit_rating(session=session, actor=experts[0], assignment_id=mine.id,
-                      scores={k: v for k, v in scores.items() if k != "scenario_realism"},
-                      verdict="accept")
+        submit_rating(
+            session=session,
+            actor=experts[0],
+            assignment_id=mine.id,
+            scores={k: v for k, v in scores.items() if k != "scenario_realism"},
+            verdict="accept",
+        )
     other = next(e for e in experts if e.id != mine.expert_id)
     with pytest.raises(PermissionDenied, match="assigned to another expert"):
-        submit_rating(session=session, actor=other, assignment_id=mine.id, scores=scores,
-                      verdict="accept")
+        submit_rating(
+            session=session, actor=other, assignment_id=mine.id, scores=scores, verdict="accept"
+        )
     with pytest.raises(PermissionDenied):
         assignment_view(session=session, actor=other, assignment_id=mine.id)
-    first = submit_rating(session=session, actor=experts[0], assignment_id=mine.id,
-                          scores=scores, verdict="accept")
-    second = submit_rating(session=session, actor=experts[0], assignment_id=mine.id,
-                           scores={**scores, "persona_fit": 2}, verdict="revise",
-                           flags=["ambiguous_instruction"])
+    first = submit_rating(
+        session=session, actor=experts[0], assignment_id=mine.id, scores=scores, verdict="accept"
+    )
+    second = submit_rating(
+        session=session,
+        actor=experts[0],
+        assignment_id=mine.id,
+        scores={**scores, "persona_fit": 2},
+        verdict="revise",
+        flags=["ambiguous_instruction"],
+    )
     session.commit()
-    ratings = session.exec(select(Rating).where(Rating.assignment_id == mine.id)
-                           .order_by(Rating.revision)).all()
+    ratings = session.exec(
+        select(Rating).where(Rating.assignment_id == mine.id).order_by(Rating.revision)
+    ).all()
     assert [(r.revision, r.is_current) for r in ratings] == [(1, False), (2, True)]
     assert (first.id, second.id) == (ratings[0].id, ratings[1].id)
     view = assignment_view(session=session, actor=experts[0], assignment_id=mine.id)

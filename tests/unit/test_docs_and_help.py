@@ -3,10 +3,9 @@
 from pathlib import Path
 
 import typer.main
-from typer.testing import CliRunner
-
 from itsmreview.cli import app
 from itsmreview.settings import Settings
+from typer.testing import CliRunner
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -25,8 +24,13 @@ COMMANDS = list(_commands(typer.main.get_command(app)))
 
 def test_there_are_commands():
     names = {path for path, _ in COMMANDS}
-    assert {"itsmreview demo", "itsmreview serve", "itsmreview db upgrade",
-            "itsmreview users add", "itsmreview users list"} <= names
+    assert {
+        "itsmreview demo",
+        "itsmreview serve",
+        "itsmreview db upgrade",
+        "itsmreview users add",
+        "itsmreview users list",
+    } <= names
 
 
 def test_every_command_has_help_text():

@@ -4,7 +4,6 @@ import gzip
 
 import pandas as pd
 import pytest
-
 from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, read_log
 
 MAPPING = ColumnMapping(case="id", activity="act", timestamp="ts")
@@ -41,8 +40,9 @@ def test_day_first_needs_an_explicit_format(tmp_path):
     path = write(tmp_path, "id,act,ts\n1,a,13/02/2024 10:00\n1,b,14/02/2024 11:00\n")
     with pytest.raises(ValueError, match="do not match format 'ISO8601'"):
         read_log(path, MAPPING)
-    mapping = ColumnMapping(case="id", activity="act", timestamp="ts",
-                            timestamp_format="%d/%m/%Y %H:%M")
+    mapping = ColumnMapping(
+        case="id", activity="act", timestamp="ts", timestamp_format="%d/%m/%Y %H:%M"
+    )
     events, _ = read_log(path, mapping)
     assert events["timestamp"].dt.month.tolist() == [2, 2]
     assert events["timestamp"].dt.day.tolist() == [13, 14]
@@ -50,30 +50,43 @@ def test_day_first_needs_an_explicit_format(tmp_path):
 
 def test_ambiguous_day_first_dates_are_not_read_month_first(tmp_path):
     path = write(tmp_path, "id,act,ts\n1,a,03/02/2024 10:00\n")
-    mapping = ColumnMapping(case="id", activity="act", timestamp="ts",
-                            timestamp_format="%d/%m/%Y %H:%M")
+    mapping = ColumnMapping(
+        case="id", activity="act", timestamp="ts", timestamp_format="%d/%m/%Y %H:%M"
+    )
     events, _ = read_log(path, mapping)
     assert (events["timestamp"].dt.day.iloc[0], events["timestamp"].dt.month.iloc[0]) == (3, 2)
 
 
 def test_missing_case_ids_are_reported_with_rows(tmp_path):
     path = write(tmp_path, "id,act,ts\n1,a,2024-01-01\n,b,2024-01-01\n")
-    with pytest.raises(ValueError, match=r"1 event\(s\) have no case id \(column 'id'\); "
-                                         r"first at row\(s\) \[3\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"1 event\(s\) have no case id \(column 'id'\); "
+        r"first at row\(s\) \[3\]",
+    ):
         read_log(path, MAPPING)
 
 
 def test_custom_missing_token_and_latin1(tmp_path):
     text = "id;act;ts;grp\n1;Réouvert;2024-01-01 10:00;?\n1;Clôturé;2024-01-01 11:00;L2\n"
     path = write(tmp_path, text, encoding="latin-1")
-    mapping = ColumnMapping(case="id", activity="act", timestamp="ts", roles=("grp",), sep=";",
-                            na_values=("?",), encoding="latin-1")
+    mapping = ColumnMapping(
+        case="id",
+        activity="act",
+        timestamp="ts",
+        roles=("grp",),
+        sep=";",
+        na_values=("?",),
+        encoding="latin-1",
+    )
     events, _ = read_log(path, mapping)
     assert events["activity"].tolist() == ["Réouvert", "Clôturé"]
     assert events["role:grp"].isna().tolist() == [True, False]
     with pytest.raises(ValueError, match="pass the file's encoding"):
-        read_log(path, ColumnMapping(case="id", activity="act", timestamp="ts", sep=";",
-                                     encoding="utf-8"))
+        read_log(
+            path,
+            ColumnMapping(case="id", activity="act", timestamp="ts", sep=";", encoding="utf-8"),
+        )
 
 
 def test_empty_log_is_an_error(tmp_path):

@@ -1,39 +1,49 @@
 import json
 
 import pytest
-
 from itsmreview.catalog.native import load_bundle, parse_bundle
 from itsmreview.demo.taskset import load_specs
 
 TASK = {
-    "id": "t1", "title": "Reset a password", "persona": "L1 service desk agent",
-    "track": "simulated-actors", "instruction": "Reset it.",
-    "transcripts": [{"id": "r1", "messages": [
-        {"role": "user", "content": "help"},
-        {"role": "agent", "tool_calls": [{"id": "c1", "name": "reset", "arguments": {}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-    ]}],
+    "id": "t1",
+    "title": "Reset a password",
+    "persona": "L1 service desk agent",
+    "track": "simulated-actors",
+    "instruction": "Reset it.",
+    "transcripts": [
+        {
+            "id": "r1",
+            "messages": [
+                {"role": "user", "content": "help"},
+                {"role": "agent", "tool_calls": [{"id": "c1", "name": "reset", "arguments": {}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            ],
+        }
+    ],
 }
 
 
 def test_valid_task_and_unknown_fields_are_kept():
-    task, = parse_bundle({"tasks": [{**TASK, "x_custom": {"a": 1}}]}, "b.json")
+    (task,) = parse_bundle({"tasks": [{**TASK, "x_custom": {"a": 1}}]}, "b.json")
     assert task.model_dump()["x_custom"] == {"a": 1}
     assert len(task.content_hash()) == 64
 
 
 def test_content_hash_changes_with_content_only():
-    a, = parse_bundle([TASK], "a")
-    b, = parse_bundle([dict(reversed(list(TASK.items())))], "b")
-    c, = parse_bundle([{**TASK, "instruction": "Reset it now."}], "c")
+    (a,) = parse_bundle([TASK], "a")
+    (b,) = parse_bundle([dict(reversed(list(TASK.items())))], "b")
+    (c,) = parse_bundle([{**TASK, "instruction": "Reset it now."}], "c")
     assert a.content_hash() == b.content_hash() != c.content_hash()
 
 
-@pytest.mark.parametrize("change, expected", [
-    ({"track": "solo"}, r"\$.tasks\[0\].track: Input should be"),
-    ({"instruction": ""}, r"\$.tasks\[0\].instruction: String should have at least 1"),
-    ({"title": 5}, r"\$.tasks\[0\].title: Input should be a valid string"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"track": "solo"}, r"\$.tasks\[0\].track: Input should be"),
+        ({"instruction": ""}, r"\$.tasks\[0\].instruction: String should have at least 1"),
+        ({"title": 5}, r"\$.tasks\[0\].title: Input should be a valid string"),
+    ],
+)
 def test_errors_name_the_json_path(change, expected):
     with pytest.raises(ValueError, match=expected):
         parse_bundle({"tasks": [TASK, {**TASK, "id": "t2", **change}][1:]}, "b.json")

@@ -2,7 +2,6 @@
 
 import pandas as pd
 import pytest
-
 from itsmreview.coverage.eventlog import PRESETS, read_log
 from itsmreview.coverage.variants import materialise
 
@@ -22,10 +21,12 @@ def test_bpi2013_counts_equal_pm4py(real_file):
     path = real_file("logs", "bpi2013_incidents.csv.gz")
     m, ours = _ours(path, "bpi2013")
     frame = pd.read_csv(path, encoding="utf-8-sig", dtype={"SR Number": str})
-    frame["Change Date+Time"] = pd.to_datetime(frame["Change Date+Time"], format="ISO8601",
-                                               utc=True)
-    frame = pm4py.format_dataframe(frame, case_id="SR Number", activity_key="Activity",
-                                   timestamp_key="Change Date+Time")
+    frame["Change Date+Time"] = pd.to_datetime(
+        frame["Change Date+Time"], format="ISO8601", utc=True
+    )
+    frame = pm4py.format_dataframe(
+        frame, case_id="SR Number", activity_key="Activity", timestamp_key="Change Date+Time"
+    )
     theirs = {tuple(k): int(v) for k, v in pm4py.get_variants(frame).items()}
     assert m.summary["cases"] == frame["case:concept:name"].nunique() == 7554
     assert m.summary["events"] == len(frame) == 65533

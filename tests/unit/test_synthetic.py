@@ -1,6 +1,5 @@
 import pandas as pd
 import pytest
-
 from itsmreview.coverage.eventlog import PRESETS, read_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.coverage.variants import collapse, materialise
@@ -18,17 +17,25 @@ def test_same_seed_same_log_other_seed_other_log(log):
 
 def test_shape_follows_the_vinst_process(log):
     assert set(log["Status"]) == {"Accepted", "Queued", "Completed"}
-    expected_sub = {"In Progress", "Awaiting Assignment", "Assigned", "Wait - User",
-                    "Wait - Vendor", "Wait - Implementation", "Resolved", "Closed", "In Call",
-                    "Cancelled"}
+    expected_sub = {
+        "In Progress",
+        "Awaiting Assignment",
+        "Assigned",
+        "Wait - User",
+        "Wait - Vendor",
+        "Wait - Implementation",
+        "Resolved",
+        "Closed",
+        "In Call",
+        "Cancelled",
+    }
     assert set(log["Sub Status"]) == expected_sub
     assert set(log["ST Level"]) == {"L1", "L2", "L3"}
     per_case = log.groupby("SR Number", sort=False)
     levels = per_case["ST Level"].agg(lambda s: "L1" in set(s) and "L2" in set(s))
     assert levels.mean() > 0.1, "escalation from L1 to L2 should be common"
     teams = per_case["Involved ST"].agg(lambda t: collapse(list(t)))
-    ping_pong = teams.map(lambda t: any(t[i] == t[i + 2] != t[i + 1]
-                                        for i in range(len(t) - 2)))
+    ping_pong = teams.map(lambda t: any(t[i] == t[i + 2] != t[i + 1] for i in range(len(t) - 2)))
     assert ping_pong.any(), "some incidents must bounce back to an earlier team"
     waits = per_case["Activity"].agg(lambda a: list(a).count("Accepted-Wait - User"))
     assert (waits >= 2).any(), "wait-user loops repeat"

@@ -4,12 +4,12 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-
 from itsmreview.coverage.eventlog import ColumnMapping, normalise
 from itsmreview.coverage.variants import collapse, materialise, sequence_key
 
-MAPPING = ColumnMapping(case="case", activity="act", timestamp="ts", resource="who",
-                        roles=("team",))
+MAPPING = ColumnMapping(
+    case="case", activity="act", timestamp="ts", resource="who", roles=("team",)
+)
 
 
 def frame(rows):
@@ -17,11 +17,16 @@ def frame(rows):
 
 
 def test_ties_keep_file_order_and_time_orders_the_rest():
-    events = normalise(frame([
-        ("c1", "b", "2024-01-01T10:00:00Z", "x", "L1"),
-        ("c1", "a", "2024-01-01T09:00:00Z", "x", "L1"),
-        ("c1", "c", "2024-01-01T10:00:00Z", "x", "L1"),  # tie with b: stays after b
-    ]), MAPPING)
+    events = normalise(
+        frame(
+            [
+                ("c1", "b", "2024-01-01T10:00:00Z", "x", "L1"),
+                ("c1", "a", "2024-01-01T09:00:00Z", "x", "L1"),
+                ("c1", "c", "2024-01-01T10:00:00Z", "x", "L1"),  # tie with b: stays after b
+            ]
+        ),
+        MAPPING,
+    )
     assert events["activity"].tolist() == ["a", "b", "c"]
 
 
@@ -39,8 +44,9 @@ def test_variant_counts_match_a_direct_count():
     assert raw["share"].sum() == pytest.approx(1.0)
     collapsed = m.variants[m.variants.level == "collapsed"]
     expected_collapsed = Counter(tuple(collapse(list(s))) for s in sequences.values())
-    assert {tuple(s): c for s, c in zip(collapsed.sequence, collapsed.case_count,
-                                        strict=True)} == expected_collapsed
+    assert {
+        tuple(s): c for s, c in zip(collapsed.sequence, collapsed.case_count, strict=True)
+    } == expected_collapsed
     pairs = Counter()
     for seq in sequences.values():
         pairs.update(zip(seq, seq[1:], strict=False))
@@ -68,8 +74,10 @@ def test_missing_role_values_are_not_counted():
 
 
 def test_throughput_is_last_minus_first_event():
-    rows = [("c1", "a", "2024-01-01T10:00:00Z", "r", "L1"),
-            ("c1", "b", "2024-01-01T12:30:00Z", "r", "L1")]
+    rows = [
+        ("c1", "a", "2024-01-01T10:00:00Z", "r", "L1"),
+        ("c1", "b", "2024-01-01T12:30:00Z", "r", "L1"),
+    ]
     m = materialise(normalise(frame(rows), MAPPING))
     assert m.variants.iloc[0].median_throughput_s == 9000.0
 

@@ -1,0 +1,30 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+# Both create (or reuse) the virtual environment in .venv.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(BIN)/itsmreview demo
+
+test: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	PYTHONSAFEPATH=1 $(BIN)/pytest
+
+bench: venv
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

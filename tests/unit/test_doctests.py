@@ -1,0 +1,20 @@
+"""Doctests of the public modules, imported by their real names (never as bare `coverage`)."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "itsmreview.coverage.variants",
+    "itsmreview.coverage.synthetic",
+    "itsmreview.ledger.chain",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no doctest"
+    assert result.failed == 0
