@@ -17,8 +17,9 @@ if queue.empty:
     st.stop()
 done = int((queue.status == "submitted").sum())
 st.progress(done / len(queue), text=f"{done} of {len(queue)} rated")
+state = {"submitted": "Rated"}
 labels = {
-    int(r.assignment_id): f"{'Rated' if r.status == 'submitted' else 'To rate'} · {r.title} ({r.persona})"
+    int(r.assignment_id): f"{state.get(r.status, 'To rate')} · {r.title} ({r.persona})"
     for r in queue.itertuples()
 }
 open_ids = [i for i, r in zip(labels, queue.itertuples(), strict=True) if r.status != "submitted"]
