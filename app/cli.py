@@ -400,6 +400,37 @@ def log_stats(
         typer.echo(f"{key:<20} {value}")
 
 
+@app.command("coverage")
+@boundary
+def coverage_command(
+    log: Annotated[str, typer.Argument(help="Log name (its newest version).")],
+    tasks: Annotated[str, typer.Option(help="Which tasks count: approved, rated or all.")] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Frequency-weighted coverage of a log's variants, DF pairs, activities and roles."""
+    from itsmreview.coverage.report import coverage_report
+
+    _ensure_schema()
+    with _session() as session:
+        report, unresolved = coverage_report(session=session, log_name=log, task_filter=tasks)
+    result = report.as_dict() | {"unresolved_case_ids": unresolved}
+    if as_json:
+        _echo_json(result)
+        return
+    typer.echo(f"{report.tasks} task(s) over log {log!r}")
+    for key in ("variant_coverage", "variant_coverage_collapsed", "df_coverage",
+                "activity_coverage"):
+        typer.echo(f"  {key:<28} {result[key]:.1%}")
+    for attribute, share in report.role_coverage.items():
+        typer.echo(f"  role {attribute:<23} {share:.1%}")
+    reach = report.gaps["greedy_tasks_to_reach"]
+    typer.echo("  more tasks to reach         " + ", ".join(
+        f"{k}: {'-' if v is None else v}" for k, v in reach.items()))
+    for absent in report.absent_sequences:
+        typer.echo(f"  not in the log: {' > '.join(absent.sequence)} "
+                   f"(tasks {', '.join(absent.task_ids)})")
+
+
 @tasks_app.command("import")
 @boundary
 def tasks_import(

@@ -111,3 +111,20 @@ def variant_by_key(
             LogVariant.sequence_key == sequence_key,
         )
     ).first()
+
+
+def log_tables_frames(*, session: Session, log_id: int) -> dict[str, pd.DataFrame]:
+    """The frames `metrics.LogTables` is built from, straight from the materialised tables."""
+    frames = {}
+    for level in (VariantLevel.raw, VariantLevel.collapsed):
+        rows = session.exec(
+            select(LogVariant.sequence, LogVariant.case_count, LogVariant.sequence_key)
+            .where(LogVariant.log_id == log_id, LogVariant.level == level)
+            .order_by(LogVariant.rank)
+        ).all()
+        frames[level.value] = pd.DataFrame(
+            [tuple(r) for r in rows], columns=["sequence", "case_count", "sequence_key"])
+    frames["df_pairs"] = df_pairs_frame(session=session, log_id=log_id)
+    frames["activities"] = activities_frame(session=session, log_id=log_id)
+    frames["roles"] = role_values_frame(session=session, log_id=log_id)
+    return frames

@@ -79,3 +79,39 @@ def declared_sources(*, session: Session, log_name: str) -> list[dict]:
         )
     ).all()
     return [source for source in rows if source and source.get("log") == log_name]
+
+
+def task_sources(
+    *, session: Session, log_name: str, statuses: tuple[str, ...] | None = None,
+    rated_only: bool = False,
+) -> list[tuple[str, dict]]:
+    """(external id, source) of each task's newest version derived from `log_name`.
+
+    `statuses` keeps tasks in those statuses; `rated_only` keeps tasks with a submitted
+    rating of any version.
+    """
+    from itsmreview.review.models import Rating
+
+    latest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    query = (
+        select(Task.external_id, TaskVersion.source)
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .join(latest, (latest.c.task_id == TaskVersion.task_id)
+              & (latest.c.version == TaskVersion.version))
+        .order_by(Task.external_id)
+    )
+    if statuses is not None:
+        query = query.where(Task.status.in_(statuses))
+    if rated_only:
+        rated = (
+            select(TaskVersion.task_id)
+            .join(Rating, Rating.task_version_id == TaskVersion.id)
+            .where(Rating.status == "submitted")
+        )
+        query = query.where(Task.id.in_(rated))
+    return [(external_id, source) for external_id, source in session.exec(query).all()
+            if source and source.get("log") == log_name]

@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "itsmreview.coverage.variants",
+    "itsmreview.coverage.metrics",
     "itsmreview.coverage.synthetic",
     "itsmreview.ledger.chain",
 ]
