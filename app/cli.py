@@ -3,7 +3,6 @@
 import functools
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -153,11 +152,9 @@ def serve(
         "minimal",
     ]
     typer.echo(f"serving on http://localhost:{port} (Ctrl+C stops)")
-    try:
-        code = subprocess.call(command, env=env)
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+    sys.stdout.flush()
+    # exec, not a child process: signals (Ctrl+C, SIGTERM from a supervisor) reach Streamlit
+    os.execve(sys.executable, command, env)
 
 
 @db_app.command("upgrade")
@@ -418,17 +415,24 @@ def coverage_command(
         _echo_json(result)
         return
     typer.echo(f"{report.tasks} task(s) over log {log!r}")
-    for key in ("variant_coverage", "variant_coverage_collapsed", "df_coverage",
-                "activity_coverage"):
+    for key in (
+        "variant_coverage",
+        "variant_coverage_collapsed",
+        "df_coverage",
+        "activity_coverage",
+    ):
         typer.echo(f"  {key:<28} {result[key]:.1%}")
     for attribute, share in report.role_coverage.items():
         typer.echo(f"  role {attribute:<23} {share:.1%}")
     reach = report.gaps["greedy_tasks_to_reach"]
-    typer.echo("  more tasks to reach         " + ", ".join(
-        f"{k}: {'-' if v is None else v}" for k, v in reach.items()))
+    typer.echo(
+        "  more tasks to reach         "
+        + ", ".join(f"{k}: {'-' if v is None else v}" for k, v in reach.items())
+    )
     for absent in report.absent_sequences:
-        typer.echo(f"  not in the log: {' > '.join(absent.sequence)} "
-                   f"(tasks {', '.join(absent.task_ids)})")
+        typer.echo(
+            f"  not in the log: {' > '.join(absent.sequence)} (tasks {', '.join(absent.task_ids)})"
+        )
 
 
 @tasks_app.command("import")

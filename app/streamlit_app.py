@@ -33,11 +33,15 @@ else:
     # and forwards to the role's start page
     sections = {"": [page("home", "Home", ":material/home:"), login]}
     if user.role == Role.expert:
-        sections["Review"] = [page("queue", "My queue", ":material/rate_review:", Role.expert)]
+        sections["Review"] = [
+            page("queue", "My queue", ":material/rate_review:", Role.expert),
+            page("variants", "Variant explorer", ":material/timeline:"),
+        ]
     if user.role in (Role.lead, Role.admin):
         sections["Lead"] = [
             page("dashboard", "Dashboard", ":material/monitoring:", Role.lead),
             page("coverage", "Coverage", ":material/account_tree:"),
+            page("variants", "Variant explorer", ":material/timeline:"),
             page("ledger", "Ledger", ":material/link:"),
             page("exports", "Exports", ":material/inventory_2:"),
         ]

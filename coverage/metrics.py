@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
 from itsmreview.coverage.variants import collapse, sequence_key
 
 THRESHOLDS = (0.5, 0.8, 0.9)
@@ -74,9 +73,11 @@ class LogTables:
         if collapsed is None:
             folded = raw.assign(sequence=raw["sequence"].map(collapse))
             folded["sequence_key"] = folded["sequence"].map(sequence_key)
-            collapsed = folded.groupby("sequence_key", sort=False).agg(
-                sequence=("sequence", "first"), case_count=("case_count", "sum")
-            ).reset_index()
+            collapsed = (
+                folded.groupby("sequence_key", sort=False)
+                .agg(sequence=("sequence", "first"), case_count=("case_count", "sum"))
+                .reset_index()
+            )
         if df_pairs is None or activities is None:
             pairs, acts = Counter(), Counter()
             for sequence, count in zip(raw["sequence"], raw["case_count"], strict=True):
@@ -86,7 +87,8 @@ class LogTables:
                     pairs[(a, b)] += count
             if df_pairs is None:
                 df_pairs = pd.DataFrame(
-                    [(a, b, c) for (a, b), c in pairs.items()], columns=["source", "target", "count"]
+                    [(a, b, c) for (a, b), c in pairs.items()],
+                    columns=["source", "target", "count"],
                 )
             if activities is None:
                 activities = pd.DataFrame(list(acts.items()), columns=["name", "event_count"])
@@ -115,6 +117,8 @@ class CoverageReport:
     absent_sequences: list[AbsentSequence]
     gaps: dict
     js_divergence: float | None
+    declared_keys: set[str] = field(default_factory=set)
+    declared_pairs: set[tuple[str, str]] = field(default_factory=set)
 
     def as_dict(self) -> dict:
         return {
@@ -187,8 +191,12 @@ def _nearest(sequence: Sequence[str], raw: pd.DataFrame) -> list[dict]:
         ((edit_distance(sequence, s), i) for i, s in enumerate(candidates["sequence"])),
     )[:NEAREST]
     return [
-        {"sequence": list(candidates["sequence"].iloc[i]), "distance": d,
-         "case_count": int(candidates["case_count"].iloc[i]), "rank": i + 1}
+        {
+            "sequence": list(candidates["sequence"].iloc[i]),
+            "distance": d,
+            "case_count": int(candidates["case_count"].iloc[i]),
+            "rank": i + 1,
+        }
         for d, i in scored
     ]
 
@@ -200,7 +208,8 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
     for source in sources:
         for sequence in source.sequences:
             raw_keys.setdefault(sequence_key(sequence), (tuple(sequence), []))[1].append(
-                source.task_id)
+                source.task_id
+            )
     collapsed_declared = {sequence_key(collapse(seq)) for seq, _ in raw_keys.values()}
 
     raw_covered = log.raw["sequence_key"].isin(raw_keys)
@@ -213,15 +222,22 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
         task_activities.update(sequence)
         covered_pairs.update(zip(sequence, sequence[1:], strict=False))
     pair_index = pd.MultiIndex.from_frame(log.df_pairs[["source", "target"]])
-    pair_covered = pair_index.isin(list(covered_pairs)) if covered_pairs else np.zeros(
-        len(pair_index), dtype=bool)
+    pair_covered = (
+        pair_index.isin(list(covered_pairs))
+        if covered_pairs
+        else np.zeros(len(pair_index), dtype=bool)
+    )
     total_df = log.df_pairs["count"].sum()
-    df_coverage = float(log.df_pairs.loc[pair_covered, "count"].sum() / total_df) if total_df else 0.0
+    df_coverage = (
+        float(log.df_pairs.loc[pair_covered, "count"].sum() / total_df) if total_df else 0.0
+    )
     activity_covered = log.activities["name"].isin(task_activities)
     total_events = log.activities["event_count"].sum()
-    activity_coverage = float(
-        log.activities.loc[activity_covered, "event_count"].sum() / total_events
-    ) if total_events else 0.0
+    activity_coverage = (
+        float(log.activities.loc[activity_covered, "event_count"].sum() / total_events)
+        if total_events
+        else 0.0
+    )
 
     declared_roles: dict[str, set[str]] = {}
     for source in sources:
@@ -233,31 +249,45 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
         total = rows["event_count"].sum()
         role_coverage[attribute] = float(rows.loc[covered, "event_count"].sum() / total)
         for row in rows.loc[~covered].itertuples():
-            role_gaps.append({"attribute": attribute, "value": row.value,
-                              "weight": float(row.event_count / total)})
+            role_gaps.append(
+                {
+                    "attribute": attribute,
+                    "value": row.value,
+                    "weight": float(row.event_count / total),
+                }
+            )
     role_gaps.sort(key=lambda g: -g["weight"])
 
     in_log = set(log.raw["sequence_key"])
     absent = [
         AbsentSequence(task_ids=ids, sequence=list(seq), nearest=_nearest(seq, log.raw))
-        for key, (seq, ids) in raw_keys.items() if key not in in_log
+        for key, (seq, ids) in raw_keys.items()
+        if key not in in_log
     ]
 
     uncovered = log.raw.loc[~raw_covered]
     gaps = {
         "variants": [
-            {"sequence": list(r.sequence), "case_count": int(r.case_count),
-             "weight": float(r.case_count / n_cases)}
+            {
+                "sequence": list(r.sequence),
+                "case_count": int(r.case_count),
+                "weight": float(r.case_count / n_cases),
+            }
             for r in uncovered.nlargest(GAP_ROWS, "case_count").itertuples()
         ],
         "df_pairs": [
-            {"source": r.source, "target": r.target, "count": int(r.count),
-             "weight": float(r.count / total_df)}
+            {
+                "source": r.source,
+                "target": r.target,
+                "count": int(r.count),
+                "weight": float(r.count / total_df),
+            }
             for r in log.df_pairs.loc[~pair_covered].nlargest(GAP_ROWS, "count").itertuples()
         ],
         "role_values": role_gaps[:GAP_ROWS],
         "greedy_tasks_to_reach": greedy_curve(
-            (uncovered["case_count"] / n_cases).tolist(), variant_coverage),
+            (uncovered["case_count"] / n_cases).tolist(), variant_coverage
+        ),
     }
 
     js = None
@@ -267,11 +297,9 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
             if source.sequences:
                 for sequence in source.sequences:
                     task_mix[sequence_key(collapse(sequence))] += 1 / len(source.sequences)
-        log_mix = dict(zip(log.collapsed["sequence_key"], log.collapsed["case_count"],
-                           strict=True))
+        log_mix = dict(zip(log.collapsed["sequence_key"], log.collapsed["case_count"], strict=True))
         keys = list(log_mix) + [k for k in task_mix if k not in log_mix]
-        js = js_divergence([task_mix.get(k, 0.0) for k in keys],
-                           [log_mix.get(k, 0) for k in keys])
+        js = js_divergence([task_mix.get(k, 0.0) for k in keys], [log_mix.get(k, 0) for k in keys])
         js = None if math.isnan(js) else js
 
     return CoverageReport(
@@ -286,4 +314,6 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
         absent_sequences=absent,
         gaps=gaps,
         js_divergence=js,
+        declared_keys=set(raw_keys),
+        declared_pairs=covered_pairs,
     )

@@ -123,7 +123,8 @@ def log_tables_frames(*, session: Session, log_id: int) -> dict[str, pd.DataFram
             .order_by(LogVariant.rank)
         ).all()
         frames[level.value] = pd.DataFrame(
-            [tuple(r) for r in rows], columns=["sequence", "case_count", "sequence_key"])
+            [tuple(r) for r in rows], columns=["sequence", "case_count", "sequence_key"]
+        )
     frames["df_pairs"] = df_pairs_frame(session=session, log_id=log_id)
     frames["activities"] = activities_frame(session=session, log_id=log_id)
     frames["roles"] = role_values_frame(session=session, log_id=log_id)

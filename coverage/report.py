@@ -4,12 +4,11 @@ from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
-from sqlmodel import Session
-
 from itsmreview.catalog.queries import task_sources
 from itsmreview.coverage import queries
 from itsmreview.coverage.metrics import CoverageReport, LogTables, TaskSource, compute_coverage
 from itsmreview.errors import InvalidInput, NotFound
+from sqlmodel import Session
 
 
 class TaskFilter(StrEnum):
@@ -20,22 +19,30 @@ class TaskFilter(StrEnum):
 
 def load_log_tables(*, session: Session, log_id: int, n_cases: int) -> LogTables:
     frames = queries.log_tables_frames(session=session, log_id=log_id)
-    return LogTables(raw=frames["raw"], collapsed=frames["collapsed"],
-                     df_pairs=frames["df_pairs"], activities=frames["activities"],
-                     roles=frames["roles"], n_cases=n_cases)
+    return LogTables(
+        raw=frames["raw"],
+        collapsed=frames["collapsed"],
+        df_pairs=frames["df_pairs"],
+        activities=frames["activities"],
+        roles=frames["roles"],
+        n_cases=n_cases,
+    )
 
 
 def _case_variants(events_path: str | None, case_ids: set[str]) -> dict[str, str]:
     if not case_ids or not events_path:
         return {}
-    cases = pd.read_parquet(Path(events_path) / "cases.parquet",
-                            columns=["case_id", "variant_key"])
+    cases = pd.read_parquet(Path(events_path) / "cases.parquet", columns=["case_id", "variant_key"])
     found = cases[cases["case_id"].isin(case_ids)]
     return dict(zip(found["case_id"], found["variant_key"], strict=True))
 
 
 def declared_sources(
-    *, session: Session, log_name: str, task_filter: TaskFilter, tables: LogTables,
+    *,
+    session: Session,
+    log_name: str,
+    task_filter: TaskFilter,
+    tables: LogTables,
     events_path: str | None,
 ) -> tuple[list[TaskSource], dict[str, list[str]]]:
     """Task sources with case ids resolved to their variants; also unresolved case ids."""
@@ -57,8 +64,10 @@ def declared_sources(
                 unresolved.setdefault(task_id, []).append(str(case_id))
             elif tuple(by_key[key]) not in sequences:
                 sequences.append(tuple(by_key[key]))
-        roles = {attribute: set(map(str, values))
-                 for attribute, values in (source.get("roles") or {}).items()}
+        roles = {
+            attribute: set(map(str, values))
+            for attribute, values in (source.get("roles") or {}).items()
+        }
         sources.append(TaskSource(task_id, sequences, roles))
     return sources, unresolved
 
@@ -72,12 +81,17 @@ def coverage_report(
         task_filter = TaskFilter(task_filter)
     except ValueError:
         raise InvalidInput(
-            f"task filter {task_filter!r} is not one of approved, rated, all") from None
+            f"task filter {task_filter!r} is not one of approved, rated, all"
+        ) from None
     log = queries.latest_log(session=session, name=log_name)
     if log is None:
         raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
     tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
-    sources, unresolved = declared_sources(session=session, log_name=log_name,
-                                           task_filter=task_filter, tables=tables,
-                                           events_path=log.events_path)
+    sources, unresolved = declared_sources(
+        session=session,
+        log_name=log_name,
+        task_filter=task_filter,
+        tables=tables,
+        events_path=log.events_path,
+    )
     return compute_coverage(tables, sources), unresolved

@@ -1,30 +1,18 @@
 """What an expert sees for one assignment: task, transcripts, source variants, own rating."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.coverage import queries as coverage_queries
-from itsmreview.coverage.variants import sequence_key
+from itsmreview.coverage.explorer import VariantDetail, variant_detail
 from itsmreview.errors import NotFound, PermissionDenied
 from itsmreview.review import queries
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session
-
-
-@dataclass
-class SourceVariant:
-    sequence: list[str]
-    found: bool
-    rank: int | None = None
-    case_count: int | None = None
-    share: float | None = None
-    median_throughput_s: float | None = None
-    example_case_ids: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -34,7 +22,7 @@ class AssignmentView:
     version: TaskVersion
     transcripts: list[Transcript]
     rubric: RubricDefinition
-    variants: list[SourceVariant]
+    variants: list[VariantDetail]
     own_rating: Rating | None
     own_scores: dict[str, float | None]
 
@@ -60,28 +48,13 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
     task = session.get(Task, version.task_id)
     review_round = session.get(ReviewRound, assignment.round_id)
     rubric = session.get(Rubric, review_round.rubric_id)
-    log = None
-    if version.source.get("log"):
-        log = coverage_queries.latest_log(session=session, name=version.source["log"])
     variants = []
+    log_name = version.source.get("log")
     for sequence in version.source.get("variants", []):
-        found = log and coverage_queries.variant_by_key(
-            session=session, log_id=log.id, sequence_key=sequence_key(sequence)
-        )
-        if found:
-            variants.append(
-                SourceVariant(
-                    sequence,
-                    True,
-                    found.rank,
-                    found.case_count,
-                    found.share,
-                    found.median_throughput_s,
-                    found.example_case_ids,
-                )
-            )
-        else:
-            variants.append(SourceVariant(sequence, False))
+        try:
+            variants.append(variant_detail(session=session, log_name=log_name, sequence=sequence))
+        except NotFound:
+            variants.append(VariantDetail.missing(log_name or "(none)", sequence))
     rating = queries.current_rating(session=session, assignment_id=assignment.id)
     return AssignmentView(
         assignment=assignment,

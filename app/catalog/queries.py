@@ -65,24 +65,11 @@ def status_counts(*, session: Session) -> dict[str, int]:
     return {status: count for status, count in rows}
 
 
-def declared_sources(*, session: Session, log_name: str) -> list[dict]:
-    """The `source` of each task's newest version, for tasks derived from `log_name`."""
-    latest = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
-        .group_by(TaskVersion.task_id)
-        .subquery()
-    )
-    rows = session.exec(
-        select(TaskVersion.source).join(
-            latest,
-            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
-        )
-    ).all()
-    return [source for source in rows if source and source.get("log") == log_name]
-
-
 def task_sources(
-    *, session: Session, log_name: str, statuses: tuple[str, ...] | None = None,
+    *,
+    session: Session,
+    log_name: str,
+    statuses: tuple[str, ...] | None = None,
     rated_only: bool = False,
 ) -> list[tuple[str, dict]]:
     """(external id, source) of each task's newest version derived from `log_name`.
@@ -100,8 +87,10 @@ def task_sources(
     query = (
         select(Task.external_id, TaskVersion.source)
         .join(TaskVersion, TaskVersion.task_id == Task.id)
-        .join(latest, (latest.c.task_id == TaskVersion.task_id)
-              & (latest.c.version == TaskVersion.version))
+        .join(
+            latest,
+            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
+        )
         .order_by(Task.external_id)
     )
     if statuses is not None:
@@ -113,5 +102,8 @@ def task_sources(
             .where(Rating.status == "submitted")
         )
         query = query.where(Task.id.in_(rated))
-    return [(external_id, source) for external_id, source in session.exec(query).all()
-            if source and source.get("log") == log_name]
+    return [
+        (external_id, source)
+        for external_id, source in session.exec(query).all()
+        if source and source.get("log") == log_name
+    ]

@@ -1,9 +1,9 @@
-import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.coverage.overview import log_names, log_overview
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
+from itsmreview.ui.coverage import df_map, gap_tables, pareto, role_bars
 
 user = require(Role.lead)
 st.title("Coverage")
@@ -12,59 +12,60 @@ with session_scope() as session:
 if not names:
     st.info("No event log imported yet: `itsmreview log import PATH --preset bpi2013`.")
     st.stop()
-name = st.selectbox("Event log", names)
+left, right = st.columns([2, 1])
+name = left.selectbox("Event log", names)
+task_filter = right.segmented_control("Tasks", ["all", "rated", "approved"], default="all")
 with session_scope() as session:
-    view = log_overview(session=session, actor=user, name=name)
-log, variants = view.log, view.variants
+    view = log_overview(session=session, actor=user, name=name, task_filter=task_filter or "all")
+report, log = view.report, view.log
 kpis = st.columns(5)
-kpis[0].metric("Cases", f"{log.n_cases:,}")
-kpis[1].metric("Events", f"{log.n_events:,}")
-kpis[2].metric("Variants", f"{log.n_variants:,}")
-kpis[3].metric("Covered variants", int(variants["covered"].sum()))
-kpis[4].metric("Cases in covered variants", f"{view.covered_share:.1%}")
-
-st.subheader("Variants by frequency")
-top = variants.head(100)
-figure = go.Figure()
-figure.add_bar(
-    x=top["rank"],
-    y=top["case_count"],
-    name="cases",
-    marker_color=["#2e7d32" if c else "#9e9e9e" for c in top["covered"]],
-    hovertext=[" → ".join(s) for s in top["sequence"]],
+kpis[0].metric("Tasks", report.tasks)
+kpis[1].metric(
+    "Variant coverage",
+    f"{report.variant_coverage:.1%}",
+    help="Share of the log's cases whose variant a task declares.",
 )
-figure.add_scatter(
-    x=top["rank"],
-    y=top["cumulative_share"],
-    name="cumulative share",
-    yaxis="y2",
-    mode="lines",
-    line_color="#1565c0",
+kpis[2].metric(
+    "Collapsed variants",
+    f"{report.variant_coverage_collapsed:.1%}",
+    help="The same with consecutive repeats of an activity folded into one.",
 )
-figure.update_layout(
-    height=360,
-    margin={"t": 20, "b": 10},
-    xaxis_title="variant rank",
-    yaxis_title="cases",
-    showlegend=False,
-    yaxis2={"overlaying": "y", "side": "right", "range": [0, 1], "tickformat": ".0%"},
+kpis[3].metric(
+    "Directly-follows",
+    f"{report.df_coverage:.1%}",
+    help="Share of DF occurrences whose pair occurs in a task's sequence.",
 )
-st.plotly_chart(figure)
-st.caption("Green bars: variants that at least one task declares as its source.")
-table = variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
-st.dataframe(
-    table[["rank", "case_count", "share", "covered", "length", "sequence"]],
-    hide_index=True,
-    column_config={
-        "share": st.column_config.ProgressColumn(
-            "share", format="%.3f", min_value=0.0, max_value=float(variants["share"].max())
-        )
-    },
+kpis[4].metric(
+    "Activities",
+    f"{report.activity_coverage:.1%}",
+    help="Share of events whose activity occurs in a task's sequence.",
 )
-left, right = st.columns(2)
-with left:
-    st.subheader("Activities")
+reach = report.gaps["greedy_tasks_to_reach"]
+st.caption(
+    f"{log.n_cases:,} cases, {log.n_events:,} events, {log.n_variants:,} variants. "
+    "More tasks needed, each covering the next most frequent uncovered variant: "
+    + ", ".join(f"{k}: {'unreachable' if v is None else v}" for k, v in reach.items())
+    + (
+        f". Task mix vs. log mix (Jensen-Shannon, collapsed variants): "
+        f"{report.js_divergence:.2f} bits"
+        if report.js_divergence is not None
+        else ""
+    )
+)
+tabs = st.tabs(["Variants", "Gaps", "Roles", "Directly-follows map", "Activities"])
+with tabs[0]:
+    st.plotly_chart(pareto(view.variants), key="pareto")
+    st.caption("Green bars: variants a task declares; the line is the cumulative share of cases.")
+    table = view.variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
+    st.dataframe(
+        table[["rank", "case_count", "share", "covered", "length", "sequence"]], hide_index=True
+    )
+with tabs[1]:
+    gap_tables(view)
+with tabs[2]:
+    role_bars(report.role_coverage, view.role_values, report.gaps["role_values"])
+with tabs[3]:
+    st.graphviz_chart(df_map(view.df_pairs))
+    st.caption("Green edges occur in a task's sequence; edge width grows with frequency.")
+with tabs[4]:
     st.dataframe(view.activities, hide_index=True)
-with right:
-    st.subheader("Role values")
-    st.dataframe(view.role_values, hide_index=True)

@@ -42,7 +42,7 @@ with left:
         ):
             render_transcript(transcript.messages, key=f"tr-{transcript.id}")
 with right:
-    variant_panel(view.variants)
+    variant_panel(view)
     answers = rating_form(view)
 if answers is not None:
     try:

@@ -1,9 +1,9 @@
 """Task, source-variant and rubric widgets of the rating page."""
 
-import pandas as pd
 import streamlit as st
-from itsmreview.review.view import AssignmentView, SourceVariant
+from itsmreview.review.view import AssignmentView
 from itsmreview.ui.transcript import escape_markdown
+from itsmreview.ui.variant import render_variant
 
 
 def task_panel(view: AssignmentView) -> None:
@@ -21,28 +21,12 @@ def task_panel(view: AssignmentView) -> None:
             st.markdown(escape_markdown(text))
 
 
-def variant_panel(variants: list[SourceVariant]) -> None:
+def variant_panel(view: AssignmentView) -> None:
     st.subheader("Source log variant")
-    if not variants:
+    if not view.variants:
         st.info("This task declares no source variant.")
-    for variant in variants:
-        if variant.found:
-            hours = (variant.median_throughput_s or 0) / 3600
-            cols = st.columns(3)
-            cols[0].metric("Rank", variant.rank)
-            cols[1].metric("Cases", f"{variant.case_count:,}")
-            cols[2].metric("Median duration", f"{hours:,.1f} h")
-            st.caption(f"{variant.share:.1%} of the log's cases follow this variant.")
-        else:
-            st.warning("This sequence does not occur in the log.")
-        st.dataframe(
-            pd.DataFrame(
-                {"step": range(1, len(variant.sequence) + 1), "activity": variant.sequence}
-            ),
-            hide_index=True,
-        )
-        if variant.example_case_ids:
-            st.caption("Example cases: " + ", ".join(variant.example_case_ids))
+    for index, detail in enumerate(view.variants):
+        render_variant(detail, key=f"a{view.assignment.id}-v{index}", compact=True)
 
 
 def rating_form(view: AssignmentView) -> dict | None:

@@ -119,3 +119,31 @@ def test_pages_refuse_the_wrong_role_even_when_opened_directly(demo_configured, 
     at.run()
     assert [e.value for e in at.error] == [f"This page needs the {role} role."]
     assert not at.title and not at.dataframe
+
+
+def test_coverage_page_shows_metrics_gaps_and_df_map(demo_configured):
+    at = open_page(log_in("lead"), "coverage")
+    labels = [m.label for m in at.metric]
+    assert labels[:5] == [
+        "Tasks",
+        "Variant coverage",
+        "Collapsed variants",
+        "Directly-follows",
+        "Activities",
+    ]
+    assert at.metric[0].value == "24"
+    assert any(h.value == "Most frequent uncovered variants" for h in at.subheader)
+    assert at.get("graphviz_chart")
+    at.segmented_control[0].set_value("rated").run()
+    assert not at.exception
+    assert int(at.metric[0].value) < 24
+
+
+def test_variant_explorer_shows_real_cases(demo_configured):
+    at = open_page(log_in("lead"), "variants")
+    assert titles(at) == ["Variant explorer"]
+    assert [m.label for m in at.metric][:3] == ["Rank", "Cases", "Median duration"]
+    assert at.metric[0].value.startswith("1 of ")
+    at.selectbox[1].set_value(2).run()
+    assert not at.exception
+    assert at.metric[0].value.startswith("2 of ")

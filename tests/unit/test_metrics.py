@@ -5,7 +5,6 @@ import random
 
 import pandas as pd
 import pytest
-
 from itsmreview.coverage.eventlog import PRESETS, ROLE_PREFIX, read_log
 from itsmreview.coverage.metrics import (
     LogTables,
@@ -22,8 +21,14 @@ from itsmreview.coverage.variants import materialise
 def tables_of(events: pd.DataFrame) -> LogTables:
     m = materialise(events)
     level = lambda name: m.variants[m.variants.level == name].reset_index(drop=True)  # noqa: E731
-    return LogTables(raw=level("raw"), collapsed=level("collapsed"), df_pairs=m.df_pairs,
-                     activities=m.activities, roles=m.role_values, n_cases=m.summary["cases"])
+    return LogTables(
+        raw=level("raw"),
+        collapsed=level("collapsed"),
+        df_pairs=m.df_pairs,
+        activities=m.activities,
+        roles=m.role_values,
+        n_cases=m.summary["cases"],
+    )
 
 
 def independent(events: pd.DataFrame, sources: list[TaskSource]) -> dict:
@@ -43,7 +48,7 @@ def independent(events: pd.DataFrame, sources: list[TaskSource]) -> dict:
         "roles": {},
     }
     for column in [c for c in events.columns if c.startswith(ROLE_PREFIX)]:
-        attribute = column[len(ROLE_PREFIX):]
+        attribute = column[len(ROLE_PREFIX) :]
         values = set().union(*(src.roles.get(attribute, set()) for src in sources))
         present = events[column].dropna()
         out["roles"][attribute] = present.isin(values).mean()
@@ -69,8 +74,9 @@ def random_sources(events, seed, n=12):
     for i in range(n):
         role = rng.choice(roles)
         value = events[role].dropna().sample(1, random_state=seed + i).iloc[0]
-        sources.append(TaskSource(f"t{i}", [rng.choice(cases)],
-                                  {role[len(ROLE_PREFIX):]: {value}}))
+        sources.append(
+            TaskSource(f"t{i}", [rng.choice(cases)], {role[len(ROLE_PREFIX) :]: {value}})
+        )
     sources.append(TaskSource("absent", [("Invented step", "Closed somehow")]))
     return sources
 
@@ -84,8 +90,9 @@ def test_synthetic_log_matches_independent_computation(tmp_path):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name, preset", [("bpi2013_incidents.csv.gz", "bpi2013"),
-                                          ("helpdesk.xes.gz", "helpdesk")])
+@pytest.mark.parametrize(
+    "name, preset", [("bpi2013_incidents.csv.gz", "bpi2013"), ("helpdesk.xes.gz", "helpdesk")]
+)
 def test_real_logs_match_independent_computation(real_file, name, preset):
     events, _ = read_log(real_file("logs", name), PRESETS[preset])
     check(events, random_sources(events, seed=11, n=25))
@@ -100,8 +107,13 @@ def test_no_tasks_covers_nothing():
 
 
 def read_log_frame():
-    frame = pd.DataFrame({"case_id": ["a", "a", "b", "c"], "activity": ["x", "y", "x", "z"],
-                          "timestamp": pd.to_datetime(["2024-01-01"] * 4, utc=True)})
+    frame = pd.DataFrame(
+        {
+            "case_id": ["a", "a", "b", "c"],
+            "activity": ["x", "y", "x", "z"],
+            "timestamp": pd.to_datetime(["2024-01-01"] * 4, utc=True),
+        }
+    )
     return frame, None
 
 

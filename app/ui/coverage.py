@@ -1,0 +1,126 @@
+"""Charts and tables of the Coverage page."""
+
+import math
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+from itsmreview.coverage.overview import LogOverview
+
+COVERED, UNCOVERED = "#2e7d32", "#9e9e9e"
+
+
+def pareto(variants: pd.DataFrame, top: int = 100) -> go.Figure:
+    head = variants.head(top)
+    figure = go.Figure()
+    figure.add_bar(
+        x=head["rank"],
+        y=head["case_count"],
+        name="cases",
+        marker_color=[COVERED if c else UNCOVERED for c in head["covered"]],
+        hovertext=[" → ".join(s) for s in head["sequence"]],
+    )
+    figure.add_scatter(
+        x=head["rank"],
+        y=head["cumulative_share"],
+        name="cumulative share",
+        yaxis="y2",
+        mode="lines",
+        line_color="#1565c0",
+    )
+    figure.update_layout(
+        height=360,
+        margin={"t": 20, "b": 10},
+        xaxis_title="variant rank",
+        yaxis_title="cases",
+        showlegend=False,
+        yaxis2={
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 1],
+            "tickformat": ".0%",
+            "dtick": 0.2,
+        },
+    )
+    return figure
+
+
+def gap_tables(view: LogOverview) -> None:
+    gaps = view.report.gaps
+    st.subheader("Most frequent uncovered variants")
+    variants = pd.DataFrame(gaps["variants"])
+    if not variants.empty:
+        variants["sequence"] = variants["sequence"].map(" → ".join)
+    st.dataframe(
+        variants,
+        hide_index=True,
+        column_config={"weight": st.column_config.NumberColumn(format="percent")},
+    )
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Uncovered directly-follows pairs")
+        st.dataframe(
+            pd.DataFrame(gaps["df_pairs"]),
+            hide_index=True,
+            column_config={"weight": st.column_config.NumberColumn(format="percent")},
+        )
+    with right:
+        st.subheader("Uncovered role values")
+        st.dataframe(
+            pd.DataFrame(gaps["role_values"]),
+            hide_index=True,
+            column_config={"weight": st.column_config.NumberColumn(format="percent")},
+        )
+    if view.report.absent_sequences:
+        st.subheader("Declared sequences that do not occur in the log")
+        for absent in view.report.absent_sequences:
+            st.markdown(f"**{', '.join(absent.task_ids)}**: " + " → ".join(absent.sequence))
+            nearest = pd.DataFrame(absent.nearest)
+            nearest["sequence"] = nearest["sequence"].map(" → ".join)
+            st.dataframe(nearest, hide_index=True)
+    if view.unresolved_case_ids:
+        st.subheader("Declared case ids not in the log")
+        st.dataframe(
+            pd.DataFrame(
+                [{"task": t, "case ids": ", ".join(c)} for t, c in view.unresolved_case_ids.items()]
+            ),
+            hide_index=True,
+        )
+
+
+def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]) -> None:
+    if not coverage:
+        st.info("The log has no role attributes; import it with --role columns.")
+        return
+    frame = pd.DataFrame({"attribute": list(coverage), "coverage": list(coverage.values())})
+    figure = px.bar(frame, x="coverage", y="attribute", orientation="h", range_x=[0, 1])
+    figure.update_layout(
+        height=80 + 40 * len(frame),
+        margin={"t": 10, "b": 10},
+        xaxis_tickformat=".0%",
+        yaxis_title="",
+    )
+    st.plotly_chart(figure, key="role-coverage")
+    st.caption("Share of events with a value for the attribute whose value a task declares.")
+    st.dataframe(values, hide_index=True)
+
+
+def df_map(pairs: pd.DataFrame, top: int = 60) -> str:
+    """Graphviz DOT of the most frequent DF pairs, covered edges green."""
+    head = pairs.head(top)
+    peak = max(int(head["count"].max()), 1) if len(head) else 1
+
+    def quote(text: str) -> str:
+        return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = ["digraph df {", "rankdir=LR;", 'node [shape=box, style="rounded", fontsize=10];']
+    for row in head.itertuples():
+        width = 0.5 + 4 * math.sqrt(row.count / peak)
+        colour = COVERED if row.covered else UNCOVERED
+        lines.append(
+            f"{quote(row.source)} -> {quote(row.target)} [label={row.count}, "
+            f'penwidth={width:.2f}, color="{colour}", fontsize=9];'
+        )
+    lines.append("}")
+    return "\n".join(lines)

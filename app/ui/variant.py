@@ -1,0 +1,92 @@
+"""The variant explorer panel: used on the Variant explorer page and next to each task."""
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from itsmreview.coverage.explorer import VariantDetail
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.1f} h" if seconds < 72 * 3600 else f"{seconds / 86400:,.1f} d"
+
+
+def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) -> None:
+    if not detail.found:
+        st.warning(f"No case of log {detail.log_name!r} follows this sequence.")
+        st.dataframe(
+            pd.DataFrame({"step": range(1, len(detail.sequence) + 1), "activity": detail.sequence}),
+            hide_index=True,
+        )
+        return
+    cols = st.columns(3)
+    cols[0].metric("Rank", f"{detail.rank} of {detail.n_variants:,}")
+    cols[1].metric("Cases", f"{detail.case_count:,}")
+    cols[2].metric("Median duration", _hours(float(detail.durations_s.median())))
+    st.caption(
+        f"{detail.share:.1%} of the cases of {detail.log_name!r} follow this variant; "
+        f"durations from {_hours(float(detail.durations_s.quantile(0.1)))} (10th "
+        f"percentile) to {_hours(float(detail.durations_s.quantile(0.9)))} (90th)."
+    )
+    st.dataframe(
+        pd.DataFrame({"step": range(1, len(detail.sequence) + 1), "activity": detail.sequence}),
+        hide_index=True,
+    )
+    if not detail.roles.empty:
+        with st.expander(f"Roles (events of {detail.role_cases:,} cases)", expanded=not compact):
+            roles = detail.roles.copy()
+            roles["share"] = roles["events"] / roles.groupby("attribute")["events"].transform("sum")
+            roles = roles.sort_values(["attribute", "events"], ascending=[True, False])
+            roles = roles.groupby("attribute", sort=True).head(5)
+            st.dataframe(
+                roles,
+                hide_index=True,
+                key=f"{key}-roles",
+                column_config={
+                    "share": st.column_config.ProgressColumn(
+                        "share", format="percent", min_value=0.0, max_value=1.0
+                    )
+                },
+            )
+    if not detail.examples.empty:
+        with st.expander("Real example cases", expanded=not compact):
+            st.plotly_chart(case_timeline(detail.examples), key=f"{key}-timeline")
+            st.caption("Hours since each case's first event; hover a point for its details.")
+            st.dataframe(detail.examples, hide_index=True, key=f"{key}-examples")
+
+
+def case_timeline(examples: pd.DataFrame) -> go.Figure:
+    frame = examples.copy()
+    start = frame.groupby("case_id")["timestamp"].transform("min")
+    frame["hours"] = (frame["timestamp"] - start).dt.total_seconds() / 3600
+    figure = go.Figure()
+    for case_id, rows in frame.groupby("case_id", sort=False):
+        figure.add_scatter(
+            x=rows["hours"],
+            y=[case_id] * len(rows),
+            mode="lines",
+            line={"color": "#bdbdbd", "width": 2},
+            showlegend=False,
+            hoverinfo="skip",
+        )
+    for activity, rows in frame.groupby("activity", sort=False):
+        figure.add_scatter(
+            x=rows["hours"],
+            y=rows["case_id"],
+            mode="markers",
+            name=str(activity),
+            marker={"size": 11},
+            customdata=rows[["timestamp", "resource"]].astype(str).to_numpy()
+            if "resource" in rows
+            else None,
+            hovertemplate="%{y}<br>"
+            + str(activity)
+            + "<br>%{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+        )
+    figure.update_layout(
+        height=140 + 45 * frame["case_id"].nunique(),
+        margin={"t": 10, "b": 10},
+        xaxis_title="hours since first event",
+        yaxis={"title": "", "type": "category"},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure

@@ -1,0 +1,98 @@
+"""One variant in detail: frequency, durations, roles and the timelines of real cases."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+from itsmreview.coverage import queries
+from itsmreview.coverage.eventlog import ROLE_PREFIX
+from itsmreview.coverage.models import VariantLevel
+from itsmreview.coverage.variants import sequence_key
+from itsmreview.errors import NotFound
+from sqlmodel import Session
+
+MAX_CASES_FOR_ROLES = 2000
+EXAMPLE_CASES = 5
+
+
+@dataclass
+class VariantDetail:
+    log_name: str
+    sequence: list[str]
+    found: bool
+    rank: int | None
+    case_count: int
+    share: float
+    n_variants: int
+    durations_s: pd.Series  # throughput of each case of the variant (seconds)
+    roles: pd.DataFrame  # attribute, value, events (among up to MAX_CASES_FOR_ROLES cases)
+    role_cases: int  # how many cases the role table was computed from
+    examples: pd.DataFrame  # events of up to EXAMPLE_CASES real cases
+
+    @classmethod
+    def missing(cls, log_name: str, sequence: list[str], n_variants: int = 0) -> "VariantDetail":
+        return cls(
+            log_name,
+            list(sequence),
+            False,
+            None,
+            0,
+            0.0,
+            n_variants,
+            pd.Series(dtype=float),
+            pd.DataFrame(columns=["attribute", "value", "events"]),
+            0,
+            pd.DataFrame(),
+        )
+
+
+def _read_events(events_path: Path, case_ids: list[str]) -> pd.DataFrame:
+    table = pq.read_table(events_path / "events.parquet", filters=[("case_id", "in", case_ids)])
+    return table.to_pandas()
+
+
+def variant_detail(
+    *,
+    session: Session,
+    log_name: str,
+    sequence: list[str],
+    level: VariantLevel = VariantLevel.raw,
+) -> VariantDetail:
+    """The detail of `sequence` in the newest version of `log_name`; `found` is False (with
+    empty tables) when no case follows it. Raises NotFound for an unknown log."""
+    log = queries.latest_log(session=session, name=log_name)
+    if log is None:
+        raise NotFound(f"no log named {log_name!r}")
+    key = sequence_key(sequence)
+    variant = queries.variant_by_key(session=session, log_id=log.id, sequence_key=key, level=level)
+    n_variants = log.n_variants if level == VariantLevel.raw else log.n_collapsed_variants
+    if variant is None or not log.events_path:
+        return VariantDetail.missing(log_name, sequence, n_variants)
+    folder = Path(log.events_path)
+    column = "variant_key" if level == VariantLevel.raw else "collapsed_variant_key"
+    cases = pq.read_table(
+        folder / "cases.parquet",
+        columns=["case_id", column, "throughput_s"],
+        filters=[(column, "==", key)],
+    ).to_pandas()
+    sample = cases["case_id"].head(MAX_CASES_FOR_ROLES).tolist()
+    events = _read_events(folder, sample) if sample else pd.DataFrame()
+    role_rows = []
+    for role in [c for c in events.columns if c.startswith(ROLE_PREFIX)]:
+        counts = events[role].dropna().astype(str).value_counts()
+        role_rows += [(role[len(ROLE_PREFIX) :], value, int(n)) for value, n in counts.items()]
+    examples = events[events["case_id"].isin(variant.example_case_ids[:EXAMPLE_CASES])]
+    return VariantDetail(
+        log_name=log_name,
+        sequence=list(variant.sequence),
+        found=True,
+        rank=variant.rank,
+        case_count=variant.case_count,
+        share=variant.share,
+        n_variants=n_variants,
+        durations_s=cases["throughput_s"].reset_index(drop=True),
+        roles=pd.DataFrame(role_rows, columns=["attribute", "value", "events"]),
+        role_cases=len(sample),
+        examples=examples.reset_index(drop=True),
+    )
