@@ -25,6 +25,7 @@ test: venv
 
 bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/run.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/agreement.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

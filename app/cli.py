@@ -435,6 +435,75 @@ def coverage_command(
         )
 
 
+@app.command("agreement")
+@boundary
+def agreement_command(
+    round_name: Annotated[
+        str | None, typer.Option("--round", help="Round name (default: the newest).")
+    ] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap samples for the CI (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC."""
+    from itsmreview.accounts.models import Role, User
+    from itsmreview.review.reliability import round_agreement
+
+    _ensure_schema()
+    operator = User(id=None, username="cli", display_name="cli", role=Role.admin, password_hash="")
+    with _session() as session:
+        review_round, items = round_agreement(
+            session=session, actor=operator, round_name=round_name, bootstrap=bootstrap, seed=seed
+        )
+    if as_json:
+        _echo_json({"round": review_round.name, "items": [i.as_dict() for i in items]})
+        return
+    typer.echo(f"round {review_round.name!r} (human ratings)")
+    for item in items:
+        a = item.alpha
+        if a.value is None:
+            typer.echo(f"  {item.label:<36} undefined: {a.reason}")
+            continue
+        ci = f" [{a.ci_low:.3f}, {a.ci_high:.3f}]" if a.ci_low is not None else ""
+        typer.echo(
+            f"  {item.label:<36} alpha {a.value:6.3f}{ci}  {a.level:<8} "
+            f"{a.units} units, {a.pairable_values} values"
+        )
+
+
+@app.command("alpha")
+@boundary
+def alpha_command(
+    path: Annotated[
+        Path,
+        typer.Argument(help="CSV: one row per rater, one column per unit, empty cells missing."),
+    ],
+    level: Annotated[str, typer.Option(help="nominal, ordinal, interval or ratio.")] = "ordinal",
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap samples for the CI (0: none).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Krippendorff's alpha of a reliability-data CSV file."""
+    from itsmreview.review.agreement import alpha
+    from itsmreview.review.reliability_csv import read_reliability_csv
+
+    data = read_reliability_csv(path, level)
+    result = alpha(data, level, bootstrap=bootstrap, seed=seed)
+    if as_json:
+        _echo_json(result.as_dict())
+        return
+    if result.value is None:
+        typer.echo(f"alpha undefined: {result.reason}")
+        return
+    line = (
+        f"alpha = {result.value:.4f} ({level}, {result.units} units, "
+        f"{result.pairable_values} pairable values)"
+    )
+    if result.ci_low is not None:
+        line += f"; 95% CI [{result.ci_low:.4f}, {result.ci_high:.4f}] from {bootstrap} samples"
+    typer.echo(line)
+
+
 @tasks_app.command("import")
 @boundary
 def tasks_import(

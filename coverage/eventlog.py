@@ -5,14 +5,18 @@ The canonical table has the columns `case_id`, `activity`, `timestamp` (UTC),
 case order of first appearance, then timestamp, ties kept in file order.
 """
 
-import gzip
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 ROLE_PREFIX = "role:"
 XES_CASE, XES_ACTIVITY, XES_TIMESTAMP, XES_RESOURCE = (
@@ -111,13 +115,26 @@ def log_format(path: Path) -> str:
     )
 
 
-def read_raw(path: Path, mapping: ColumnMapping | None) -> pd.DataFrame:
-    """The file as a dataframe of strings (CSV) or typed columns (XES, parquet)."""
+ARROW_UTF8 = {"utf-8", "utf8", "utf-8-sig", "utf_8", "utf_8_sig"}
+
+
+def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
+    """The file as an Arrow table: CSV columns as text, XES and parquet columns as typed."""
     fmt = log_format(path)
     if fmt == "xes":
-        return _read_xes(path)
+        frame = _read_xes(path)
+        if mapping is not None:
+            wanted = [
+                mapping.case,
+                mapping.activity,
+                mapping.timestamp,
+                mapping.resource,
+                *mapping.roles,
+            ]
+            frame = frame[[c for c in dict.fromkeys(wanted) if c and c in frame.columns]]
+        return pa.Table.from_pandas(frame, preserve_index=False)
     if fmt == "parquet":
-        return pd.read_parquet(path)
+        return pq.read_table(path)
     if mapping is None:
         raise ValueError(f"{path}: a CSV log needs a column mapping or a preset")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
@@ -130,31 +147,37 @@ def read_raw(path: Path, mapping: ColumnMapping | None) -> pd.DataFrame:
             "pass the file's encoding, e.g. --encoding latin-1"
         ) from None
     _check_columns(path, wanted, list(header.columns), mapping.sep)
+    encoding = "utf8" if mapping.encoding.lower() in ARROW_UTF8 else mapping.encoding
+    # text columns are dictionary-encoded while parsing (in parallel), timestamps stay text
+    dictionary = pa.dictionary(pa.int32(), pa.string())
+    types = {c: pa.string() if c == mapping.timestamp else dictionary for c in wanted}
     try:
-        return pd.read_csv(
+        table = pacsv.read_csv(
             path,
-            sep=mapping.sep,
-            encoding=mapping.encoding,
-            usecols=wanted,
-            dtype=str,
-            na_values=list(mapping.na_values) or None,
-            keep_default_na=True,
-            engine="c",
+            read_options=pacsv.ReadOptions(encoding=encoding, block_size=1 << 22),
+            parse_options=pacsv.ParseOptions(delimiter=mapping.sep),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=wanted,
+                column_types=types,
+                null_values=["", *mapping.na_values],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+            ),
         )
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path}: not readable as {mapping.encoding} ({exc.reason}); "
-            "pass the file's encoding, e.g. --encoding latin-1"
-        ) from None
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        text = str(exc)
+        if "UTF8" in text or isinstance(exc, UnicodeDecodeError):
+            raise ValueError(
+                f"{path}: not readable as {mapping.encoding} ({text.splitlines()[0]}); "
+                "pass the file's encoding, e.g. --encoding latin-1"
+            ) from None
+        raise ValueError(f"{path}: cannot parse the CSV: {text.splitlines()[0]}") from None
+    return table.unify_dictionaries()
 
 
 def _read_xes(path: Path) -> pd.DataFrame:
     import pm4py
 
-    if path.name.lower().endswith(".gz"):
-        # pm4py's iterparse importer reads .gz itself; keep the check explicit for a clear error.
-        with gzip.open(path, "rb") as handle:
-            handle.read(1)
     try:
         return pm4py.read_xes(str(path), return_legacy_log_object=False, show_progress_bar=False)
     except TypeError:
@@ -174,85 +197,180 @@ def _check_columns(path: Path, wanted: list[str], present: list[str], sep: str) 
     )
 
 
-def _row_numbers(mask: pd.Series, header_rows: int) -> list[int]:
-    return [int(i) + 1 + header_rows for i in mask[mask].index[:MAX_BAD_ROWS_SHOWN]]
+def _rows(mask: np.ndarray, header_rows: int) -> list[int]:
+    return [int(i) + 1 + header_rows for i in np.flatnonzero(mask)[:MAX_BAD_ROWS_SHOWN]]
+
+
+def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        column = pc.cast(column, pa.string())
+    return column
+
+
+def _null_mask(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.is_null(column).to_numpy(zero_copy_only=False)
+
+
+def _shares_dictionary(column: pa.ChunkedArray) -> bool:
+    """Whether every chunk uses one dictionary (as after Table.unify_dictionaries)."""
+    if column.num_chunks <= 1:
+        return True
+    first = column.chunk(0).dictionary
+    address = [b.address if b is not None else 0 for b in first.buffers()]
+    return all(
+        [b.address if b is not None else 0 for b in chunk.dictionary.buffers()] == address
+        for chunk in column.chunks
+    )
+
+
+def encode(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    """Codes (-1 = missing) and labels in order of first appearance, with surrounding white
+    space trimmed and empty text treated as missing. Trims the distinct values only."""
+    if not (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)):
+        column = pa.chunked_array([pc.dictionary_encode(_text(column).combine_chunks())])
+    elif not _shares_dictionary(column):
+        column = column.unify_dictionaries()
+    dictionary = column.chunk(0).dictionary if column.num_chunks else pa.array([], pa.string())
+    trimmed = pc.utf8_trim_whitespace(dictionary).to_numpy(zero_copy_only=False)
+    remap, labels = pd.factorize(trimmed.astype(object), sort=False)
+    remap = np.append(remap, -1)  # index -1 (missing) maps to -1
+    empty = np.flatnonzero(np.asarray(labels, dtype=object) == "")
+    if len(empty):
+        remap[remap == empty[0]] = -1
+        remap[remap > empty[0]] -= 1
+        labels = np.delete(np.asarray(labels, dtype=object), empty[0])
+    parts = [pc.fill_null(chunk.indices, -1).to_numpy() for chunk in column.chunks]
+    indices = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    return remap[indices].astype(np.int32), [str(x) for x in labels]
 
 
 def normalise(
-    raw: pd.DataFrame, mapping: ColumnMapping, *, source: str = "log", header_rows: int = 1
+    raw: pd.DataFrame | pa.Table,
+    mapping: ColumnMapping,
+    *,
+    source: str = "log",
+    header_rows: int = 1,
 ) -> pd.DataFrame:
     """The canonical, ordered event table of `raw`, or ValueError naming the bad rows.
 
-    Row numbers in messages count file lines (header included) for CSV.
+    Row numbers in messages count file lines (header included) for CSV. Text columns come
+    back as categoricals whose categories are in order of first appearance.
     """
-    if raw.empty:
+    table = raw if isinstance(raw, pa.Table) else pa.Table.from_pandas(raw, preserve_index=False)
+    if table.num_rows == 0:
         raise ValueError(f"{source}: the log has no events")
-    raw = raw.reset_index(drop=True)
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
-    _check_columns(Path(source), [c for c in wanted if c], list(raw.columns), mapping.sep)
-
-    def text(column: str) -> pd.Series:
-        values = raw[column]
-        out = values.astype("string").str.strip()
-        return out.mask(out == "")
-
-    case = text(mapping.case)
-    activity = text(mapping.activity)
-    for label, column, series in (
-        ("case id", mapping.case, case),
-        ("activity", mapping.activity, activity),
+    _check_columns(Path(source), [c for c in wanted if c], table.column_names, mapping.sep)
+    case_codes, case_labels = encode(table.column(mapping.case))
+    act_codes, act_labels = encode(table.column(mapping.activity))
+    for label, column, codes in (
+        ("case id", mapping.case, case_codes),
+        ("activity", mapping.activity, act_codes),
     ):
-        missing = series.isna()
+        missing = codes < 0
         if missing.any():
             raise ValueError(
                 f"{source}: {int(missing.sum())} event(s) have no {label} (column {column!r}); "
-                f"first at row(s) {_row_numbers(missing, header_rows)}; "
-                "fill them or drop those rows"
+                f"first at row(s) {_rows(missing, header_rows)}; fill them or drop those rows"
             )
-    timestamp = parse_timestamps(raw[mapping.timestamp], mapping, source, header_rows)
-    events = pd.DataFrame({"case_id": case, "activity": activity, "timestamp": timestamp})
-    events["resource"] = text(mapping.resource) if mapping.resource else pd.NA
+    stamps = parse_timestamps(table.column(mapping.timestamp), mapping, source, header_rows)
+    same_case = case_codes[1:] == case_codes[:-1]
+    ordered = bool(np.all(case_codes[1:] >= case_codes[:-1])) and bool(
+        np.all(stamps[1:][same_case] >= stamps[:-1][same_case])
+    )
+    # sorting by case code keeps cases in order of first appearance; lexsort is stable
+    order = None if ordered else np.lexsort((stamps, case_codes))
+
+    def categorical(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
+        return pd.Categorical.from_codes(
+            codes if order is None else codes[order], categories=labels
+        )
+
+    events = pd.DataFrame(
+        {
+            "case_id": categorical(case_codes, case_labels),
+            "activity": categorical(act_codes, act_labels),
+            "timestamp": pd.to_datetime(
+                stamps if order is None else stamps[order], unit="ns", utc=True
+            ),
+        }
+    )
+    if mapping.resource:
+        events["resource"] = categorical(*encode(table.column(mapping.resource)))
+    else:
+        events["resource"] = pd.Categorical.from_codes(np.full(len(events), -1), categories=[])
     for role in mapping.roles:
-        events[ROLE_PREFIX + role] = text(role)
-    events["_row"] = range(len(events))
-    first_seen = events.groupby("case_id", sort=False).ngroup()
-    events["_case_order"] = first_seen
-    events = events.sort_values(["_case_order", "timestamp", "_row"], kind="stable")
-    return events.drop(columns=["_row", "_case_order"]).reset_index(drop=True)
+        events[ROLE_PREFIX + role] = categorical(*encode(table.column(role)))
+    return events
+
+
+def _bad_timestamps(
+    values: pa.ChunkedArray,
+    parsed_null: np.ndarray,
+    mapping: ColumnMapping,
+    fmt: str,
+    source: str,
+    header_rows: int,
+) -> None:
+    given_null = _null_mask(values)
+    bad = parsed_null & ~given_null
+    if bad.any():
+        examples = [
+            f"row {int(index) + 1 + header_rows}: {values[int(index)].as_py()!r}"
+            for index in np.flatnonzero(bad)[:MAX_BAD_ROWS_SHOWN]
+        ]
+        raise ValueError(
+            f"{source}: {int(bad.sum())} timestamp(s) in column {mapping.timestamp!r} do not match "
+            f"format {fmt!r} ({', '.join(examples)}); give the right --timestamp-format, e.g. "
+            "'%d/%m/%Y %H:%M' for day-first dates"
+        )
+    if given_null.any():
+        raise ValueError(
+            f"{source}: {int(given_null.sum())} event(s) have no timestamp (column "
+            f"{mapping.timestamp!r}); first at row(s) {_rows(given_null, header_rows)}"
+        )
 
 
 def parse_timestamps(
-    values: pd.Series, mapping: ColumnMapping, source: str, header_rows: int = 1
-) -> pd.Series:
-    """Timestamps as UTC; a format that fails on any row is an error, never a guess."""
-    if pd.api.types.is_datetime64_any_dtype(values):
-        parsed = values
-        if getattr(parsed.dt, "tz", None) is None:
-            parsed = parsed.dt.tz_localize("UTC")
-        return parsed.dt.tz_convert("UTC")
+    values: pa.ChunkedArray, mapping: ColumnMapping, source: str, header_rows: int = 1
+) -> np.ndarray:
+    """Timestamps as int64 nanoseconds since the epoch, UTC. A format that fails on any row is
+    an error listing the first bad rows, never a guess; text without an offset is UTC."""
+    if pa.types.is_timestamp(values.type):
+        unit_values = values if values.type.tz else pc.assume_timezone(values, "UTC")
+        parsed = pc.cast(unit_values, pa.timestamp("ns", tz="UTC"))
+        _bad_timestamps(values, _null_mask(parsed), mapping, "timestamp", source, header_rows)
+        return pc.cast(parsed, pa.int64()).to_numpy(zero_copy_only=False)
+    values = _text(values)
     fmt = mapping.timestamp_format or "ISO8601"
-    try:
-        parsed = pd.to_datetime(values, format=fmt, utc=True, errors="coerce")
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{source}: timestamp format {fmt!r} is not usable: {exc}") from None
-    bad = parsed.isna() & values.notna()
-    missing = values.isna()
-    if bad.any():
-        examples = ", ".join(
-            f"row {int(i) + 1 + header_rows}: {values[i]!r}"
-            for i in bad[bad].index[:MAX_BAD_ROWS_SHOWN]
-        )
-        raise ValueError(
-            f"{source}: {int(bad.sum())} timestamp(s) in column {mapping.timestamp!r} do not match "
-            f"format {fmt!r} ({examples}); give the right --timestamp-format, e.g. "
-            "'%d/%m/%Y %H:%M' for day-first dates"
-        )
-    if missing.any():
-        raise ValueError(
-            f"{source}: {int(missing.sum())} event(s) have no timestamp (column "
-            f"{mapping.timestamp!r}); first at row(s) {_row_numbers(missing, header_rows)}"
-        )
-    return parsed
+    parsed = None
+    if fmt == "ISO8601":
+        for candidate in (values, None):
+            if candidate is None:
+                candidate = values = pc.utf8_trim_whitespace(values)
+            for target in (pa.timestamp("ns", tz="UTC"), pa.timestamp("ns")):
+                try:
+                    parsed = pc.cast(candidate, target)
+                    break
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    continue
+            if parsed is not None:
+                break
+        if parsed is None:
+            as_pandas = pd.Series(values.to_numpy(zero_copy_only=False), dtype=object)
+            converted = pd.to_datetime(as_pandas, format="ISO8601", utc=True, errors="coerce")
+            _bad_timestamps(values, converted.isna().to_numpy(), mapping, fmt, source, header_rows)
+            return converted.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    else:
+        values = pc.utf8_trim_whitespace(values)
+        try:
+            parsed = pc.strptime(values, format=fmt, unit="ns", error_is_null=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueError(f"{source}: timestamp format {fmt!r} is not usable: {exc}") from None
+    _bad_timestamps(values, _null_mask(parsed), mapping, fmt, source, header_rows)
+    return pc.cast(parsed, pa.int64()).to_numpy(zero_copy_only=False)
 
 
 def read_log(
@@ -273,7 +391,8 @@ def read_log(
     raw = read_raw(path, mapping)
     if progress:
         progress("ordering events")
-    return normalise(raw, mapping, source=str(path), header_rows=1 if fmt == "csv" else 0), mapping
+    header_rows = 1 if fmt == "csv" else 0
+    return normalise(raw, mapping, source=str(path), header_rows=header_rows), mapping
 
 
 def role_columns(events: pd.DataFrame) -> list[str]:

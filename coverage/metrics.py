@@ -204,13 +204,17 @@ def _nearest(sequence: Sequence[str], raw: pd.DataFrame) -> list[dict]:
 def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageReport:
     """Coverage of `log` by the declared `sources`; see the module docstring."""
     n_cases = log.n_cases
-    raw_keys = {}
+    raw_keys: dict[str, tuple[tuple[str, ...], list[str]]] = {}
+    key_of: dict[tuple[str, ...], str] = {}
     for source in sources:
         for sequence in source.sequences:
-            raw_keys.setdefault(sequence_key(sequence), (tuple(sequence), []))[1].append(
-                source.task_id
-            )
-    collapsed_declared = {sequence_key(collapse(seq)) for seq, _ in raw_keys.values()}
+            sequence = tuple(sequence)
+            key = key_of.get(sequence)
+            if key is None:
+                key = key_of[sequence] = sequence_key(sequence)
+            raw_keys.setdefault(key, (sequence, []))[1].append(source.task_id)
+    collapsed_key_of = {key: sequence_key(collapse(seq)) for key, (seq, _) in raw_keys.items()}
+    collapsed_declared = set(collapsed_key_of.values())
 
     raw_covered = log.raw["sequence_key"].isin(raw_keys)
     collapsed_covered = log.collapsed["sequence_key"].isin(collapsed_declared)
@@ -294,9 +298,9 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
     if raw_keys:
         task_mix = Counter()
         for source in sources:
-            if source.sequences:
-                for sequence in source.sequences:
-                    task_mix[sequence_key(collapse(sequence))] += 1 / len(source.sequences)
+            for sequence in source.sequences:
+                key = collapsed_key_of[key_of[tuple(sequence)]]
+                task_mix[key] += 1 / len(source.sequences)
         log_mix = dict(zip(log.collapsed["sequence_key"], log.collapsed["case_count"], strict=True))
         keys = list(log_mix) + [k for k in task_mix if k not in log_mix]
         js = js_divergence([task_mix.get(k, 0.0) for k in keys], [log_mix.get(k, 0) for k in keys])

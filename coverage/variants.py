@@ -53,56 +53,111 @@ class Materialised:
     summary: dict = field(default_factory=dict)
 
 
-def _case_boundaries(case_codes: np.ndarray) -> np.ndarray:
-    starts = np.ones(len(case_codes), dtype=bool)
-    starts[1:] = case_codes[1:] != case_codes[:-1]
-    return starts
+def _codes(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and their labels; categoricals keep their categories' order."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy().astype(np.int64), np.asarray(
+            column.cat.categories, dtype=object
+        )
+    codes, labels = pd.factorize(column, sort=False)
+    return codes.astype(np.int64), np.asarray(labels, dtype=object)
 
 
-def _variant_keys(case_codes: np.ndarray, act_codes: np.ndarray, keep: np.ndarray) -> pd.Series:
-    """Per case, its kept activity codes joined as text (a compact variant identity)."""
-    frame = pd.DataFrame({"case": case_codes[keep], "code": act_codes[keep].astype(str)})
-    return frame.groupby("case", sort=False)["code"].agg(",".join)
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _variant_ids(starts: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per case, the id of its activity sequence (ids in order of first appearance), and
+    each id's first case. Sequences are grouped by a 64-bit polynomial hash and then
+    verified element by element, so the result is exact."""
+    n_cases = len(starts)
+    lengths = np.diff(np.append(starts, len(act)))
+    position = np.arange(len(act)) - np.repeat(starts, lengths)
+    powers = np.cumprod(np.full(int(lengths.max()), _MULTIPLIER, dtype=np.uint64), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        terms = (act.astype(np.uint64) + np.uint64(1)) * powers[position]
+        hashes = np.add.reduceat(terms, starts) + lengths.astype(np.uint64)
+    ids, _ = pd.factorize(hashes, sort=False)
+    first_case = np.full(ids.max() + 1, n_cases, dtype=np.int64)
+    np.minimum.at(first_case, ids, np.arange(n_cases))
+    representative = first_case[ids]
+    same_length = lengths == lengths[representative]
+    same_codes = (
+        act == act[np.repeat(starts[representative], lengths) + position]
+        if bool(same_length.all())
+        else False
+    )
+    if not (bool(same_length.all()) and bool(np.all(same_codes))):
+        return _variant_ids_exact(starts, act)
+    return ids.astype(np.int64), first_case
+
+
+def _variant_ids_exact(starts: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The slow path, used only if two different sequences ever share a hash."""
+    sequences = [tuple(x) for x in np.split(act, starts[1:])]
+    ids, _ = pd.factorize(pd.Series(sequences, dtype=object), sort=False)
+    first_case = np.full(ids.max() + 1, len(starts), dtype=np.int64)
+    np.minimum.at(first_case, ids, np.arange(len(starts)))
+    return ids.astype(np.int64), first_case
 
 
 def _variant_table(
-    cases: pd.DataFrame, key_column: str, names: np.ndarray, level: str
-) -> pd.DataFrame:
-    grouped = cases.groupby(key_column, sort=False)
+    ids: np.ndarray,
+    first_case: np.ndarray,
+    starts: np.ndarray,
+    act: np.ndarray,
+    names: np.ndarray,
+    throughput: np.ndarray,
+    case_ids: np.ndarray,
+    level: str,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The variants ordered by rank, and their sequence keys indexed by variant id."""
+    n_cases, n_variants = len(ids), len(first_case)
+    counts = np.bincount(ids, minlength=n_variants)
+    order = np.lexsort((np.arange(n_variants), -counts))
+    rank = np.empty(n_variants, dtype=np.int64)
+    rank[order] = np.arange(1, n_variants + 1)
+    medians = pd.Series(throughput).groupby(ids).median().to_numpy()
+    by_variant = np.argsort(ids, kind="stable")
+    sorted_ids = ids[by_variant]
+    nth = np.arange(n_cases) - np.searchsorted(sorted_ids, sorted_ids)
+    keep = by_variant[nth < EXAMPLE_CASES_PER_VARIANT]
+    kept_ids = ids[keep]
+    examples = [
+        part.tolist()
+        for part in np.split(case_ids[keep], np.flatnonzero(kept_ids[1:] != kept_ids[:-1]) + 1)
+    ]
+    ends = np.append(starts, len(act))
+    sequences = [names[act[ends[c] : ends[c + 1]]].tolist() for c in first_case]
     table = pd.DataFrame(
         {
-            "case_count": grouped.size(),
-            "median_throughput_s": grouped["throughput_s"].median(),
-            "example_case_ids": grouped["case_id"].agg(
-                lambda ids: [str(i) for i in ids.iloc[:EXAMPLE_CASES_PER_VARIANT]]
-            ),
+            "level": level,
+            "rank": rank,
+            "sequence": sequences,
+            "sequence_key": [sequence_key(seq) for seq in sequences],
+            "length": [len(seq) for seq in sequences],
+            "case_count": counts,
+            "share": counts / n_cases,
+            "median_throughput_s": medians,
+            "example_case_ids": examples,
         }
     )
-    table["first_seen"] = np.arange(len(table))
-    table = table.sort_values(["case_count", "first_seen"], ascending=[False, True], kind="stable")
-    table["rank"] = np.arange(1, len(table) + 1)
-    table["sequence"] = [
-        [str(names[int(c)]) for c in code_text.split(",")] for code_text in table.index
-    ]
-    table["sequence_key"] = [sequence_key(seq) for seq in table["sequence"]]
-    table["length"] = table["sequence"].map(len)
-    table["share"] = table["case_count"] / len(cases)
-    table["level"] = level
-    table = table.reset_index(names="code_key")
-    return table[
-        [
-            "level",
-            "rank",
-            "sequence",
-            "sequence_key",
-            "length",
-            "case_count",
-            "share",
-            "median_throughput_s",
-            "example_case_ids",
-            "code_key",
-        ]
-    ]
+    return table.iloc[order].reset_index(drop=True), table["sequence_key"].to_numpy()
+
+
+DENSE_LIMIT = 64_000_000
+
+
+def _cases_per_value(
+    case_of_event: np.ndarray, values: np.ndarray, n_cases: int, n_values: int
+) -> np.ndarray:
+    """For each value code, the number of distinct cases with at least one event of it."""
+    keys = case_of_event.astype(np.int64) * n_values + values
+    if n_cases * n_values <= DENSE_LIMIT:
+        seen = np.zeros(n_cases * n_values, dtype=bool)
+        seen[keys] = True
+        return seen.reshape(n_cases, n_values).sum(axis=0)
+    return np.bincount(pd.unique(keys) % n_values, minlength=n_values)
 
 
 def materialise(events: pd.DataFrame) -> Materialised:
@@ -113,83 +168,95 @@ def materialise(events: pd.DataFrame) -> Materialised:
     """
     if events.empty:
         raise ValueError("cannot materialise an empty log")
-    case_codes, case_ids = pd.factorize(events["case_id"], sort=False)
-    act_codes, names = pd.factorize(events["activity"], sort=False)
-    names = np.asarray(names, dtype=object)
-    starts = _case_boundaries(case_codes)
-    if len(np.unique(case_codes[starts])) != starts.sum():
+    case_codes, case_labels = _codes(events["case_id"])
+    act, names = _codes(events["activity"])
+    boundary = np.ones(len(case_codes), dtype=bool)
+    boundary[1:] = case_codes[1:] != case_codes[:-1]
+    starts = np.flatnonzero(boundary)
+    if len(np.unique(case_codes[starts])) != len(starts):
         raise ValueError("events are not grouped by case; normalise the log first")
+    case_ids = case_labels[case_codes[starts]].astype(str)
+    n_cases = len(starts)
 
-    same_as_previous = np.zeros(len(act_codes), dtype=bool)
-    same_as_previous[1:] = (act_codes[1:] == act_codes[:-1]) & ~starts[1:]
-    raw_keys = _variant_keys(case_codes, act_codes, np.ones(len(act_codes), dtype=bool))
-    collapsed_keys = _variant_keys(case_codes, act_codes, ~same_as_previous)
+    stamps = events["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64)
+    started = np.minimum.reduceat(stamps, starts)
+    ended = np.maximum.reduceat(stamps, starts)
+    throughput = (ended - started) / 1e9
+    n_events = np.diff(np.append(starts, len(act)))
 
-    timestamps = events["timestamp"]
-    by_case = pd.DataFrame({"case": case_codes, "timestamp": timestamps.to_numpy()}).groupby(
-        "case", sort=False
-    )["timestamp"]
-    started, ended = by_case.min(), by_case.max()
-    n_events = np.bincount(case_codes)
+    raw_ids, raw_first = _variant_ids(starts, act)
+    keep = np.ones(len(act), dtype=bool)
+    keep[1:] = (act[1:] != act[:-1]) | boundary[1:]
+    kept_act = act[keep]
+    kept_starts = np.flatnonzero(boundary[keep])
+    collapsed_ids, collapsed_first = _variant_ids(kept_starts, kept_act)
+
+    raw, raw_keys = _variant_table(
+        raw_ids, raw_first, starts, act, names, throughput, case_ids, "raw"
+    )
+    collapsed, collapsed_keys = _variant_table(
+        collapsed_ids,
+        collapsed_first,
+        kept_starts,
+        kept_act,
+        names,
+        throughput,
+        case_ids,
+        "collapsed",
+    )
     cases = pd.DataFrame(
         {
-            "case_id": np.asarray(case_ids, dtype=object).astype(str),
-            "raw_key": raw_keys.to_numpy(),
-            "collapsed_key": collapsed_keys.to_numpy(),
+            "case_id": case_ids,
             "n_events": n_events,
-            "started_at": started.to_numpy(),
-            "ended_at": ended.to_numpy(),
+            "started_at": pd.to_datetime(started, unit="ns", utc=True),
+            "ended_at": pd.to_datetime(ended, unit="ns", utc=True),
+            "throughput_s": throughput,
+            "variant_key": raw_keys[raw_ids],
+            "collapsed_variant_key": collapsed_keys[collapsed_ids],
         }
     )
-    cases["throughput_s"] = (
-        pd.to_datetime(cases["ended_at"]) - pd.to_datetime(cases["started_at"])
-    ).dt.total_seconds()
 
-    raw = _variant_table(cases, "raw_key", names, "raw")
-    collapsed = _variant_table(cases, "collapsed_key", names, "collapsed")
-    cases["variant_key"] = cases["raw_key"].map(
-        dict(zip(raw.code_key, raw.sequence_key, strict=True))
-    )
-    cases["collapsed_variant_key"] = cases["collapsed_key"].map(
-        dict(zip(collapsed.code_key, collapsed.sequence_key, strict=True))
-    )
-    cases = cases.drop(columns=["raw_key", "collapsed_key"])
-    variants = pd.concat([raw, collapsed], ignore_index=True).drop(columns=["code_key"])
+    n_names = len(names)
+    follows = ~boundary[1:]
+    pair_codes = act[:-1][follows] * n_names + act[1:][follows]
+    pair_counts = np.bincount(pair_codes, minlength=n_names * n_names)
+    present = np.flatnonzero(pair_counts)
+    df_pairs = pd.DataFrame(
+        {
+            "source": names[present // n_names],
+            "target": names[present % n_names],
+            "count": pair_counts[present],
+        }
+    ).sort_values(["count", "source", "target"], ascending=[False, True, True], ignore_index=True)
 
-    follows = ~starts[1:]
-    pair_frame = pd.DataFrame({"source": act_codes[:-1][follows], "target": act_codes[1:][follows]})
-    df_pairs = pair_frame.value_counts().rename("count").reset_index()
-    df_pairs["source"] = names[df_pairs["source"].to_numpy()]
-    df_pairs["target"] = names[df_pairs["target"].to_numpy()]
-    df_pairs = df_pairs.sort_values(
-        ["count", "source", "target"], ascending=[False, True, True], ignore_index=True
-    )
-
-    act_frame = pd.DataFrame({"case": case_codes, "act": act_codes})
+    case_of_event = np.repeat(np.arange(n_cases), n_events)
     activities = pd.DataFrame(
         {
             "name": names,
-            "event_count": np.bincount(act_codes, minlength=len(names)),
-            "case_count": np.bincount(
-                act_frame.drop_duplicates()["act"].to_numpy(), minlength=len(names)
-            ),
+            "event_count": np.bincount(act, minlength=n_names),
+            "case_count": _cases_per_value(case_of_event, act, n_cases, n_names),
         }
     ).sort_values(["event_count", "name"], ascending=[False, True], ignore_index=True)
 
     role_tables = []
     for column in role_columns(events):
-        values = events[column]
-        present = values.notna().to_numpy()
-        frame = pd.DataFrame(
-            {"value": values[present].astype(str).to_numpy(), "case": case_codes[present]}
+        codes, labels = _codes(events[column])
+        present_mask = codes >= 0
+        n_labels = max(len(labels), 1)
+        event_counts = np.bincount(codes[present_mask], minlength=n_labels)
+        case_counts = _cases_per_value(
+            case_of_event[present_mask], codes[present_mask], n_cases, n_labels
         )
-        counts = (
-            frame.groupby("value", sort=True)
-            .agg(event_count=("case", "size"), case_count=("case", "nunique"))
-            .reset_index()
+        used = np.flatnonzero(event_counts)
+        table = pd.DataFrame(
+            {
+                "attribute": column[len(ROLE_PREFIX) :],
+                "value": labels[used].astype(str),
+                "event_count": event_counts[used],
+                "case_count": case_counts[used],
+            }
         )
-        counts.insert(0, "attribute", column[len(ROLE_PREFIX) :])
-        role_tables.append(counts)
+        role_tables.append(table.sort_values("value", ignore_index=True))
     role_values = (
         pd.concat(role_tables, ignore_index=True)
         if role_tables
@@ -197,14 +264,15 @@ def materialise(events: pd.DataFrame) -> Materialised:
     )
 
     summary = {
-        "cases": len(cases),
+        "cases": n_cases,
         "events": len(events),
-        "activities": len(names),
+        "activities": n_names,
         "variants": len(raw),
         "collapsed_variants": len(collapsed),
         "df_pairs": len(df_pairs),
         "singleton_variants": int((raw["case_count"] == 1).sum()),
-        "first_timestamp": timestamps.min(),
-        "last_timestamp": timestamps.max(),
+        "first_timestamp": pd.Timestamp(int(stamps.min()), unit="ns", tz="UTC"),
+        "last_timestamp": pd.Timestamp(int(stamps.max()), unit="ns", tz="UTC"),
     }
+    variants = pd.concat([raw, collapsed], ignore_index=True)
     return Materialised(variants, df_pairs, activities, role_values, cases, summary)

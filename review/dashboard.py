@@ -1,12 +1,13 @@
 """Numbers for the lead's dashboard."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
 from itsmreview.review import queries
+from itsmreview.review.reliability import ItemAgreement, disagreements, round_agreement
 from sqlmodel import Session
 
 
@@ -15,17 +16,55 @@ class Dashboard:
     progress: pd.DataFrame
     task_status: dict[str, int]
     rounds: list[dict]
+    round_name: str | None = None
+    agreement: list[ItemAgreement] = field(default_factory=list)
+    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def agreement_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "item": a.label,
+                    "key": a.item,
+                    "alpha": a.alpha.value,
+                    "ci_low": a.alpha.ci_low,
+                    "ci_high": a.alpha.ci_high,
+                    "units": a.alpha.units,
+                    "level": a.alpha.level,
+                    "gwet": None if a.ac is None else a.ac.value,
+                    "undefined": a.alpha.reason,
+                }
+                for a in self.agreement
+            ]
+        )
+
+    def bias_frame(self) -> pd.DataFrame:
+        """Rater x rubric dimension: mean deviation from the other raters (ordinal items)."""
+        rows = {a.label: a.bias for a in self.agreement if a.bias and a.alpha.level != "nominal"}
+        return pd.DataFrame(rows)
 
 
-def dashboard(*, session: Session, actor: User) -> Dashboard:
-    """Progress per round and expert, task status counts and the rounds. Leads only."""
+def dashboard(
+    *, session: Session, actor: User, round_name: str | None = None, bootstrap: int = 1000
+) -> Dashboard:
+    """Progress, task statuses, agreement with CIs and disagreements of a round. Leads only."""
     require_role(actor, Role.lead)
     rounds = [
         {"name": r.name, "status": r.status, "k": r.k, "created_at": r.created_at}
         for r in queries.list_rounds(session=session)
     ]
-    return Dashboard(
+    board = Dashboard(
         progress=queries.progress_frame(session=session),
         task_status=status_counts(session=session),
         rounds=rounds,
     )
+    if not rounds:
+        return board
+    review_round, items = round_agreement(
+        session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
+    )
+    board.round_name = review_round.name
+    board.agreement = items
+    board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
+    board.task_status = status_counts(session=session)
+    return board

@@ -137,3 +137,75 @@ def scores_of(*, session: Session, rating_id: int) -> dict[str, float | None]:
         select(RatingScore.dimension, RatingScore.value).where(RatingScore.rating_id == rating_id)
     ).all()
     return {dimension: value for dimension, value in rows}
+
+
+def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
+    """One row per current submitted human rating: ids, verdict, flags, submitted time."""
+    rows = session.exec(
+        select(
+            Rating.id,
+            Rating.task_version_id,
+            Rating.expert_id,
+            Rating.verdict,
+            Rating.flags,
+            Rating.submitted_at,
+        )
+        .where(
+            Rating.round_id == round_id,
+            Rating.is_current,
+            Rating.status == "submitted",
+            Rating.rater_kind == "human",
+        )
+        .order_by(Rating.id)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["rating_id", "task_version_id", "expert_id", "verdict", "flags", "submitted_at"],
+    )
+
+
+def scores_long(*, session: Session, round_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(
+            Rating.round_id == round_id,
+            Rating.is_current,
+            Rating.status == "submitted",
+            Rating.rater_kind == "human",
+        )
+    ).all()
+    return pd.DataFrame([tuple(r) for r in rows], columns=["rating_id", "dimension", "value"])
+
+
+def adjudications_of_round(*, session: Session, round_id: int) -> dict[int, str]:
+    """task version id -> the newest adjudicated decision."""
+    from itsmreview.review.models import Adjudication
+
+    rows = session.exec(
+        select(Adjudication.task_version_id, Adjudication.decision)
+        .where(Adjudication.round_id == round_id)
+        .order_by(Adjudication.id)
+    ).all()
+    return {version: decision for version, decision in rows}
+
+
+def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
+    rows = session.exec(
+        select(TaskVersion.id, Task.id, Task.external_id, Task.title, Task.status)
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(RoundTask.round_id == round_id)
+        .order_by(Task.external_id)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["task_version_id", "task_id", "external_id", "title", "status"],
+    )
+
+
+def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    rows = session.exec(select(User.id, User.username).where(User.id.in_(ids))).all()
+    return {i: name for i, name in rows}

@@ -22,6 +22,7 @@ from itsmreview.review.models import (
     Rubric,
     Verdict,
 )
+from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session, select
 
@@ -141,8 +142,10 @@ def submit_rating(
     flags: Sequence[str] = (),
     comment: str = "",
     confidence: int | None = None,
+    recompute: bool = True,
 ) -> Rating:
-    """Submit the expert's rating of an assignment; a second submit makes a new revision."""
+    """Submit the expert's rating of an assignment; a second submit makes a new revision.
+    Task statuses of the round are recomputed through the approval gate (`recompute`)."""
     require_role(actor, Role.expert)
     assignment = session.get(Assignment, assignment_id)
     if assignment is None:
@@ -208,4 +211,6 @@ def submit_rating(
         },
     )
     session.flush()
+    if recompute:
+        recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
     return rating

@@ -21,6 +21,7 @@ from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.review import queries as review_queries
 from itsmreview.review.models import Assignment
+from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from sqlmodel import Session, select
@@ -38,6 +39,12 @@ DEMO_USERS = (
     ("expert5", Role.expert, "Ana Souza", ("L2 resolver", "Change/problem coordinator")),
 )
 FULLY_RATED_TASKS = 10
+# demo ratings: a task's quality, a small bias per expert and noise per rating, tuned so
+# that agreement is believable (alpha around 0.7) and the gate has something to decide
+DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH = 1.8, 5.0
+DEMO_RATER_BIAS = (-0.25, 0.1, 0.2, -0.1, 0.0)
+DEMO_RATER_NOISE = 0.35
+DEMO_DISSENT_TASK = 8  # a task the others rate highly
 PARTLY_RATED_TASKS = 8
 
 Progress = Callable[[str], None]
@@ -92,21 +99,24 @@ def _demo_scores(
     seed: int,
     task_index: int,
     expert_index: int,
+    dissent: bool = False,
 ) -> tuple[dict[str, float], str, list[str], int]:
     task_rng = random.Random(seed * 1000 + task_index)
-    quality = task_rng.uniform(2.6, 4.7)
+    quality = task_rng.uniform(DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH)
     rng = random.Random(seed * 100000 + task_index * 100 + expert_index)
-    bias = (-0.45, 0.1, 0.3, -0.1, 0.0)[expert_index % 5]
+    bias = DEMO_RATER_BIAS[expert_index % len(DEMO_RATER_BIAS)]
     scores = {}
     for dimension in definition.dimensions:
-        offset = random.Random(f"{seed}-{task_index}-{dimension.key}").uniform(-0.6, 0.6)
+        offset = random.Random(f"{seed}-{task_index}-{dimension.key}").uniform(-0.4, 0.4)
         low, high = dimension.scale
-        value = round(quality + offset + bias + rng.gauss(0, 0.55))
+        value = round(quality + offset + bias + rng.gauss(0, DEMO_RATER_NOISE))
         scores[dimension.key] = float(min(high, max(low, value)))
     mean = sum(scores.values()) / len(scores)
     verdict = "accept" if mean >= 3.9 else "revise" if mean >= 2.8 else "reject"
+    if dissent:  # one expert finds the ground truth wrong, so the demo has a case to adjudicate
+        verdict = "reject"
     flags = []
-    if scores["ground_truth_correctness"] <= 2:
+    if scores["ground_truth_correctness"] <= 2 or dissent:
         flags.append("wrong_ground_truth")
     if scores["instruction_clarity"] <= 2:
         flags.append("ambiguous_instruction")
@@ -149,7 +159,11 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
         for assignment in to_rate:
             expert = by_id[assignment.expert_id]
             scores, verdict, flags, confidence = _demo_scores(
-                definition, seed, task_index, expert_order[expert.id]
+                definition,
+                seed,
+                task_index,
+                expert_order[expert.id],
+                dissent=task_index == DEMO_DISSENT_TASK and assignment is to_rate[0],
             )
             submit_rating(
                 session=session,
@@ -160,8 +174,10 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
                 flags=flags,
                 confidence=confidence,
                 comment="" if verdict == "accept" else "Demo rating: see scores.",
+                recompute=False,
             )
             submitted += 1
+    recompute_statuses(session=session, round_name=review_round.id, actor_id=lead.id)
     return submitted
 
 

@@ -147,3 +147,15 @@ def test_variant_explorer_shows_real_cases(demo_configured):
     at.selectbox[1].set_value(2).run()
     assert not at.exception
     assert at.metric[0].value.startswith("2 of ")
+
+
+def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
+    at = log_in("lead")
+    assert any(h.value.startswith("Agreement in") for h in at.subheader)
+    assert len(at.get("plotly_chart")) >= 3  # alpha, bias heatmap, progress
+    assert [m.value for m in at.metric if m.label == "Adjudication"] == ["1"]
+    at.text_area[0].input("Checked the ground truth against the vendor contract.")
+    at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [m for m in at.metric if m.label == "Adjudication"]
+    assert any(s.value == "No task waits for adjudication." for s in at.success)

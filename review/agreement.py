@@ -1,0 +1,289 @@
+"""Agreement statistics over reliability data: Krippendorff's alpha with a bootstrap
+confidence interval, leave-one-rater-out alpha, rater bias, item dispersion and Gwet's AC1/AC2.
+
+Reliability data is a (raters x units) float array with NaN for a missing rating, as in
+Krippendorff (2011) and the `krippendorff` package. The point estimate of alpha comes from
+that package; the bootstrap resamples units and reuses per-unit coincidence matrices, so
+1,000 samples cost about one alpha computation.
+
+Krippendorff's worked example ("Computing Krippendorff's Alpha-Reliability", 2011):
+
+>>> nan = float("nan")
+>>> data = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+...         [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+...         [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+...         [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
+>>> [round(alpha(data, level).value, 3) for level in ("nominal", "ordinal", "interval", "ratio")]
+[0.743, 0.815, 0.849, 0.797]
+"""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import krippendorff
+import numpy as np
+
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+
+
+@dataclass(frozen=True)
+class Alpha:
+    """Alpha of one dimension. `value` is None when alpha is undefined; `reason` says why."""
+
+    value: float | None
+    level: str
+    units: int  # units with at least two ratings (pairable units)
+    pairable_values: int  # ratings in pairable units
+    ci_low: float | None = None
+    ci_high: float | None = None
+    samples: int = 0
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "alpha": self.value,
+            "level": self.level,
+            "units": self.units,
+            "pairable_values": self.pairable_values,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "bootstrap_samples": self.samples,
+            "undefined_reason": self.reason,
+        }
+
+
+def _as_array(data) -> np.ndarray:
+    array = np.asarray(data, dtype=float)
+    if array.ndim != 2:
+        raise ValueError(f"reliability data must be 2-D (raters x units), got shape {array.shape}")
+    return array
+
+
+def value_counts(data) -> tuple[np.ndarray, np.ndarray]:
+    """Per unit, how many ratings took each value: (units x values) counts, and the values."""
+    array = _as_array(data)
+    present = ~np.isnan(array)
+    values = np.unique(array[present])
+    _, units = np.nonzero(present)
+    codes = np.searchsorted(values, array[present])
+    flat = np.bincount(units * len(values) + codes, minlength=array.shape[1] * len(values))
+    return flat.reshape(array.shape[1], len(values)).astype(float), values
+
+
+def unit_coincidences(counts: np.ndarray) -> np.ndarray:
+    """Per pairable unit u, its coincidence matrix o_u[c, k] = n_uc (n_uk - [c == k]) /
+    (m_u - 1); units with fewer than two ratings contribute nothing. Shape (units, V, V)."""
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    outer = counts[:, :, None] * counts[:, None, :]
+    diagonal = np.einsum("uv,vw->uvw", counts, np.eye(counts.shape[1]))
+    scale = np.where(pairable, 1.0 / np.where(pairable, m - 1, 1), 0.0)
+    return (outer - diagonal) * scale[:, None, None]
+
+
+def _squared_distances(level: str, values: np.ndarray, marginals: np.ndarray) -> np.ndarray:
+    """delta^2 for each pair of values; marginals n_c (per sample for the ordinal metric).
+    `marginals` may be (V,) or (B, V); returns (V, V) or (B, V, V)."""
+    if level == "nominal":
+        return 1.0 - np.eye(len(values))
+    if level == "interval":
+        return (values[:, None] - values[None, :]) ** 2
+    if level == "ratio":
+        total = values[:, None] + values[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(total == 0, 0.0, (values[:, None] - values[None, :]) / total)
+        return ratio**2
+    if level == "ordinal":
+        cumulative = np.cumsum(marginals, axis=-1)
+        # sum of n_g for g between c and k (inclusive) minus (n_c + n_k) / 2
+        c_idx = np.arange(len(values))
+        low, high = np.minimum.outer(c_idx, c_idx), np.maximum.outer(c_idx, c_idx)
+        before_low = np.take(
+            np.concatenate([np.zeros(marginals.shape[:-1] + (1,)), cumulative], axis=-1),
+            low,
+            axis=-1,
+        )
+        upto_high = np.take(cumulative, high, axis=-1)
+        between = upto_high - before_low
+        n_c = np.take(marginals, low, axis=-1)
+        n_k = np.take(marginals, high, axis=-1)
+        return (between - (n_c + n_k) / 2) ** 2
+    raise ValueError(f"level of measurement {level!r} is not one of {', '.join(LEVELS)}")
+
+
+def alpha_from_coincidences(coincidences: np.ndarray, values: np.ndarray, level: str) -> np.ndarray:
+    """Alpha from one (V, V) or many (B, V, V) coincidence matrices; NaN where undefined."""
+    marginals = coincidences.sum(axis=-1)
+    n = marginals.sum(axis=-1)
+    delta = _squared_distances(level, values, marginals)
+    observed = (coincidences * delta).sum(axis=(-2, -1))
+    expected_pairs = marginals[..., :, None] * marginals[..., None, :]
+    expected = (expected_pairs * delta).sum(axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected > 0, 1.0 - (n - 1) * observed / expected, np.nan)
+
+
+def alpha(
+    data, level: Level = "ordinal", *, bootstrap: int = 0, seed: int = 0, confidence: float = 0.95
+) -> Alpha:
+    """Krippendorff's alpha of reliability data (raters x units, NaN = missing).
+
+    Units with fewer than two ratings are ignored, as the method requires. Alpha is
+    undefined (value None, with the reason) when no unit has two ratings or when every
+    pairable rating has the same value. With `bootstrap` > 0, a percentile interval from
+    that many resamples of the pairable units (seeded).
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level of measurement {level!r} is not one of {', '.join(LEVELS)}")
+    array = _as_array(data)
+    counts, values = value_counts(array)
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    units, pairable_values = int(pairable.sum()), int(m[pairable].sum())
+    if units == 0:
+        return Alpha(None, level, 0, 0, reason="no unit has two or more ratings")
+    if np.count_nonzero(counts[pairable].sum(axis=0)) < 2:
+        return Alpha(
+            None,
+            level,
+            units,
+            pairable_values,
+            reason="every pairable rating has the same value (no variation)",
+        )
+    if level == "ratio" and values.min() < 0:
+        raise ValueError("ratio data cannot have negative values")
+    point = float(krippendorff.alpha(reliability_data=array, level_of_measurement=level))
+    if not bootstrap:
+        return Alpha(point, level, units, pairable_values)
+    per_unit = unit_coincidences(counts[pairable]).reshape(units, -1)
+    samples = np.empty((bootstrap, per_unit.shape[1]))
+    done = 0
+    for draws in bootstrap_draws(seed, bootstrap, units):
+        n = len(draws)
+        draws += (np.arange(n, dtype=np.int64) * units)[:, None]
+        weights = np.bincount(draws.ravel(), minlength=n * units).reshape(n, units)
+        samples[done : done + n] = weights @ per_unit
+        done += n
+    samples = samples.reshape(bootstrap, len(values), len(values))
+    estimates = alpha_from_coincidences(samples, values, level)
+    estimates = estimates[~np.isnan(estimates)]
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(estimates, [tail, 100 - tail]) if len(estimates) else (np.nan, np.nan)
+    return Alpha(point, level, units, pairable_values, float(low), float(high), bootstrap)
+
+
+BOOTSTRAP_BLOCK = 25
+
+
+def bootstrap_draws(seed: int, samples: int, units: int):
+    """Blocks of resampled unit indices (samples x units in total), uniform with replacement.
+
+    Each index is the top 32 bits of a 64-bit random word scaled by `units` (Lemire's
+    multiply-shift without rejection: a unit's probability is off by at most units / 2**32,
+    about 2e-6 relative for 10,000 units), computed in place, in blocks that stay in cache."""
+    generator = np.random.default_rng(seed)
+    shift, scale = np.uint64(32), np.uint64(units)
+    for start in range(0, samples, BOOTSTRAP_BLOCK):
+        n = min(BOOTSTRAP_BLOCK, samples - start)
+        words = generator.bit_generator.random_raw(size=n * units)
+        np.right_shift(words, shift, out=words)
+        np.multiply(words, scale, out=words)
+        np.right_shift(words, shift, out=words)
+        yield words.view(np.int64).reshape(n, units)
+
+
+def leave_one_rater_out(data, level: Level = "ordinal") -> list[float | None]:
+    """Alpha without each rater in turn (index = rater row); None where undefined."""
+    array = _as_array(data)
+    out = []
+    for rater in range(array.shape[0]):
+        result = alpha(np.delete(array, rater, axis=0), level)
+        out.append(result.value)
+    return out
+
+
+def rater_bias(data) -> np.ndarray:
+    """Per rater, the mean of (their rating - the mean of the other raters on that unit) over
+    units where both exist; NaN for a rater with no such unit. Positive = more lenient."""
+    array = _as_array(data)
+    present = ~np.isnan(array)
+    totals = np.where(present, array, 0).sum(axis=0)
+    counts = present.sum(axis=0)
+    others_count = counts[None, :] - present
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others_mean = (totals[None, :] - np.where(present, array, 0)) / others_count
+        difference = np.where(present & (others_count > 0), array - others_mean, np.nan)
+        return np.nanmean(np.where(np.isnan(difference), np.nan, difference), axis=1)
+
+
+def item_dispersion(data) -> dict[str, np.ndarray]:
+    """Per unit: number of ratings, standard deviation (ddof 0) and range; NaN if unrated."""
+    array = _as_array(data)
+    with np.errstate(invalid="ignore"), np.testing.suppress_warnings() as sup:
+        sup.filter(RuntimeWarning)
+        return {
+            "n": (~np.isnan(array)).sum(axis=0),
+            "sd": np.nanstd(array, axis=0),
+            "range": np.nanmax(array, axis=0) - np.nanmin(array, axis=0),
+        }
+
+
+@dataclass(frozen=True)
+class Gwet:
+    value: float | None
+    percent_agreement: float | None
+    chance_agreement: float | None
+    weights: str
+    reason: str | None = None
+
+
+def _weight_matrix(values: np.ndarray, weights: str) -> np.ndarray:
+    if weights == "identity":
+        return np.eye(len(values))
+    span = values.max() - values.min() if len(values) > 1 else 1.0
+    if weights == "quadratic":
+        return 1.0 - ((values[:, None] - values[None, :]) / span) ** 2
+    if weights == "linear":
+        return 1.0 - np.abs(values[:, None] - values[None, :]) / span
+    raise ValueError(f"weights {weights!r} is not one of identity, linear, quadratic")
+
+
+def gwet_ac(data, weights: str = "identity", categories=None) -> Gwet:
+    """Gwet's AC1 (identity weights) or AC2 (linear or quadratic weights) for any number of
+    raters with missing ratings (Gwet 2014, ch. 3). `categories`: the full scale, so that
+    unused categories still count in chance agreement (default: the values seen)."""
+    array = _as_array(data)
+    counts, seen = value_counts(array)
+    values = np.asarray(sorted(set(seen) | set(categories or ())), dtype=float)
+    if len(values) < 2:
+        return Gwet(None, None, None, weights, "fewer than two categories")
+    if len(values) != len(seen):
+        full = np.zeros((counts.shape[0], len(values)))
+        full[:, np.searchsorted(values, seen)] = counts
+        counts = full
+    w = _weight_matrix(values, weights)
+    r = counts.sum(axis=1)
+    rated = r >= 1
+    multi = r >= 2
+    if not multi.any():
+        return Gwet(None, None, None, weights, "no unit has two or more ratings")
+    weighted = counts @ w.T  # r*_ik
+    agreement = (counts[multi] * (weighted[multi] - 1)).sum(axis=1) / (r[multi] * (r[multi] - 1))
+    pa = float(agreement.mean())
+    pi = (counts[rated] / r[rated, None]).mean(axis=0)
+    q = len(values)
+    pe = float(w.sum() / (q * (q - 1)) * (pi * (1 - pi)).sum())
+    if pe >= 1:
+        return Gwet(None, pa, pe, weights, "chance agreement is 1")
+    return Gwet((pa - pe) / (1 - pe), pa, pe, weights)
+
+
+@dataclass
+class DimensionAgreement:
+    dimension: str
+    level: str
+    alpha: Alpha
+    ac: Gwet | None = None
+    leave_one_out: dict[str, float | None] = field(default_factory=dict)
+    bias: dict[str, float] = field(default_factory=dict)

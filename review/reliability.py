@@ -1,0 +1,276 @@
+"""Agreement of a review round and the approval gate applied to its tasks (service layer)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.catalog.models import Task
+from itsmreview.db import utcnow
+from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.ledger.service import append_entry
+from itsmreview.review import agreement, queries
+from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide
+from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
+from itsmreview.review.rubrics import RubricDefinition
+from sqlmodel import Session
+
+VERDICT_CODES = {"reject": 0.0, "revise": 1.0, "accept": 2.0}
+
+
+@dataclass
+class RoundData:
+    review_round: ReviewRound
+    rubric: RubricDefinition
+    ratings: pd.DataFrame  # one row per current human rating
+    scores: pd.DataFrame  # rating_id, dimension, value
+
+
+def _round(session: Session, name_or_id: str | int | None) -> ReviewRound:
+    rounds = queries.list_rounds(session=session)
+    if not rounds:
+        raise NotFound("no review round exists yet")
+    if name_or_id is None:
+        return rounds[-1]
+    for review_round in rounds:
+        if review_round.name == name_or_id or review_round.id == name_or_id:
+            return review_round
+    raise NotFound(f"no review round {name_or_id!r}; rounds: {', '.join(r.name for r in rounds)}")
+
+
+def load_round(*, session: Session, round_name: str | int | None = None) -> RoundData:
+    review_round = _round(session, round_name)
+    rubric = session.get(Rubric, review_round.rubric_id)
+    return RoundData(
+        review_round,
+        RubricDefinition.model_validate(rubric.definition),
+        queries.current_ratings_wide(session=session, round_id=review_round.id),
+        queries.scores_long(session=session, round_id=review_round.id),
+    )
+
+
+def reliability_matrix(data: RoundData, item: str) -> tuple[np.ndarray, list[int], list[int]]:
+    """(raters x task versions) of one rubric dimension, the verdict (`verdict`) or a flag
+    (`flag:<key>`, 1 when raised); NaN where a rater did not rate. Returns the array, the
+    rater ids (rows) and task version ids (columns)."""
+    ratings = data.ratings
+    if item == "verdict":
+        long = ratings.assign(value=ratings["verdict"].map(VERDICT_CODES))
+    elif item.startswith("flag:"):
+        key = item[len("flag:") :]
+        long = ratings.assign(value=ratings["flags"].map(lambda f: float(key in (f or []))))
+    else:
+        long = data.scores[data.scores["dimension"] == item].merge(
+            ratings[["rating_id", "task_version_id", "expert_id"]], on="rating_id"
+        )
+    if long.empty:
+        return np.empty((0, 0)), [], []
+    wide = long.pivot_table(
+        index="expert_id", columns="task_version_id", values="value", aggfunc="first"
+    )
+    return wide.to_numpy(dtype=float), list(wide.index), list(wide.columns)
+
+
+def gate_items(rubric: RubricDefinition) -> list[tuple[str, str, str]]:
+    """(item, label, level) of every rubric dimension, the verdict and each flag."""
+    items = [(d.key, d.label, d.level) for d in rubric.dimensions]
+    items.append(("verdict", "Overall verdict", "nominal"))
+    items += [(f"flag:{f.key}", f"Flag: {f.label}", "nominal") for f in rubric.flags]
+    return items
+
+
+@dataclass
+class ItemAgreement:
+    item: str
+    label: str
+    alpha: agreement.Alpha
+    ac: agreement.Gwet | None
+    leave_one_out: dict[str, float | None]
+    bias: dict[str, float | None]
+
+    def as_dict(self) -> dict:
+        return {
+            "item": self.item,
+            "label": self.label,
+            **self.alpha.as_dict(),
+            "gwet": None
+            if self.ac is None
+            else {"value": self.ac.value, "weights": self.ac.weights},
+            "leave_one_rater_out": self.leave_one_out,
+            "rater_bias": self.bias,
+        }
+
+
+def round_agreement(
+    *,
+    session: Session,
+    actor: User,
+    round_name: str | int | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    detail: bool = True,
+) -> tuple[ReviewRound, list[ItemAgreement]]:
+    """Alpha (with a bootstrap CI), Gwet's AC (AC2 quadratic for ordinal and interval items,
+    AC1 for nominal), leave-one-rater-out alpha and rater bias for every rubric item of a
+    round. Human ratings only. Leads only."""
+    require_role(actor, Role.lead)
+    data = load_round(session=session, round_name=round_name)
+    names = queries.experts_by_id(
+        session=session, ids=sorted(set(data.ratings["expert_id"].tolist()))
+    )
+    results = []
+    for item, label, level in gate_items(data.rubric):
+        matrix, raters, _ = reliability_matrix(data, item)
+        if matrix.size == 0:
+            results.append(
+                ItemAgreement(
+                    item,
+                    label,
+                    agreement.Alpha(None, level, 0, 0, reason="no ratings yet"),
+                    None,
+                    {},
+                    {},
+                )
+            )
+            continue
+        result = agreement.alpha(matrix, level, bootstrap=bootstrap, seed=seed)
+        scale = None
+        if item in {d.key for d in data.rubric.dimensions}:
+            low, high = data.rubric.dimension(item).scale
+            scale = list(range(low, high + 1))
+        weights = "identity" if level == "nominal" else "quadratic"
+        ac = agreement.gwet_ac(matrix, weights, categories=scale)
+        loo, bias = {}, {}
+        if detail:
+            loo = {
+                names.get(r, str(r)): v
+                for r, v in zip(raters, agreement.leave_one_rater_out(matrix, level), strict=True)
+            }
+            bias = {
+                names.get(r, str(r)): (None if np.isnan(b) else float(b))
+                for r, b in zip(raters, agreement.rater_bias(matrix), strict=True)
+            }
+        results.append(ItemAgreement(item, label, result, ac, loo, bias))
+    return data.review_round, results
+
+
+def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
+    out = {}
+    scores = data.scores.merge(data.ratings[["rating_id", "task_version_id"]], on="rating_id")
+    by_task_scores = {tv: group for tv, group in scores.groupby("task_version_id")}
+    for tv, group in data.ratings.groupby("task_version_id"):
+        task_scores = by_task_scores.get(tv, pd.DataFrame(columns=["dimension", "value"]))
+        out[int(tv)] = TaskRatings(
+            scores={
+                d: rows["value"].dropna().tolist() for d, rows in task_scores.groupby("dimension")
+            },
+            verdicts=[v for v in group["verdict"] if v],
+            flags=[list(f or []) for f in group["flags"]],
+        )
+    return out
+
+
+def gate_config(data: RoundData) -> GateConfig:
+    required = tuple(d.key for d in data.rubric.dimensions if d.required)
+    blocking = tuple(f.key for f in data.rubric.flags if f.blocking)
+    config = dict(data.review_round.approval or {})
+    config.setdefault("k_min", data.review_round.k)
+    return GateConfig.from_dict(config, required=required, blocking=blocking)
+
+
+def recompute_statuses(
+    *,
+    session: Session,
+    round_name: str | int | None = None,
+    actor_id: int | None = None,
+) -> dict[int, Decision]:
+    """Apply the round's gate to every task of the round; store changed statuses and record
+    each change in the ledger. Returns task version id -> decision. Flushes."""
+    data = load_round(session=session, round_name=round_name)
+    config = gate_config(data)
+    round_alpha = {}
+    for item in config.gating_dimensions:
+        matrix, _, _ = reliability_matrix(data, item)
+        level = data.rubric.dimension(item).level
+        round_alpha[item] = agreement.alpha(matrix, level).value if matrix.size else None
+    ratings = _task_ratings(data)
+    adjudicated = queries.adjudications_of_round(session=session, round_id=data.review_round.id)
+    decisions = {}
+    tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
+    for row in tasks.itertuples():
+        version_id = int(row.task_version_id)
+        decision = decide(
+            ratings.get(version_id, TaskRatings({}, [], [])),
+            config,
+            round_alpha,
+            adjudicated.get(version_id),
+        )
+        decisions[version_id] = decision
+        if decision.status != row.status:
+            task = session.get(Task, int(row.task_id))
+            task.status = decision.status
+            task.updated_at = utcnow()
+            append_entry(
+                session=session,
+                artifact_type="task",
+                artifact_id=row.external_id,
+                action=f"status:{decision.status}",
+                source_kind="expert",
+                actor_id=actor_id,
+                reference=f"round {data.review_round.name}",
+                payload={
+                    "from": row.status,
+                    "reasons": decision.reasons,
+                    "task_version_id": version_id,
+                },
+            )
+    session.flush()
+    return decisions
+
+
+def adjudicate(
+    *,
+    session: Session,
+    actor: User,
+    task_version_id: int,
+    decision: Verdict | str,
+    reason: str,
+    round_name: str | int | None = None,
+) -> Decision:
+    """Record a lead's decision on a task of the round, with a reason, and apply it."""
+    require_role(actor, Role.lead)
+    if not reason.strip():
+        raise InvalidInput("an adjudication needs a reason")
+    try:
+        decision = Verdict(decision)
+    except ValueError:
+        raise InvalidInput(f"decision {decision!r} is not one of accept, revise, reject") from None
+    review_round = _round(session, round_name)
+    if task_version_id not in queries.round_task_ids(session=session, round_id=review_round.id):
+        raise NotFound(f"task version {task_version_id} is not in round {review_round.name!r}")
+    session.add(
+        Adjudication(
+            round_id=review_round.id,
+            task_version_id=task_version_id,
+            lead_id=actor.id,
+            decision=decision,
+            reason=reason.strip(),
+        )
+    )
+    session.flush()
+    return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)[
+        task_version_id
+    ]
+
+
+def disagreements(
+    *, session: Session, actor: User, round_name: str | int | None = None
+) -> pd.DataFrame:
+    """Tasks of the round waiting for adjudication, with the gate's reasons. Leads only."""
+    require_role(actor, Role.lead)
+    decisions = recompute_statuses(session=session, round_name=round_name, actor_id=actor.id)
+    data = load_round(session=session, round_name=round_name)
+    tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
+    tasks["reasons"] = tasks["task_version_id"].map(lambda v: "; ".join(decisions[int(v)].reasons))
+    return tasks[tasks["status"] == "adjudication"].reset_index(drop=True)

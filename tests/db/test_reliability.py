@@ -1,0 +1,129 @@
+"""Agreement and the approval gate on the demo round, on both databases."""
+
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from itsmreview.accounts.queries import user_by_username
+from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.cli import app
+from itsmreview.db import session_scope
+from itsmreview.demo.loader import load_demo
+from itsmreview.errors import InvalidInput, PermissionDenied
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.review.models import Rating, RatingScore
+from itsmreview.review.reliability import (
+    adjudicate,
+    disagreements,
+    recompute_statuses,
+    round_agreement,
+)
+from sqlmodel import select
+from typer.testing import CliRunner
+
+
+@pytest.fixture
+def demo(session, tmp_path):
+    load_demo(session=session, data_dir=tmp_path, cases=300)
+    session.commit()
+    return {
+        name: user_by_username(session=session, username=name)
+        for name in ("lead", "expert1", "admin")
+    }
+
+
+def test_round_alpha_equals_the_package_on_the_stored_ratings(session, demo):
+    review_round, items = round_agreement(session=session, actor=demo["lead"], bootstrap=200)
+    by_item = {i.item: i for i in items}
+    # independent: rebuild the reliability matrix straight from the rating tables
+    rows = session.exec(
+        select(Rating.expert_id, Rating.task_version_id, RatingScore.value)
+        .join(RatingScore, RatingScore.rating_id == Rating.id)
+        .where(RatingScore.dimension == "persona_fit", Rating.is_current)
+    ).all()
+    experts = sorted({r[0] for r in rows})
+    tasks = sorted({r[1] for r in rows})
+    matrix = np.full((len(experts), len(tasks)), np.nan)
+    for expert, task, value in rows:
+        matrix[experts.index(expert), tasks.index(task)] = value
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+    result = by_item["persona_fit"].alpha
+    assert result.value == pytest.approx(expected)
+    assert result.ci_low < result.value < result.ci_high
+    assert by_item["flag:duplicate"].alpha.value is None
+    assert set(by_item["persona_fit"].leave_one_out) <= {f"expert{i}" for i in range(1, 6)}
+
+
+def test_gate_statuses_and_adjudication(session, demo):
+    decisions = recompute_statuses(session=session)
+    statuses = {t.status for t in session.exec(select(Task)).all()}
+    assert {"pending", "adjudication"} <= statuses
+    disputed = disagreements(session=session, actor=demo["lead"])
+    assert len(disputed) == 1 and "verdicts conflict" in disputed["reasons"].iloc[0]
+    version_id = int(disputed["task_version_id"].iloc[0])
+    with pytest.raises(InvalidInput, match="needs a reason"):
+        adjudicate(
+            session=session,
+            actor=demo["lead"],
+            task_version_id=version_id,
+            decision="accept",
+            reason=" ",
+        )
+    with pytest.raises(PermissionDenied):
+        adjudicate(
+            session=session,
+            actor=demo["expert1"],
+            task_version_id=version_id,
+            decision="accept",
+            reason="I say so",
+        )
+    result = adjudicate(
+        session=session,
+        actor=demo["lead"],
+        task_version_id=version_id,
+        decision="accept",
+        reason="Ground truth checked against the policy.",
+    )
+    session.commit()
+    assert result.status == "approved"
+    task = session.exec(select(Task).join(TaskVersion).where(TaskVersion.id == version_id)).one()
+    assert task.status == "approved"
+    entry = session.exec(
+        select(LedgerEntry).where(
+            LedgerEntry.action == "status:approved", LedgerEntry.artifact_id == task.external_id
+        )
+    ).all()
+    assert entry and entry[-1].payload["from"] == "adjudication"
+    assert decisions[version_id].status == "adjudication"
+
+
+def test_an_expert_cannot_read_round_agreement(session, demo):
+    with pytest.raises(PermissionDenied):
+        round_agreement(session=session, actor=demo["expert1"])
+
+
+def test_agreement_and_alpha_cli(configured, tmp_path):
+    with session_scope() as session:
+        load_demo(session=session, data_dir=tmp_path, cases=300)
+    result = CliRunner().invoke(app, ["agreement", "--json", "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["round"] == "Demo round 1"
+    first = data["items"][0]
+    for key in ("alpha", "ci_low", "ci_high", "units", "pairable_values"):
+        assert key in first
+    csv = tmp_path / "r.csv"
+    csv.write_text("rater,a,b,c,d\nx,1,2,3,3\ny,1,2,3,4\nz,,2,3,4\n")
+    result = CliRunner().invoke(
+        app, ["alpha", str(csv), "--level", "interval", "--bootstrap", "100", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    expected = krippendorff.alpha(
+        reliability_data=[[1, 2, 3, 3], [1, 2, 3, 4], [np.nan, 2, 3, 4]],
+        level_of_measurement="interval",
+    )
+    assert out["alpha"] == pytest.approx(expected) and out["ci_low"] <= out["ci_high"]
+    bad = CliRunner().invoke(app, ["alpha", str(csv), "--level", "fuzzy"])
+    assert bad.exit_code == 1 and "not one of nominal" in bad.output

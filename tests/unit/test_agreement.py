@@ -1,0 +1,215 @@
+"""Agreement statistics against published values and independent computations."""
+
+import itertools
+
+import krippendorff
+import numpy as np
+import pytest
+from itsmreview.review.agreement import (
+    alpha,
+    alpha_from_coincidences,
+    bootstrap_draws,
+    gwet_ac,
+    item_dispersion,
+    leave_one_rater_out,
+    rater_bias,
+    unit_coincidences,
+    value_counts,
+)
+from itsmreview.review.approval import GateConfig, TaskRatings, decide
+from itsmreview.review.reliability_csv import read_reliability_csv
+
+nan = np.nan
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+        [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+    ]
+)
+PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.797}
+LEVELS = list(PUBLISHED)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_reproduces_the_published_worked_example(level):
+    result = alpha(KRIPPENDORFF_2011, level)
+    assert round(result.value, 3) == PUBLISHED[level]
+    assert (result.units, result.pairable_values) == (11, 40)
+
+
+def random_ratings(seed, raters=6, units=40, values=5, missing=0.3):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(1, values + 1, size=units)
+    data = np.clip(truth + rng.integers(-1, 2, size=(raters, units)), 1, values).astype(float)
+    data[rng.random((raters, units)) < missing] = nan
+    return data
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_coincidence_alpha_equals_the_krippendorff_package(level, seed):
+    data = random_ratings(seed)
+    counts, values = value_counts(data)
+    coincidences = unit_coincidences(counts).sum(axis=0)
+    ours = alpha_from_coincidences(coincidences, values, level)
+    assert ours == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement=level), abs=1e-12
+    )
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_bootstrap_equals_a_slow_reference_bootstrap(level):
+    data = random_ratings(7, raters=4, units=25)
+    samples, seed = 200, 11
+    fast = alpha(data, level, bootstrap=samples, seed=seed)
+    pairable = (~np.isnan(data)).sum(axis=0) >= 2
+    columns = data[:, pairable]
+    draws = np.concatenate(list(bootstrap_draws(seed, samples, columns.shape[1])))
+    assert draws.shape == (samples, columns.shape[1])
+    reference = []
+    for draw in draws:
+        resample = columns[:, draw]
+        try:
+            reference.append(
+                krippendorff.alpha(reliability_data=resample, level_of_measurement=level)
+            )
+        except ValueError:  # a resample with a single value has no alpha
+            continue
+    low, high = np.percentile(reference, [2.5, 97.5])
+    assert (fast.ci_low, fast.ci_high) == pytest.approx((low, high), abs=1e-9)
+    assert fast.ci_low <= fast.value <= fast.ci_high
+
+
+def test_bootstrap_draws_are_uniform():
+    draws = np.concatenate(list(bootstrap_draws(3, 400, 50)))
+    counts = np.bincount(draws.ravel(), minlength=50)
+    expected = 400 * 50 / 50
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert draws.min() >= 0 and draws.max() < 50
+    assert chi2 < 100  # chi-square with 49 degrees of freedom; p < 1e-5 beyond 100
+
+
+def test_edge_cases():
+    perfect = np.array([[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, nan]])
+    assert alpha(perfect, "nominal").value == 1.0
+    single_value = np.array([[3, 3, 3], [3, 3, nan]])
+    result = alpha(single_value, "ordinal")
+    assert result.value is None and "same value" in result.reason
+    no_pairs = np.array([[1, nan, 3], [nan, 2, nan]])
+    result = alpha(no_pairs, "nominal")
+    assert result.value is None and result.reason == "no unit has two or more ratings"
+    single_unit = np.array([[1.0], [2.0], [2.0]])
+    assert alpha(single_unit, "nominal").value == pytest.approx(
+        krippendorff.alpha(reliability_data=single_unit, level_of_measurement="nominal")
+    )
+    with_lonely = np.column_stack([KRIPPENDORFF_2011, [7, nan, nan, nan]])
+    assert alpha(with_lonely, "interval").value == alpha(KRIPPENDORFF_2011, "interval").value
+    with pytest.raises(ValueError, match="level of measurement 'likert'"):
+        alpha(perfect, "likert")
+
+
+def test_leave_one_rater_out_and_bias_against_direct_computation():
+    data = random_ratings(5, raters=5, units=30)
+    loo = leave_one_rater_out(data, "ordinal")
+    for rater in range(5):
+        expected = krippendorff.alpha(
+            reliability_data=np.delete(data, rater, axis=0), level_of_measurement="ordinal"
+        )
+        assert loo[rater] == pytest.approx(expected)
+    bias = rater_bias(data)
+    for rater in range(5):
+        differences = []
+        for unit in range(data.shape[1]):
+            own = data[rater, unit]
+            others = [data[r, unit] for r in range(5) if r != rater and not np.isnan(data[r, unit])]
+            if not np.isnan(own) and others:
+                differences.append(own - np.mean(others))
+        assert bias[rater] == pytest.approx(np.mean(differences))
+    dispersion = item_dispersion(data)
+    assert dispersion["sd"][0] == pytest.approx(np.nanstd(data[:, 0]))
+
+
+def gwet_reference(data, weights, categories):
+    """Gwet (2014) eq. 3.8-3.10 written out with loops."""
+    q = len(categories)
+    span = categories[-1] - categories[0]
+
+    def w(k, j):
+        if weights == "identity":
+            return float(k == j)
+        if weights == "quadratic":
+            return 1 - ((categories[k] - categories[j]) / span) ** 2
+        return 1 - abs(categories[k] - categories[j]) / span
+
+    units = [[v for v in data[:, i] if not np.isnan(v)] for i in range(data.shape[1])]
+    r = [[sum(1 for v in u if v == c) for c in categories] for u in units]
+    pa_terms = []
+    for counts in r:
+        n = sum(counts)
+        if n >= 2:
+            total = sum(
+                counts[k] * (sum(w(k, j) * counts[j] for j in range(q)) - 1) for k in range(q)
+            )
+            pa_terms.append(total / (n * (n - 1)))
+    pa = np.mean(pa_terms)
+    pis = [np.mean([counts[k] / sum(counts) for counts in r if sum(counts) >= 1]) for k in range(q)]
+    tw = sum(w(k, j) for k, j in itertools.product(range(q), repeat=2))
+    pe = tw / (q * (q - 1)) * sum(p * (1 - p) for p in pis)
+    return (pa - pe) / (1 - pe)
+
+
+@pytest.mark.parametrize("weights", ["identity", "linear", "quadratic"])
+def test_gwet_ac_equals_a_loop_implementation(weights):
+    data = random_ratings(9, raters=4, units=30)
+    categories = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert gwet_ac(data, weights, categories=categories).value == pytest.approx(
+        gwet_reference(data, weights, categories)
+    )
+
+
+def test_gwet_ac1_stays_high_when_alpha_collapses_on_skewed_ratings():
+    skewed = np.full((3, 40), 5.0)
+    skewed[0, 3] = 4.0
+    skewed[1, 17] = 4.0
+    assert alpha(skewed, "nominal").value < 0.1  # the prevalence paradox
+    assert gwet_ac(skewed, "identity", categories=[1, 2, 3, 4, 5]).value > 0.9
+
+
+def test_reliability_csv(tmp_path):
+    path = tmp_path / "r.csv"
+    rows = [["rater", *[f"u{i}" for i in range(12)]]]
+    for name, values in zip("ABCD", KRIPPENDORFF_2011, strict=True):
+        rows.append([name, *["" if np.isnan(v) else str(int(v)) for v in values]])
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    data = read_reliability_csv(path)
+    np.testing.assert_array_equal(np.isnan(data), np.isnan(KRIPPENDORFF_2011))
+    assert round(alpha(data, "ordinal").value, 3) == 0.815
+    labels = tmp_path / "l.csv"
+    labels.write_text("u1,u2,u3\naccept,reject,accept\naccept,revise,\n")
+    assert read_reliability_csv(labels, "nominal").shape == (2, 3)
+    with pytest.raises(ValueError, match=r"row 2, column 'u2': 'reject' is not a number"):
+        read_reliability_csv(labels, "ordinal")
+
+
+def test_gate_decisions():
+    config = GateConfig(
+        k_min=3, gating_dimensions=("realism", "clarity"), blocking_flags=("unsafe",)
+    )
+    good = TaskRatings({"realism": [4, 5, 4], "clarity": [5, 4, 4]}, ["accept"] * 3, [[]] * 3)
+    alphas = {"realism": 0.81, "clarity": 0.7}
+    assert decide(good, config, alphas).status == "approved"
+    flagged = TaskRatings(good.scores, good.verdicts, [["unsafe"], [], []])
+    assert decide(flagged, config, alphas).status == "needs_revision"
+    low = TaskRatings({"realism": [3, 3, 4], "clarity": [5, 4, 4]}, ["accept"] * 3, [[]] * 3)
+    assert decide(low, config, alphas).reasons == ["median realism is 3, below 4"]
+    conflict = TaskRatings(good.scores, ["accept", "accept", "reject"], [[]] * 3)
+    assert decide(conflict, config, alphas).status == "adjudication"
+    spread = TaskRatings({"realism": [1, 4, 5], "clarity": [5, 4, 4]}, ["accept"] * 3, [[]] * 3)
+    assert decide(spread, config, alphas).status == "adjudication"
+    rejected = TaskRatings(good.scores, ["reject", "reject", "revise"], [[]] * 3)
+    assert decide(rejected, config, alphas).status == "rejected"
+    assert decide(good, config, {"realism": None, "clarity": 0.9}).status == "pending"
+    assert decide(conflict, config, alphas, adjudication="accept").status == "approved"
