@@ -507,33 +507,93 @@ def alpha_command(
 @tasks_app.command("import")
 @boundary
 def tasks_import(
-    path: Annotated[Path, typer.Argument(help="Native bundle: .json, .jsonl, .yaml or .yml.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="File or folder: native bundle (.json, .jsonl, "
+            ".yaml), Harbor task folder(s), tau2 tasks.json, "
+            "EnterpriseOps-Gym task, or transcripts."
+        ),
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="auto, native, harbor, tau2, eogym, tau2-sim, taubench or atif."
+        ),
+    ] = "auto",
+    log: Annotated[str | None, typer.Option(help="Event log the tasks derive from.")] = None,
+    task: Annotated[str | None, typer.Option(help="Attach transcripts to this task id.")] = None,
+    persona: Annotated[str, typer.Option(help="Job persona for formats that name none.")] = (
+        "L1 service desk agent"
+    ),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Import tasks from a native bundle; all or nothing, unchanged tasks are skipped."""
-    from itsmreview.catalog.native import load_bundle
-    from itsmreview.catalog.service import import_tasks
-    from itsmreview.db import get_engine
-    from sqlmodel import Session
+    """Import tasks, or transcripts of existing tasks; all or nothing, unchanged tasks skipped."""
+    from itsmreview.catalog.importing import import_path
 
-    tasks = load_bundle(path)
     _ensure_schema()
-    with Session(get_engine(), expire_on_commit=False) as session:
-        report = import_tasks(tasks, session=session, source_format="native")
-        if dry_run:
-            session.rollback()
-        else:
-            session.commit()
-    result = report.as_dict() | {"dry_run": dry_run}
+    with _session() as session:
+        result = import_path(
+            path, session=session, fmt=fmt, log=log, task=task, persona=persona, dry_run=dry_run
+        )
     if as_json:
-        _echo_json(result)
+        _echo_json(result.as_dict())
         return
+    report = result.report
     prefix = "would import" if dry_run else "imported"
     typer.echo(
-        f"{prefix}: {len(report.created)} new, {len(report.new_versions)} new versions, "
-        f"{len(report.unchanged)} unchanged"
+        f"{prefix} ({result.format}): {len(report.created)} new, "
+        f"{len(report.new_versions)} new versions, {len(report.unchanged)} unchanged"
     )
+    for task_id, missing in result.unresolved.items():
+        typer.echo(f"  {task_id}: not in the log: {json.dumps(missing, ensure_ascii=False)}")
+
+
+@tasks_app.command("show")
+@boundary
+def tasks_show(
+    task_id: Annotated[str, typer.Argument(help="Task id.")],
+    version: Annotated[int | None, typer.Option(help="Version number (default: newest).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show one task version with its transcripts."""
+    from itsmreview.catalog.importing import show_task
+
+    _ensure_schema()
+    with _session() as session:
+        shown = show_task(session=session, external_id=task_id, version=version)
+    if as_json:
+        _echo_json(shown)
+        return
+    task = shown["task"]
+    typer.echo(f"{task['id']} v{shown['version']} ({shown['status']}): {task['title']}")
+    typer.echo(f"{task['persona']} · {task['track']}")
+    for label in ("instruction", "environment", "ground_truth", "verifier"):
+        if task.get(label):
+            typer.echo(f"\n[{label}]\n{task[label]}")
+    for transcript in task["transcripts"]:
+        typer.echo(f"\n[transcript {transcript['id']}] {len(transcript['messages'])} turns")
+
+
+@tasks_app.command("export")
+@boundary
+def tasks_export(
+    dest: Annotated[Path, typer.Argument(help="File (or folder for harbor) to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="native, harbor, tau2 or eogym.")] = (
+        "native"
+    ),
+    task_ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Task id (repeatable; default: all).")
+    ] = None,
+) -> None:
+    """Export the newest versions of tasks; foreign formats reproduce the imported files."""
+    from itsmreview.catalog.exporting import export_catalog
+
+    _ensure_schema()
+    with _session() as session:
+        count = export_catalog(dest, session=session, fmt=fmt, external_ids=task_ids)
+    typer.echo(f"exported {count} task(s) as {fmt} to {dest}")
 
 
 @tasks_app.command("list")

@@ -42,6 +42,7 @@ else:
             page("dashboard", "Dashboard", ":material/monitoring:", Role.lead),
             page("coverage", "Coverage", ":material/account_tree:"),
             page("variants", "Variant explorer", ":material/timeline:"),
+            page("tasks", "Tasks", ":material/assignment:"),
             page("ledger", "Ledger", ":material/link:"),
             page("exports", "Exports", ":material/inventory_2:"),
         ]

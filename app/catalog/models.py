@@ -55,6 +55,9 @@ class TaskVersion(SQLModel, table=True):
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     version: int
     content_hash: str = Field(sa_type=String(64))
+    title: str = Field(default="", sa_type=String(512))
+    persona: str = Field(default="", sa_type=String(128))
+    track: str = Field(default="", sa_type=String(32))
     source_format: str = Field(default="native", sa_type=String(32))
     instruction: str = Field(sa_type=Text)
     environment: str = Field(default="", sa_type=Text)
@@ -79,3 +82,4 @@ class Transcript(SQLModel, table=True):
     simulator: dict = Field(default_factory=dict, sa_type=JSON)
     messages: list[dict] = Field(default_factory=list, sa_type=JSON)
     n_turns: int = 0
+    extra: dict = Field(default_factory=dict, sa_type=JSON)

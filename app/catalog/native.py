@@ -9,6 +9,7 @@ from itsmreview.catalog.models import SourceKind, Track
 from itsmreview.ledger.chain import canonical_json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+MAX_TEXT = 500_000  # characters of one field; larger is almost surely a wrong file
 MessageRole = Literal["system", "user", "agent", "colleague", "tool"]
 
 
@@ -26,7 +27,7 @@ class ToolCall(_Open):
 class Message(_Open):
     role: MessageRole
     actor: str = ""
-    content: str = ""
+    content: str = Field(default="", max_length=MAX_TEXT)
     time: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
@@ -72,10 +73,10 @@ class NativeTask(_Open):
     title: str = Field(min_length=1, max_length=512)
     persona: str = Field(min_length=1, max_length=128)
     track: Track
-    instruction: str = Field(min_length=1)
-    environment: str = ""
-    ground_truth: str = ""
-    verifier: str = ""
+    instruction: str = Field(min_length=1, max_length=MAX_TEXT)
+    environment: str = Field(default="", max_length=MAX_TEXT)
+    ground_truth: str = Field(default="", max_length=MAX_TEXT)
+    verifier: str = Field(default="", max_length=MAX_TEXT)
     tags: list[str] = Field(default_factory=list)
     source: Source = Field(default_factory=Source)
     provenance: list[Provenance] = Field(default_factory=list)
@@ -165,3 +166,20 @@ def load_bundle(path: Path | str) -> list[NativeTask]:
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: invalid YAML: {exc}") from None
     return parse_bundle(data, str(path))
+
+
+SCHEMA_PATH = Path(__file__).parent / "native.schema.json"
+
+
+def bundle_schema() -> dict:
+    """The JSON Schema of a native bundle ({"tasks": [...]}), as shipped in the package."""
+    task = NativeTask.model_json_schema()
+    definitions = task.pop("$defs", {})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "itsmreview native task bundle",
+        "type": "object",
+        "required": ["tasks"],
+        "properties": {"tasks": {"type": "array", "items": {"$ref": "#/$defs/NativeTask"}}},
+        "$defs": {**definitions, "NativeTask": task},
+    }

@@ -107,3 +107,78 @@ def task_sources(
         for external_id, source in session.exec(query).all()
         if source and source.get("log") == log_name
     ]
+
+
+def version_number(*, session: Session, task_id: int, number: int) -> TaskVersion | None:
+    return session.exec(
+        select(TaskVersion).where(TaskVersion.task_id == task_id, TaskVersion.version == number)
+    ).first()
+
+
+def latest_versions_of(
+    *, session: Session, external_ids: list[str] | None = None
+) -> list[tuple[Task, TaskVersion]]:
+    latest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    query = (
+        select(Task, TaskVersion)
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .join(
+            latest,
+            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
+        )
+        .order_by(Task.external_id)
+    )
+    if external_ids:
+        query = query.where(Task.external_id.in_(external_ids))
+    return list(session.exec(query).all())
+
+
+def browser_frame(*, session: Session) -> pd.DataFrame:
+    """One row per task: newest version, newest rated version, source log, declared
+    sequences."""
+    from itsmreview.review.models import Rating
+
+    latest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    rated = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("rated_version"))
+        .join(Rating, Rating.task_version_id == TaskVersion.id)
+        .where(Rating.status == "submitted")
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    rows = session.exec(
+        select(
+            Task.external_id,
+            Task.title,
+            Task.persona,
+            Task.track,
+            Task.status,
+            latest.c.version,
+            rated.c.rated_version,
+            TaskVersion.source,
+        )
+        .join(latest, latest.c.task_id == Task.id)
+        .join(
+            TaskVersion,
+            (TaskVersion.task_id == Task.id) & (TaskVersion.version == latest.c.version),
+        )
+        .outerjoin(rated, rated.c.task_id == Task.id)
+        .order_by(Task.persona, Task.external_id)
+    ).all()
+    frame = pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["id", "title", "persona", "track", "status", "version", "rated_version", "source"],
+    )
+    frame["log"] = frame["source"].map(lambda s: (s or {}).get("log"))
+    frame["changed_after_rating"] = frame["rated_version"].notna() & (
+        frame["rated_version"] < frame["version"]
+    )
+    return frame

@@ -1,20 +1,16 @@
 """Importing tasks into the catalog: versioned by content hash, provenance to the ledger."""
 
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from itsmreview.accounts.models import Role, User
-from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.catalog.native import NativeTask, load_bundle
+from itsmreview.catalog.native import NativeTask
 from itsmreview.db import utcnow
-from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
 from sqlmodel import Session
 
+TRANSCRIPT_FIELDS = {"id", "title", "simulator", "messages"}
 CORE_FIELDS = {
     "id",
     "title",
@@ -87,6 +83,9 @@ def import_tasks(
             task_id=task.id,
             version=number,
             content_hash=digest,
+            title=item.title,
+            persona=item.persona,
+            track=item.track,
             source_format=source_format,
             instruction=item.instruction,
             environment=item.environment,
@@ -109,6 +108,7 @@ def import_tasks(
                     simulator=transcript.get("simulator", {}),
                     messages=transcript["messages"],
                     n_turns=len(transcript["messages"]),
+                    extra={k: v for k, v in transcript.items() if k not in TRANSCRIPT_FIELDS},
                 )
             )
         artifact = f"{item.id}@v{number}"
@@ -137,35 +137,30 @@ def import_tasks(
     return report
 
 
-def _bundle_from_upload(filename: str, content: bytes) -> list[NativeTask]:
-    suffix = Path(filename).suffix.lower()
-    if suffix not in (".json", ".jsonl", ".yaml", ".yml"):
-        raise InvalidInput(f"{filename}: expected a .json, .jsonl, .yaml or .yml bundle")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"bundle{suffix}"
-        path.write_bytes(content)
-        try:
-            return load_bundle(path)
-        except ValueError as exc:
-            raise InvalidInput(str(exc).replace(str(path), filename)) from None
-
-
-def preview_bundle_upload(
-    filename: str, content: bytes, *, session: Session, actor: User
-) -> ImportReport:
-    """What importing the uploaded bundle would do; changes nothing. Admins only."""
-    require_role(actor, Role.admin)
-    tasks = _bundle_from_upload(filename, content)
-    savepoint = session.begin_nested()
-    try:
-        return import_tasks(tasks, session=session, actor_id=actor.id)
-    finally:
-        savepoint.rollback()
-
-
-def import_bundle_upload(
-    filename: str, content: bytes, *, session: Session, actor: User
-) -> ImportReport:
-    """Import the uploaded bundle in the caller's transaction. Admins only."""
-    require_role(actor, Role.admin)
-    return import_tasks(_bundle_from_upload(filename, content), session=session, actor_id=actor.id)
+def version_to_native(task: Task, version: TaskVersion, transcripts: list[Transcript]) -> dict:
+    """The native task dict of a stored version; its content hash equals the version's."""
+    native = {
+        "id": task.external_id,
+        "title": version.title or task.title,
+        "persona": version.persona or task.persona,
+        "track": version.track or task.track,
+        "instruction": version.instruction,
+        "environment": version.environment,
+        "ground_truth": version.ground_truth,
+        "verifier": version.verifier,
+        "tags": list(version.tags),
+        "source": version.source,
+        "provenance": list(version.provenance),
+        "transcripts": [
+            {
+                "id": t.external_id,
+                "title": t.title,
+                "simulator": t.simulator,
+                "messages": t.messages,
+                **(t.extra or {}),
+            }
+            for t in transcripts
+        ],
+    }
+    native.update({k: v for k, v in version.extra.items() if k not in native})
+    return native

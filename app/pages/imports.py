@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.catalog.service import import_bundle_upload, preview_bundle_upload
+from itsmreview.catalog.importing import FORMAT_CHOICES, import_as
 from itsmreview.coverage.eventlog import PRESETS
 from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log
@@ -13,6 +13,14 @@ from itsmreview.settings import get_settings
 from itsmreview.ui.auth import require
 
 user = require(Role.admin)
+
+
+def _upload_dir() -> Path:
+    folder = get_settings().data_dir / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 st.title("Imports")
 log_tab, task_tab = st.tabs(["Event logs", "Tasks"])
 with log_tab:
@@ -22,9 +30,7 @@ with log_tab:
     preset = st.selectbox("Preset", ["(XES keys)"] + sorted(PRESETS))
     name = st.text_input("Log name", value=Path(upload.name).name.split(".")[0] if upload else "")
     if upload and st.button("Import log", type="primary"):
-        folder = get_settings().data_dir / "uploads"
-        folder.mkdir(parents=True, exist_ok=True)
-        target = Path(tempfile.mkdtemp(dir=folder)) / upload.name
+        target = Path(tempfile.mkdtemp(dir=_upload_dir())) / Path(upload.name).name
         target.write_bytes(upload.getvalue())
         bar = st.progress(0.0, text="starting")
         try:
@@ -46,27 +52,53 @@ with log_tab:
                 f"events" + ("" if result.created else " (already imported)")
             )
 with task_tab:
-    bundle = st.file_uploader("Native task bundle (.json, .jsonl, .yaml)", key="task-upload")
-    if bundle:
+    st.caption(
+        "Native bundles, tau2 task sets, EnterpriseOps-Gym tasks, Harbor task folders "
+        "(give their path on the server) and transcripts (tau2 runs, tau-bench, ATIF)."
+    )
+    upload = st.file_uploader("Task or transcript file", key="task-upload")
+    server_path = st.text_input("... or a path on the server (file or Harbor folder)")
+    options = st.columns(3)
+    fmt = options[0].selectbox("Format", list(FORMAT_CHOICES))
+    log_name = options[1].text_input("Derived from log (optional)") or None
+    attach_to = options[2].text_input("Attach transcripts to task (optional)") or None
+    target = None
+    if upload is not None:
+        folder = Path(tempfile.mkdtemp(dir=_upload_dir()))
+        target = folder / Path(upload.name).name
+        target.write_bytes(upload.getvalue())
+    elif server_path:
+        target = Path(server_path)
+    if target is not None:
         try:
             with session_scope() as session:
-                preview = preview_bundle_upload(
-                    bundle.name, bundle.getvalue(), session=session, actor=user
+                preview = import_as(
+                    target,
+                    session=session,
+                    actor=user,
+                    dry_run=True,
+                    fmt=fmt,
+                    log=log_name,
+                    task=attach_to,
                 )
         except ItsmReviewError as exc:
             st.error(str(exc))
         else:
+            report = preview.report
             st.write(
-                f"Would create **{len(preview.created)}**, add new versions to "
-                f"**{len(preview.new_versions)}**, leave **{len(preview.unchanged)}** "
-                "unchanged."
+                f"**{preview.format}**: would create **{len(report.created)}**, add new "
+                f"versions to **{len(report.new_versions)}**, leave "
+                f"**{len(report.unchanged)}** unchanged."
             )
+            if preview.unresolved:
+                st.warning("Declared sources the log does not contain:")
+                st.json(preview.unresolved, expanded=False)
             if st.button("Confirm import", type="primary"):
                 with session_scope() as session:
-                    report = import_bundle_upload(
-                        bundle.name, bundle.getvalue(), session=session, actor=user
+                    done = import_as(
+                        target, session=session, actor=user, fmt=fmt, log=log_name, task=attach_to
                     )
                 st.success(
-                    f"Imported {len(report.created)} new task(s), "
-                    f"{len(report.new_versions)} new version(s)."
+                    f"Imported {len(done.report.created)} new task(s), "
+                    f"{len(done.report.new_versions)} new version(s)."
                 )

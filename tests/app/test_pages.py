@@ -159,3 +159,46 @@ def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert not [m for m in at.metric if m.label == "Adjudication"]
     assert any(s.value == "No task waits for adjudication." for s in at.success)
+
+
+def test_task_browser_filters_and_shows_a_task(demo_configured):
+    at = open_page(log_in("lead"), "tasks")
+    assert titles(at) == ["Tasks"]
+    assert at.caption[0].value.startswith("24 of 24 tasks")
+    at.multiselect[0].set_value(["Incident manager"]).run()
+    assert at.caption[0].value.startswith("6 of 24 tasks")
+    assert at.header[0].value  # the first matching task is shown in full
+    assert any(m.value == "**Provenance**" for m in at.markdown)
+
+
+def test_admin_previews_and_imports_a_tau2_file(demo_configured, real_file):
+    path = real_file("tasks", "tau2_telecom_tasks_small.json")
+    at = open_page(log_in("admin"), "imports")
+    at.text_input[-3].input(str(path)).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("would create **20**" in m.value for m in at.markdown)
+    at.button(key=next(b.key for b in at.button if b.label == "Confirm import")).click().run()
+    assert any("Imported 20 new task(s)" in s.value for s in at.success)
+
+
+def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
+    def app():
+        from itsmreview.ui.transcript import render_transcript
+
+        messages = []
+        for i in range(150):
+            messages.append({"role": "agent", "actor": "Agent", "content": f"step {i}",
+                             "tool_calls": [{"id": f"c{i}", "name": "lookup",
+                                             "arguments": {"n": i}}]})
+            messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"})
+        messages.append({"role": "user", "content": "<b>not html</b>"})
+        render_transcript(messages, page_size=60)
+
+    at = AppTest.from_function(app, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception
+    assert at.number_input[0].label.startswith("Turns page (1-6, 301 turns)")
+    assert len(at.chat_message) == 30  # 30 agent turns; their 30 results sit in the calls
+    at.number_input[0].set_value(6).run()
+    last = at.chat_message[-1].markdown
+    assert any("\\<b\\>not html\\</b\\>" in m.value for m in last)

@@ -82,3 +82,15 @@ def test_demo_specs_cover_personas_and_tracks():
     assert len({s["persona"] for s in specs}) >= 4
     assert {s["track"] for s in specs} == {"single-agent", "simulated-actors", "multi-agent-team"}
     assert len({s["id"] for s in specs}) == len(specs)
+
+
+def test_shipped_json_schema_is_current_and_validates_the_demo_bundle():
+    import jsonschema
+
+    from itsmreview.catalog.native import SCHEMA_PATH, bundle_schema
+
+    shipped = json.loads(SCHEMA_PATH.read_text())
+    assert shipped == bundle_schema(), "regenerate app/catalog/native.schema.json"
+    jsonschema.validate({"tasks": [TASK]}, shipped)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tasks": [{**TASK, "track": "solo"}]}, shipped)

@@ -1,0 +1,51 @@
+"""The lead's task browser: filtered task list and one task in full."""
+
+import pandas as pd
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.catalog import queries
+from itsmreview.catalog.importing import show_task
+from itsmreview.coverage.variants import sequence_key
+from sqlmodel import Session
+
+
+def task_table(
+    *,
+    session: Session,
+    actor: User,
+    personas: list[str] | None = None,
+    tracks: list[str] | None = None,
+    statuses: list[str] | None = None,
+    text: str = "",
+    variant_key: str | None = None,
+) -> pd.DataFrame:
+    """Tasks matching every given filter (empty filter = all). Leads only."""
+    require_role(actor, Role.lead)
+    frame = queries.browser_frame(session=session)
+    if personas:
+        frame = frame[frame["persona"].isin(personas)]
+    if tracks:
+        frame = frame[frame["track"].isin(tracks)]
+    if statuses:
+        frame = frame[frame["status"].isin(statuses)]
+    if text:
+        needle = text.lower()
+        frame = frame[
+            frame["id"].str.lower().str.contains(needle, regex=False)
+            | frame["title"].str.lower().str.contains(needle, regex=False)
+        ]
+    if variant_key:
+        frame = frame[
+            frame["source"].map(
+                lambda s: any(sequence_key(v) == variant_key for v in (s or {}).get("variants", []))
+            )
+        ]
+    return frame.drop(columns=["source"]).reset_index(drop=True)
+
+
+def task_detail(
+    *, session: Session, actor: User, external_id: str, version: int | None = None
+) -> dict:
+    """A task version in native form with its status. Leads only."""
+    require_role(actor, Role.lead)
+    return show_task(session=session, external_id=external_id, version=version)

@@ -1,0 +1,86 @@
+import pandas as pd
+import streamlit as st
+from itsmreview.accounts.models import Role
+from itsmreview.catalog.browser import task_detail, task_table
+from itsmreview.coverage.explorer import variant_detail
+from itsmreview.db import session_scope
+from itsmreview.errors import NotFound
+from itsmreview.ui.auth import require
+from itsmreview.ui.transcript import escape_markdown, render_transcript
+from itsmreview.ui.variant import render_variant
+
+user = require(Role.lead)
+st.title("Tasks")
+with session_scope() as session:
+    everything = task_table(session=session, actor=user)
+if everything.empty:
+    st.info("The catalog is empty: `itsmreview tasks import PATH` or the Imports page.")
+    st.stop()
+filters = st.columns(4)
+personas = filters[0].multiselect("Persona", sorted(everything["persona"].unique()))
+tracks = filters[1].multiselect("Track", sorted(everything["track"].unique()))
+statuses = filters[2].multiselect("Status", sorted(everything["status"].unique()))
+text = filters[3].text_input("Search id or title")
+with session_scope() as session:
+    table = task_table(
+        session=session, actor=user, personas=personas, tracks=tracks, statuses=statuses, text=text
+    )
+st.caption(f"{len(table)} of {len(everything)} tasks")
+event = st.dataframe(
+    table[["id", "title", "persona", "track", "status", "version", "changed_after_rating", "log"]],
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="task-table",
+    column_config={
+        "changed_after_rating": st.column_config.CheckboxColumn(
+            "changed after rating", help="A newer version exists than the one experts rated."
+        )
+    },
+)
+rows = event.selection.rows if event and event.selection else []
+chosen = table.iloc[rows[0]]["id"] if rows else (table.iloc[0]["id"] if len(table) else None)
+if chosen is None:
+    st.stop()
+with session_scope() as session:
+    shown = task_detail(session=session, actor=user, external_id=chosen)
+task = shown["task"]
+st.header(task["title"])
+st.caption(
+    f"{task['id']} · v{shown['version']} · {task['persona']} · {task['track']} · {shown['status']}"
+)
+row = table[table["id"] == chosen].iloc[0]
+if row["changed_after_rating"]:
+    st.warning(
+        f"Experts rated version {int(row['rated_version'])}; this is version "
+        f"{shown['version']}. Their ratings stay with the version they rated."
+    )
+left, right = st.columns([3, 2], gap="large")
+with left:
+    for label in ("instruction", "environment", "ground_truth", "verifier"):
+        if task.get(label):
+            st.markdown(f"**{label.replace('_', ' ').capitalize()}**")
+            st.markdown(escape_markdown(task[label]))
+    for transcript in task["transcripts"]:
+        with st.expander(f"Transcript {transcript['id']} ({len(transcript['messages'])} turns)"):
+            if transcript.get("simulator"):
+                st.json(transcript["simulator"], expanded=False)
+            render_transcript(transcript["messages"], key=f"browse-{transcript['id']}")
+with right:
+    st.markdown("**Provenance**")
+    st.dataframe(
+        pd.DataFrame(task.get("provenance") or [], columns=["field", "source", "reference"]),
+        hide_index=True,
+    )
+    source = task.get("source") or {}
+    for index, sequence in enumerate(source.get("variants", [])):
+        st.markdown(f"**Source variant {index + 1}**")
+        try:
+            with session_scope() as session:
+                detail = variant_detail(
+                    session=session, log_name=source.get("log") or "", sequence=sequence
+                )
+        except NotFound:
+            st.warning(f"Log {source.get('log')!r} is not imported.")
+            continue
+        render_variant(detail, key=f"browse-{chosen}-{index}", compact=True)
