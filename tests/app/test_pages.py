@@ -187,9 +187,14 @@ def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
 
         messages = []
         for i in range(150):
-            messages.append({"role": "agent", "actor": "Agent", "content": f"step {i}",
-                             "tool_calls": [{"id": f"c{i}", "name": "lookup",
-                                             "arguments": {"n": i}}]})
+            messages.append(
+                {
+                    "role": "agent",
+                    "actor": "Agent",
+                    "content": f"step {i}",
+                    "tool_calls": [{"id": f"c{i}", "name": "lookup", "arguments": {"n": i}}],
+                }
+            )
             messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"})
         messages.append({"role": "user", "content": "<b>not html</b>"})
         render_transcript(messages, page_size=60)

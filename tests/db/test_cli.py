@@ -82,7 +82,6 @@ def test_db_upgrade_and_current(configured):
     result = run("db", "upgrade")
     assert result.exit_code == 0 and "->" in result.output
     from alembic.script import ScriptDirectory
-
     from itsmreview.db import alembic_config
 
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()

@@ -3,19 +3,20 @@
 import json
 
 import pytest
-from sqlalchemy import func
-from sqlmodel import select
-
 from itsmreview.catalog.exporting import export_catalog
 from itsmreview.catalog.importing import import_path, show_task
 from itsmreview.catalog.models import TaskVersion, Transcript
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.schema import metadata
+from sqlalchemy import func
+from sqlmodel import select
 
 
 def counts(session):
-    return {name: session.exec(select(func.count()).select_from(table)).one()
-            for name, table in metadata.tables.items()}
+    return {
+        name: session.exec(select(func.count()).select_from(table)).one()
+        for name, table in metadata.tables.items()
+    }
 
 
 @pytest.mark.realdata
@@ -31,10 +32,18 @@ def test_real_fixtures_import_version_and_export(session, real_file, tmp_path):
     again = import_path(tau2, session=session)
     assert len(again.report.unchanged) == 20 and not again.report.created
     out = tmp_path / "tau2.json"
-    assert export_catalog(out, session=session, fmt="tau2",
-                          external_ids=[t["id"] for t in json.loads(tau2.read_text())]) == 20
+    assert (
+        export_catalog(
+            out,
+            session=session,
+            fmt="tau2",
+            external_ids=[t["id"] for t in json.loads(tau2.read_text())],
+        )
+        == 20
+    )
     assert sorted(json.loads(out.read_text()), key=lambda t: t["id"]) == sorted(
-        json.loads(tau2.read_text()), key=lambda t: t["id"])
+        json.loads(tau2.read_text()), key=lambda t: t["id"]
+    )
     out = tmp_path / "eogym.json"
     export_catalog(out, session=session, fmt="eogym", external_ids=["enterpriseops_gym_itsm_task"])
     assert json.loads(out.read_text()) == json.loads(eogym.read_text())
@@ -48,14 +57,38 @@ def test_real_fixtures_import_version_and_export(session, real_file, tmp_path):
 
 def test_transcripts_attach_as_a_new_version(session, tmp_path):
     bundle = tmp_path / "b.json"
-    bundle.write_text(json.dumps([{"id": "t1", "title": "No data abroad", "persona": "L1",
-                                   "track": "simulated-actors", "instruction": "Fix data."}]))
+    bundle.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "t1",
+                    "title": "No data abroad",
+                    "persona": "L1",
+                    "track": "simulated-actors",
+                    "instruction": "Fix data.",
+                }
+            ]
+        )
+    )
     import_path(bundle, session=session)
     results = tmp_path / "results.json"
-    results.write_text(json.dumps({"info": {}, "simulations": [
-        {"id": "sim-1", "task_id": "t1", "messages": [
-            {"role": "assistant", "content": "Hi"},
-            {"role": "user", "content": "No data", "turn_idx": 1}]}]}))
+    results.write_text(
+        json.dumps(
+            {
+                "info": {},
+                "simulations": [
+                    {
+                        "id": "sim-1",
+                        "task_id": "t1",
+                        "messages": [
+                            {"role": "assistant", "content": "Hi"},
+                            {"role": "user", "content": "No data", "turn_idx": 1},
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     result = import_path(results, session=session)
     assert result.format == "tau2-sim" and result.report.new_versions == ["t1"]
     shown = show_task(session=session, external_id="t1")
@@ -72,39 +105,121 @@ def test_transcripts_attach_as_a_new_version(session, tmp_path):
 
 
 MALFORMED = [
-    ("missing.json", {"tasks": [{"id": "a", "title": "A", "track": "single-agent",
-                                 "instruction": "x"}]}, r"persona: Field required"),
-    ("types.json", {"tasks": [{"id": "a", "title": ["A"], "persona": "p",
-                               "track": "single-agent", "instruction": "x"}]},
-     r"\$.tasks\[0\].title: Input should be a valid string"),
-    ("dupes.json", {"tasks": [{"id": "a", "title": "A", "persona": "p", "track": "single-agent",
-                               "instruction": "x"}] * 2}, r"id 'a' already used"),
-    ("dangling.json", {"tasks": [{"id": "a", "title": "A", "persona": "p",
-                                  "track": "single-agent", "instruction": "x",
-                                  "transcripts": [{"id": "r", "messages": [
-                                      {"role": "tool", "tool_call_id": "c9"}]}]}]},
-     r"tool_call_id 'c9' answers no earlier tool call"),
-    ("huge.json", {"tasks": [{"id": "a", "title": "A", "persona": "p", "track": "single-agent",
-                              "instruction": "x" * 600_000}]},
-     r"instruction: String should have at most 500000 characters"),
-    ("track.json", {"tasks": [{"id": "a", "title": "A", "persona": "p", "track": "team",
-                               "instruction": "x"}]}, r"track: Input should be 'single-agent'"),
+    (
+        "missing.json",
+        {"tasks": [{"id": "a", "title": "A", "track": "single-agent", "instruction": "x"}]},
+        r"persona: Field required",
+    ),
+    (
+        "types.json",
+        {
+            "tasks": [
+                {
+                    "id": "a",
+                    "title": ["A"],
+                    "persona": "p",
+                    "track": "single-agent",
+                    "instruction": "x",
+                }
+            ]
+        },
+        r"\$.tasks\[0\].title: Input should be a valid string",
+    ),
+    (
+        "dupes.json",
+        {
+            "tasks": [
+                {
+                    "id": "a",
+                    "title": "A",
+                    "persona": "p",
+                    "track": "single-agent",
+                    "instruction": "x",
+                }
+            ]
+            * 2
+        },
+        r"id 'a' already used",
+    ),
+    (
+        "dangling.json",
+        {
+            "tasks": [
+                {
+                    "id": "a",
+                    "title": "A",
+                    "persona": "p",
+                    "track": "single-agent",
+                    "instruction": "x",
+                    "transcripts": [
+                        {"id": "r", "messages": [{"role": "tool", "tool_call_id": "c9"}]}
+                    ],
+                }
+            ]
+        },
+        r"tool_call_id 'c9' answers no earlier tool call",
+    ),
+    (
+        "huge.json",
+        {
+            "tasks": [
+                {
+                    "id": "a",
+                    "title": "A",
+                    "persona": "p",
+                    "track": "single-agent",
+                    "instruction": "x" * 600_000,
+                }
+            ]
+        },
+        r"instruction: String should have at most 500000 characters",
+    ),
+    (
+        "track.json",
+        {"tasks": [{"id": "a", "title": "A", "persona": "p", "track": "team", "instruction": "x"}]},
+        r"track: Input should be 'single-agent'",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name, content, message", MALFORMED, ids=[m[0] for m in MALFORMED])
-def test_malformed_input_gives_its_error_and_changes_nothing(session, tmp_path, name, content,
-                                                              message):
+def test_malformed_input_gives_its_error_and_changes_nothing(
+    session, tmp_path, name, content, message
+):
     good = tmp_path / "good.json"
-    good.write_text(json.dumps([{"id": "keep", "title": "K", "persona": "p",
-                                 "track": "single-agent", "instruction": "x"}]))
+    good.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "keep",
+                    "title": "K",
+                    "persona": "p",
+                    "track": "single-agent",
+                    "instruction": "x",
+                }
+            ]
+        )
+    )
     import_path(good, session=session)
     session.commit()
     before = counts(session)
     path = tmp_path / name
-    path.write_text(json.dumps({"tasks": [*content["tasks"], {
-        "id": "fine", "title": "F", "persona": "p", "track": "single-agent",
-        "instruction": "y"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "tasks": [
+                    *content["tasks"],
+                    {
+                        "id": "fine",
+                        "title": "F",
+                        "persona": "p",
+                        "track": "single-agent",
+                        "instruction": "y",
+                    },
+                ]
+            }
+        )
+    )
     with pytest.raises(InvalidInput, match=message):
         import_path(path, session=session)
     session.rollback()

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from itsmreview.catalog.formats import detect_format, export_tasks, read_tasks, read_transcripts
 from itsmreview.catalog.formats.common import FormatError
 from itsmreview.catalog.native import parse_bundle
@@ -56,7 +55,7 @@ def test_real_tau2_tasks_import_and_round_trip(real_file, tmp_path):
 def test_real_eogym_task_imports_and_round_trips(real_file, tmp_path):
     path = real_file("tasks", "enterpriseops_gym_itsm_task.json")
     assert detect_format(path) == "eogym"
-    task, = parse_bundle(read_tasks(path, "eogym"), str(path))
+    (task,) = parse_bundle(read_tasks(path, "eogym"), str(path))
     assert task.id == "enterpriseops_gym_itsm_task"
     assert "SELECT COUNT(*) FROM incident" in task.verifier
     assert "update_incident" in task.environment
@@ -78,8 +77,13 @@ def test_harbor_dataset_round_trip(tmp_path):
     out = tmp_path / "out"
     export_tasks([t.model_dump(mode="json") for t in tasks], "harbor", out)
     for name in ("reset", "reopen"):
-        for file in ("task.toml", "instruction.md", "tests/test.sh", "solution/solve.sh",
-                     "environment/Dockerfile"):
+        for file in (
+            "task.toml",
+            "instruction.md",
+            "tests/test.sh",
+            "solution/solve.sh",
+            "environment/Dockerfile",
+        ):
             assert (out / name / file).read_text() == (dataset / name / file).read_text()
 
 
@@ -96,34 +100,80 @@ def test_harbor_errors_name_the_file(tmp_path):
 
 
 def test_native_round_trip(tmp_path):
-    bundle = {"tasks": [{"id": "n1", "title": "T", "persona": "L2 resolver",
-                         "track": "single-agent", "instruction": "Fix.", "x_custom": [1, 2],
-                         "transcripts": [{"id": "r", "messages": [
-                             {"role": "user", "content": "hi", "turn_idx": 0}]}]}]}
-    task, = parse_bundle(bundle, "b")
+    bundle = {
+        "tasks": [
+            {
+                "id": "n1",
+                "title": "T",
+                "persona": "L2 resolver",
+                "track": "single-agent",
+                "instruction": "Fix.",
+                "x_custom": [1, 2],
+                "transcripts": [
+                    {"id": "r", "messages": [{"role": "user", "content": "hi", "turn_idx": 0}]}
+                ],
+            }
+        ]
+    }
+    (task,) = parse_bundle(bundle, "b")
     for suffix in (".json", ".yaml", ".jsonl"):
         out = tmp_path / f"out{suffix}"
         export_tasks([task.model_dump(mode="json")], "native", out)
         from itsmreview.catalog.native import load_bundle
 
-        again, = load_bundle(out)
+        (again,) = load_bundle(out)
         assert again.content_hash() == task.content_hash()
         assert again.model_dump()["x_custom"] == [1, 2]
 
 
 TAU2_RESULTS = {
-    "info": {"agent_info": {"implementation": "llm_agent", "llm": "gpt-4.1",
-                            "llm_args": {"temperature": 0.0}},
-             "user_info": {"implementation": "user_simulator", "llm": "gpt-4.1",
-                           "llm_args": {"temperature": 0.7}}},
-    "simulations": [{"id": "sim-1", "task_id": "t1", "trial": 0, "messages": [
-        {"role": "assistant", "content": "How can I help?", "turn_idx": 0,
-         "timestamp": "2025-06-01T10:00:00"},
-        {"role": "user", "content": "No data.", "turn_idx": 1, "tool_calls": [
-            {"id": "u1", "name": "check_status_bar", "arguments": {}, "requestor": "user"}]},
-        {"role": "tool", "id": "u1", "content": "No Service", "requestor": "user",
-         "turn_idx": 2},
-    ]}],
+    "info": {
+        "agent_info": {
+            "implementation": "llm_agent",
+            "llm": "gpt-4.1",
+            "llm_args": {"temperature": 0.0},
+        },
+        "user_info": {
+            "implementation": "user_simulator",
+            "llm": "gpt-4.1",
+            "llm_args": {"temperature": 0.7},
+        },
+    },
+    "simulations": [
+        {
+            "id": "sim-1",
+            "task_id": "t1",
+            "trial": 0,
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": "How can I help?",
+                    "turn_idx": 0,
+                    "timestamp": "2025-06-01T10:00:00",
+                },
+                {
+                    "role": "user",
+                    "content": "No data.",
+                    "turn_idx": 1,
+                    "tool_calls": [
+                        {
+                            "id": "u1",
+                            "name": "check_status_bar",
+                            "arguments": {},
+                            "requestor": "user",
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "id": "u1",
+                    "content": "No Service",
+                    "requestor": "user",
+                    "turn_idx": 2,
+                },
+            ],
+        }
+    ],
 }
 
 
@@ -132,9 +182,12 @@ def test_tau2_simulations_keep_requestor_and_simulator(tmp_path):
     path.write_text(json.dumps(TAU2_RESULTS))
     assert detect_format(path) == "tau2-sim"
     found = read_transcripts(path, "tau2-sim")
-    transcript, = found["t1"]
-    assert transcript["simulator"]["user"] == {"implementation": "user_simulator",
-                                               "backbone": "gpt-4.1", "temperature": 0.7}
+    (transcript,) = found["t1"]
+    assert transcript["simulator"]["user"] == {
+        "implementation": "user_simulator",
+        "backbone": "gpt-4.1",
+        "temperature": 0.7,
+    }
     call = transcript["messages"][1]["tool_calls"][0]
     assert call["requested_by"] == "user" and transcript["messages"][2]["tool_call_id"] == "u1"
     from itsmreview.catalog.formats.trajectories import write_tau2
@@ -145,54 +198,93 @@ def test_tau2_simulations_keep_requestor_and_simulator(tmp_path):
 
 
 def test_taubench_arguments_are_json_strings(tmp_path):
-    results = [{"task_id": 3, "reward": 1.0, "traj": [
-        {"role": "system", "content": "policy"},
-        {"role": "user", "content": "cancel my order"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function",
-             "function": {"name": "cancel_order", "arguments": "{\"order_id\": \"#W1\"}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "name": "cancel_order", "content": "ok"},
-    ]}]
+    results = [
+        {
+            "task_id": 3,
+            "reward": 1.0,
+            "traj": [
+                {"role": "system", "content": "policy"},
+                {"role": "user", "content": "cancel my order"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {
+                                "name": "cancel_order",
+                                "arguments": '{"order_id": "#W1"}',
+                            },
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "name": "cancel_order", "content": "ok"},
+            ],
+        }
+    ]
     path = tmp_path / "tb.json"
     path.write_text(json.dumps(results))
     assert detect_format(path) == "taubench"
-    transcript, = read_transcripts(path, "taubench")["3"]
+    (transcript,) = read_transcripts(path, "taubench")["3"]
     assert transcript["messages"][2]["tool_calls"][0]["arguments"] == {"order_id": "#W1"}
     results[0]["traj"][2]["tool_calls"][0]["function"]["arguments"] = "{oops"
     path.write_text(json.dumps(results))
-    with pytest.raises(FormatError, match=r"traj\[2\].tool_calls\[0\].function: tool-call "
-                                          r"arguments are not valid JSON"):
+    with pytest.raises(
+        FormatError,
+        match=r"traj\[2\].tool_calls\[0\].function: tool-call "
+        r"arguments are not valid JSON",
+    ):
         read_transcripts(path, "taubench")
 
 
 def test_atif_trajectory(tmp_path):
-    trajectory = {"schema_version": "ATIF-v1.4", "session_id": "s-1",
-                  "agent": {"name": "terminus", "version": "1", "model_name": "m"},
-                  "steps": [
-                      {"step_id": 1, "source": "user", "message": "Reset U-1042"},
-                      {"step_id": 2, "source": "agent", "message": "Unlocking.",
-                       "tool_calls": [{"tool_call_id": "c1", "function_name": "unlock",
-                                       "arguments": {"user": "U-1042"}}],
-                       "observation": {"results": [{"source_call_id": "c1",
-                                                    "content": "unlocked"}]}}]}
+    trajectory = {
+        "schema_version": "ATIF-v1.4",
+        "session_id": "s-1",
+        "agent": {"name": "terminus", "version": "1", "model_name": "m"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Reset U-1042"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "Unlocking.",
+                "tool_calls": [
+                    {
+                        "tool_call_id": "c1",
+                        "function_name": "unlock",
+                        "arguments": {"user": "U-1042"},
+                    }
+                ],
+                "observation": {"results": [{"source_call_id": "c1", "content": "unlocked"}]},
+            },
+        ],
+    }
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps(trajectory))
     assert detect_format(path) == "atif"
     with pytest.raises(FormatError, match="pass --task ID"):
         read_transcripts(path, "atif")
-    transcript, = read_transcripts(path, "atif", task="t9")["t9"]
+    (transcript,) = read_transcripts(path, "atif", task="t9")["t9"]
     roles = [m["role"] for m in transcript["messages"]]
     assert roles == ["user", "agent", "tool"]
     assert transcript["simulator"]["agent"]["backbone"] == "m"
 
 
-@pytest.mark.parametrize("content, message", [
-    ("[{\"id\": \"x\", \"user_scenario\": 5, \"evaluation_criteria\": {}}]",
-     r"\$\[0\].user_scenario: expected dict"),
-    ("[{\"user_scenario\": {}, \"evaluation_criteria\": {}}]", r"\$\[0\].id: required field"),
-    ("{\"user_prompt\": \"x\", \"verifiers\": [{\"name\": \"v\"}]}",
-     r"verifiers\[0\].validation_config: required field"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            '[{"id": "x", "user_scenario": 5, "evaluation_criteria": {}}]',
+            r"\$\[0\].user_scenario: expected dict",
+        ),
+        ('[{"user_scenario": {}, "evaluation_criteria": {}}]', r"\$\[0\].id: required field"),
+        (
+            '{"user_prompt": "x", "verifiers": [{"name": "v"}]}',
+            r"verifiers\[0\].validation_config: required field",
+        ),
+    ],
+)
 def test_malformed_foreign_files(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)

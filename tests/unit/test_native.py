@@ -86,7 +86,6 @@ def test_demo_specs_cover_personas_and_tracks():
 
 def test_shipped_json_schema_is_current_and_validates_the_demo_bundle():
     import jsonschema
-
     from itsmreview.catalog.native import SCHEMA_PATH, bundle_schema
 
     shipped = json.loads(SCHEMA_PATH.read_text())
