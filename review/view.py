@@ -25,6 +25,7 @@ class AssignmentView:
     variants: list[VariantDetail]
     own_rating: Rating | None
     own_scores: dict[str, float | None]
+    newest_version: int = 0
 
 
 def expert_queue(*, session: Session, actor: User) -> pd.DataFrame:
@@ -65,4 +66,5 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         variants=variants,
         own_rating=rating,
         own_scores=queries.scores_of(session=session, rating_id=rating.id) if rating else {},
+        newest_version=catalog_queries.latest_version(session=session, task_id=task.id).version,
     )

@@ -49,3 +49,13 @@ def task_detail(
     """A task version in native form with its status. Leads only."""
     require_role(actor, Role.lead)
     return show_task(session=session, external_id=external_id, version=version)
+
+
+def declared_variants(*, session: Session, actor: User) -> dict[str, str]:
+    """Sequence key -> readable sequence of every variant some task declares. Leads only."""
+    require_role(actor, Role.lead)
+    out = {}
+    for source in queries.browser_frame(session=session)["source"]:
+        for sequence in (source or {}).get("variants", []):
+            out.setdefault(sequence_key(sequence), " → ".join(sequence))
+    return dict(sorted(out.items(), key=lambda item: item[1]))

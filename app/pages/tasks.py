@@ -1,7 +1,7 @@
 import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.catalog.browser import task_detail, task_table
+from itsmreview.catalog.browser import declared_variants, task_detail, task_table
 from itsmreview.coverage.explorer import variant_detail
 from itsmreview.db import session_scope
 from itsmreview.errors import NotFound
@@ -16,14 +16,25 @@ with session_scope() as session:
 if everything.empty:
     st.info("The catalog is empty: `itsmreview tasks import PATH` or the Imports page.")
     st.stop()
-filters = st.columns(4)
+filters = st.columns(5)
 personas = filters[0].multiselect("Persona", sorted(everything["persona"].unique()))
 tracks = filters[1].multiselect("Track", sorted(everything["track"].unique()))
 statuses = filters[2].multiselect("Status", sorted(everything["status"].unique()))
 text = filters[3].text_input("Search id or title")
 with session_scope() as session:
+    variants = declared_variants(session=session, actor=user)
+variant = filters[4].selectbox(
+    "Source variant", [None, *variants], format_func=lambda k: "any" if k is None else variants[k]
+)
+with session_scope() as session:
     table = task_table(
-        session=session, actor=user, personas=personas, tracks=tracks, statuses=statuses, text=text
+        session=session,
+        actor=user,
+        personas=personas,
+        tracks=tracks,
+        statuses=statuses,
+        text=text,
+        variant_key=variant,
     )
 st.caption(f"{len(table)} of {len(everything)} tasks")
 event = st.dataframe(

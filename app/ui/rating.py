@@ -10,6 +10,11 @@ def task_panel(view: AssignmentView) -> None:
     task, version = view.task, view.version
     st.subheader(task.title)
     st.caption(f"{task.persona} · {task.track} · version {version.version}")
+    if view.newest_version > version.version:
+        st.info(
+            f"The task has changed since it was assigned (now version {view.newest_version}). "
+            f"You rate version {version.version}; your rating stays with it."
+        )
     for label, text in (
         ("Instruction", version.instruction),
         ("Environment", version.environment),

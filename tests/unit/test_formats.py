@@ -87,6 +87,16 @@ def test_harbor_dataset_round_trip(tmp_path):
             assert (out / name / file).read_text() == (dataset / name / file).read_text()
 
 
+def test_harbor_dataset_toml_names_its_folder(tmp_path):
+    dataset = tmp_path / "dataset"
+    harbor_task(dataset, "reset")
+    (dataset / "dataset.toml").write_text('[dataset]\nname = "itsm/demo"\n')
+    assert detect_format(dataset / "dataset.toml") == "harbor"
+    assert [t["id"] for t in read_tasks(dataset / "dataset.toml", "harbor")] == [
+        "itsm/reset-password"
+    ]
+
+
 def test_harbor_errors_name_the_file(tmp_path):
     folder = harbor_task(tmp_path, "bad", "[task\nname = 1")
     with pytest.raises(FormatError, match=r"bad/task.toml: invalid TOML"):
@@ -228,6 +238,11 @@ def test_taubench_arguments_are_json_strings(tmp_path):
     assert detect_format(path) == "taubench"
     (transcript,) = read_transcripts(path, "taubench")["3"]
     assert transcript["messages"][2]["tool_calls"][0]["arguments"] == {"order_id": "#W1"}
+    from itsmreview.catalog.formats.trajectories import write_taubench
+
+    out = tmp_path / "again.json"
+    write_taubench(read_transcripts(path, "taubench")["3"], out)
+    assert json.loads(out.read_text()) == results
     results[0]["traj"][2]["tool_calls"][0]["function"]["arguments"] = "{oops"
     path.write_text(json.dumps(results))
     with pytest.raises(
@@ -269,6 +284,11 @@ def test_atif_trajectory(tmp_path):
     roles = [m["role"] for m in transcript["messages"]]
     assert roles == ["user", "agent", "tool"]
     assert transcript["simulator"]["agent"]["backbone"] == "m"
+    from itsmreview.catalog.formats.trajectories import write_atif
+
+    out = tmp_path / "again.json"
+    write_atif([transcript], out)
+    assert json.loads(out.read_text()) == trajectory
 
 
 @pytest.mark.parametrize(

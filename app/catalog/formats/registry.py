@@ -22,7 +22,7 @@ def detect_format(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml", ".jsonl"):
         return "native"
-    if path.name == "task.toml":
+    if path.name in ("task.toml", "dataset.toml"):
         return "harbor"
     if suffix != ".json":
         raise FormatError(
@@ -49,7 +49,9 @@ def read_tasks(
     """Native task dicts (not yet validated) read from `path` in task format `fmt`."""
     if fmt == "harbor":
         return harbor.read(
-            path.parent if path.name == "task.toml" else path, persona=persona, log=log
+            path.parent if path.name in ("task.toml", "dataset.toml") else path,
+            persona=persona,
+            log=log,
         )
     if fmt == "tau2":
         return tau2.read(path, persona=persona, log=log)
