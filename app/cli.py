@@ -23,11 +23,13 @@ users_app = typer.Typer(help="User accounts (experts, leads, admins).", no_args_
 log_app = typer.Typer(help="Event logs: import and statistics.", no_args_is_help=True)
 tasks_app = typer.Typer(help="The task catalog.", no_args_is_help=True)
 ledger_app = typer.Typer(help="The provenance ledger.", no_args_is_help=True)
+round_app = typer.Typer(help="Review rounds.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(users_app, name="users")
 app.add_typer(log_app, name="log")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(round_app, name="round")
 
 STREAMLIT_APP = Path(__file__).parent / "streamlit_app.py"
 
@@ -626,6 +628,95 @@ def ledger_verify() -> None:
     if not report.ok:
         _fail(f"ledger entry {report.broken_at}: {report.problem} ({report.entries} entries read)")
     typer.echo(f"ledger ok: {report.entries} entries, chain intact")
+
+
+def _operator():
+    from itsmreview.accounts.models import Role, User
+
+    return User(id=None, username="cli", display_name="cli", role=Role.admin, password_hash="")
+
+
+@round_app.command("create")
+@boundary
+def round_create(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    k: Annotated[int, typer.Option(help="Experts per task.")] = 3,
+    rubric: Annotated[Path | None, typer.Option(help="Rubric YAML (default: ITSM realism).")] = (
+        None
+    ),
+    task_ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Task id (repeatable; default: every task).")
+    ] = None,
+) -> None:
+    """Open a review round over the newest versions of tasks; experts then claim them."""
+    from itsmreview.catalog.queries import latest_versions_of
+    from itsmreview.review.rubrics import DEFAULT_RUBRIC, ensure_rubric, load_rubric
+    from itsmreview.review.service import create_round
+
+    _ensure_schema()
+    with _session() as session:
+        definition = ensure_rubric(load_rubric(rubric or DEFAULT_RUBRIC), session=session)
+        versions = [v.id for _, v in latest_versions_of(session=session, external_ids=task_ids)]
+        if not versions:
+            _fail("no tasks to review; import some with `itsmreview tasks import`")
+        review_round = create_round(
+            session=session,
+            actor=_operator(),
+            name=name,
+            rubric=definition,
+            task_version_ids=versions,
+            k=k,
+        )
+    typer.echo(
+        f"opened round {review_round.name!r}: {len(versions)} task(s), k={k}, rubric "
+        f"{definition.name} v{definition.version}"
+    )
+
+
+@round_app.command("close")
+@boundary
+def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> None:
+    """Close a round: no more claims or ratings; open reservations are released."""
+    from itsmreview.review.assignment import close_round
+
+    _ensure_schema()
+    with _session() as session:
+        close_round(session=session, actor=_operator(), round_name=name)
+    typer.echo(f"closed round {name!r}")
+
+
+@round_app.command("list")
+@boundary
+def round_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List review rounds with their progress."""
+    from itsmreview.review.queries import list_rounds, progress_frame
+
+    _ensure_schema()
+    with _session() as session:
+        rounds = list_rounds(session=session)
+        progress = progress_frame(session=session)
+    rows = []
+    for r in rounds:
+        mine = progress[progress["round"] == r.name]
+        rows.append(
+            {
+                "name": r.name,
+                "status": r.status,
+                "k": r.k,
+                "assigned": int(mine["assigned"].sum()),
+                "submitted": int(mine["submitted"].sum()),
+            }
+        )
+    if as_json:
+        _echo_json(rows)
+        return
+    for row in rows:
+        typer.echo(
+            f"{row['name']:<24} {row['status']:<7} k={row['k']}  "
+            f"{row['submitted']}/{row['assigned']} rated"
+        )
 
 
 def main() -> None:

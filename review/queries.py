@@ -209,3 +209,60 @@ def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
         return {}
     rows = session.exec(select(User.id, User.username).where(User.id.in_(ids))).all()
     return {i: name for i, name in rows}
+
+
+def draft_of(*, session: Session, assignment_id: int) -> Rating | None:
+    return session.exec(
+        select(Rating).where(Rating.assignment_id == assignment_id, Rating.status == "draft")
+    ).first()
+
+
+def history_frame(*, session: Session, external_id: str) -> pd.DataFrame:
+    """Every submitted revision of every rating of a task (all versions), newest first."""
+    rows = session.exec(
+        select(
+            Rating.id,
+            ReviewRound.name,
+            User.username,
+            TaskVersion.version,
+            Rating.revision,
+            Rating.is_current,
+            Rating.verdict,
+            Rating.flags,
+            Rating.comment,
+            Rating.submitted_at,
+        )
+        .join(TaskVersion, TaskVersion.id == Rating.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .join(ReviewRound, ReviewRound.id == Rating.round_id)
+        .join(User, User.id == Rating.expert_id)
+        .where(Task.external_id == external_id, Rating.status == "submitted")
+        .order_by(Rating.submitted_at.desc(), Rating.id.desc())
+    ).all()
+    frame = pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=[
+            "rating_id",
+            "round",
+            "expert",
+            "version",
+            "revision",
+            "current",
+            "verdict",
+            "flags",
+            "comment",
+            "submitted_at",
+        ],
+    )
+    if frame.empty:
+        return frame
+    scores = session.exec(
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
+            RatingScore.rating_id.in_(frame["rating_id"].tolist())
+        )
+    ).all()
+    wide = pd.DataFrame([tuple(s) for s in scores], columns=["rating_id", "dimension", "value"])
+    if not wide.empty:
+        wide = wide.pivot_table(index="rating_id", columns="dimension", values="value")
+        frame = frame.merge(wide, left_on="rating_id", right_index=True, how="left")
+    return frame.drop(columns=["rating_id"])

@@ -22,6 +22,7 @@ from itsmreview.review.models import (
     Rubric,
     Verdict,
 )
+from itsmreview.review.priority import uncovered_weight
 from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session, select
@@ -45,10 +46,13 @@ def create_round(
     review_round = ReviewRound(name=name, rubric_id=rubric.id, k=k, created_by_id=actor.id)
     session.add(review_round)
     session.flush()
-    for priority, version_id in enumerate(reversed(task_version_ids)):
+    weights = uncovered_weight(session=session, task_version_ids=list(task_version_ids))
+    for version_id in task_version_ids:
         session.add(
             RoundTask(
-                round_id=review_round.id, task_version_id=version_id, priority=float(priority)
+                round_id=review_round.id,
+                task_version_id=version_id,
+                priority=weights.get(version_id, 0.0),
             )
         )
         task = session.exec(
@@ -155,6 +159,18 @@ def submit_rating(
     review_round = session.get(ReviewRound, assignment.round_id)
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
+    if assignment.status == AssignmentStatus.released:
+        from itsmreview.review.assignment import active_count
+
+        taken = active_count(
+            session=session, round_id=review_round.id, task_version_id=assignment.task_version_id
+        )
+        if taken >= review_round.k:
+            raise Conflict(
+                "your reservation lapsed and the task now has its "
+                f"{review_round.k} experts; take the next task in your queue"
+            )
+        assignment.status = AssignmentStatus.reserved
     rubric = session.get(Rubric, review_round.rubric_id)
     definition = RubricDefinition.model_validate(rubric.definition)
     _validate_scores(definition, scores)
@@ -164,6 +180,10 @@ def submit_rating(
     unknown_flags = sorted(set(flags) - flag_keys)
     if unknown_flags:
         raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
+    draft = queries.draft_of(session=session, assignment_id=assignment.id)
+    if draft is not None:
+        session.delete(draft)
+        session.flush()
     previous = session.exec(
         select(Rating).where(Rating.assignment_id == assignment.id, Rating.is_current)
     ).first()
@@ -214,3 +234,55 @@ def submit_rating(
     if recompute:
         recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
     return rating
+
+
+DRAFT_REVISION = 0
+
+
+def save_draft(
+    *,
+    session: Session,
+    actor: User,
+    assignment_id: int,
+    scores: Mapping[str, float | None],
+    verdict: str | None = None,
+    flags: Sequence[str] = (),
+    comment: str = "",
+    confidence: int | None = None,
+) -> Rating:
+    """Keep the expert's unfinished answers (one draft per assignment, never counted in
+    agreement, never shown to anyone else). Nothing is validated until submit."""
+    require_role(actor, Role.expert)
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} does not exist")
+    if assignment.expert_id != actor.id:
+        raise PermissionDenied("this task is assigned to another expert")
+    draft = queries.draft_of(session=session, assignment_id=assignment.id)
+    review_round = session.get(ReviewRound, assignment.round_id)
+    if draft is None:
+        draft = Rating(
+            assignment_id=assignment.id,
+            round_id=assignment.round_id,
+            task_version_id=assignment.task_version_id,
+            expert_id=actor.id,
+            rubric_id=review_round.rubric_id,
+            revision=DRAFT_REVISION,
+            is_current=False,
+            status=RatingStatus.draft,
+        )
+        session.add(draft)
+        session.flush()
+    draft.verdict = Verdict(verdict) if verdict else None
+    draft.flags = sorted(flags)
+    draft.comment = comment
+    draft.confidence = confidence
+    draft.created_at = utcnow()
+    for row in session.exec(select(RatingScore).where(RatingScore.rating_id == draft.id)).all():
+        session.delete(row)
+    session.flush()
+    for key, value in scores.items():
+        if value is not None:
+            session.add(RatingScore(rating_id=draft.id, dimension=key, value=float(value)))
+    session.flush()
+    return draft

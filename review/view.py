@@ -26,6 +26,8 @@ class AssignmentView:
     own_rating: Rating | None
     own_scores: dict[str, float | None]
     newest_version: int = 0
+    draft: Rating | None = None
+    draft_scores: dict[str, float | None] | None = None
 
 
 def expert_queue(*, session: Session, actor: User) -> pd.DataFrame:
@@ -57,6 +59,7 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         except NotFound:
             variants.append(VariantDetail.missing(log_name or "(none)", sequence))
     rating = queries.current_rating(session=session, assignment_id=assignment.id)
+    draft = queries.draft_of(session=session, assignment_id=assignment.id)
     return AssignmentView(
         assignment=assignment,
         task=task,
@@ -67,4 +70,6 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         own_rating=rating,
         own_scores=queries.scores_of(session=session, rating_id=rating.id) if rating else {},
         newest_version=catalog_queries.latest_version(session=session, task_id=task.id).version,
+        draft=draft,
+        draft_scores=queries.scores_of(session=session, rating_id=draft.id) if draft else None,
     )

@@ -59,3 +59,12 @@ def declared_variants(*, session: Session, actor: User) -> dict[str, str]:
         for sequence in (source or {}).get("variants", []):
             out.setdefault(sequence_key(sequence), " → ".join(sequence))
     return dict(sorted(out.items(), key=lambda item: item[1]))
+
+
+def rating_history(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
+    """All submitted rating revisions of a task with their scores. Leads only (experts never
+    see other experts' ratings)."""
+    from itsmreview.review.queries import history_frame
+
+    require_role(actor, Role.lead)
+    return history_frame(session=session, external_id=external_id)

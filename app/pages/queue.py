@@ -2,7 +2,8 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
 from itsmreview.errors import ItsmReviewError
-from itsmreview.review.service import submit_rating
+from itsmreview.review.assignment import claim_next
+from itsmreview.review.service import save_draft, submit_rating
 from itsmreview.review.view import assignment_view, expert_queue
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import rating_form, task_panel, variant_panel
@@ -12,8 +13,23 @@ user = require(Role.expert)
 st.title("My queue")
 with session_scope() as session:
     queue = expert_queue(session=session, actor=user)
+if st.button(
+    "Take the next task",
+    help="Reserve the next task of the open round that "
+    "still needs experts, best matching your expertise first.",
+):
+    try:
+        with session_scope() as session:
+            taken = claim_next(session=session, actor=user)
+    except ItsmReviewError as exc:
+        st.error(str(exc))
+    else:
+        if taken is None:
+            st.info("Every task of the round has its experts. Thank you!")
+        else:
+            st.rerun()
 if queue.empty:
-    st.info("Nothing is assigned to you yet. A lead assigns tasks when a review round opens.")
+    st.info("Nothing is assigned to you yet: take the next task above.")
     st.stop()
 done = int((queue.status == "submitted").sum())
 st.progress(done / len(queue), text=f"{done} of {len(queue)} rated")
@@ -41,9 +57,16 @@ with left:
             expanded=True,
         ):
             render_transcript(transcript.messages, key=f"tr-{transcript.id}")
+
+
+def keep_draft(answers: dict) -> None:
+    with session_scope() as session:
+        save_draft(session=session, actor=user, assignment_id=chosen, **answers)
+
+
 with right:
     variant_panel(view)
-    answers = rating_form(view)
+    answers = rating_form(view, keep_draft)
 if answers is not None:
     try:
         with session_scope() as session:

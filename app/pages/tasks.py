@@ -1,7 +1,12 @@
 import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.catalog.browser import declared_variants, task_detail, task_table
+from itsmreview.catalog.browser import (
+    declared_variants,
+    rating_history,
+    task_detail,
+    task_table,
+)
 from itsmreview.coverage.explorer import variant_detail
 from itsmreview.db import session_scope
 from itsmreview.errors import NotFound
@@ -66,6 +71,13 @@ if row["changed_after_rating"]:
         f"Experts rated version {int(row['rated_version'])}; this is version "
         f"{shown['version']}. Their ratings stay with the version they rated."
     )
+with session_scope() as session:
+    history = rating_history(session=session, actor=user, external_id=chosen)
+with st.expander(f"Ratings and their history ({len(history)} submitted revisions)"):
+    if history.empty:
+        st.caption("No expert has rated this task yet.")
+    else:
+        st.dataframe(history, hide_index=True)
 left, right = st.columns([3, 2], gap="large")
 with left:
     for label in ("instruction", "environment", "ground_truth", "verifier"):

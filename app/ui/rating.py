@@ -34,72 +34,82 @@ def variant_panel(view: AssignmentView) -> None:
         render_variant(detail, key=f"a{view.assignment.id}-v{index}", compact=True)
 
 
-def rating_form(view: AssignmentView) -> dict | None:
-    """The rubric form; returns the answers when submitted, else None."""
-    rubric, previous = view.rubric, view.own_scores
+def _answers(view: AssignmentView, key: str) -> dict:
+    state = st.session_state
+    return {
+        "scores": {d.key: state.get(f"{key}-{d.key}") for d in view.rubric.dimensions},
+        "verdict": state.get(f"{key}-verdict"),
+        "flags": state.get(f"{key}-flags") or [],
+        "comment": state.get(f"{key}-comment") or "",
+        "confidence": state.get(f"{key}-confidence"),
+    }
+
+
+def rating_form(view: AssignmentView, on_draft) -> dict | None:
+    """The rubric; every change is kept as a draft through `on_draft(answers)`. Returns the
+    answers when the expert submits, else None."""
+    rubric = view.rubric
+    saved = view.draft or view.own_rating
+    values = (view.draft_scores if view.draft is not None else view.own_scores) or {}
     st.subheader("Your rating")
-    if view.own_rating is not None:
+    if view.draft is not None:
+        st.caption("Draft kept automatically; only you see it until you submit.")
+    elif view.own_rating is not None:
         st.caption(
-            f"Submitted (revision {view.own_rating.revision}); submitting again "
-            "creates a new revision."
+            f"Submitted (revision {view.own_rating.revision}); changing it and "
+            "submitting again creates a new revision."
         )
     key = f"a{view.assignment.id}"
-    with st.form(f"rating-{key}"):
-        scores = {}
-        for dimension in rubric.dimensions:
-            low, high = dimension.scale
-            options = list(range(low, high + 1))
-            current = previous.get(dimension.key)
-            scores[dimension.key] = st.radio(
-                dimension.label + ("" if dimension.required else " (optional)"),
-                options,
-                index=options.index(int(current)) if current is not None else None,
-                format_func=lambda v, d=dimension: (
-                    f"{v}" + (f" · {d.anchors[v]}" if v in d.anchors else "")
-                ),
-                horizontal=True,
-                help=dimension.guidance,
-                key=f"{key}-{dimension.key}",
-            )
-        verdict = st.radio(
-            "Overall verdict",
-            rubric.verdicts,
+
+    def keep() -> None:
+        on_draft(_answers(view, key))
+
+    for dimension in rubric.dimensions:
+        low, high = dimension.scale
+        options = list(range(low, high + 1))
+        current = values.get(dimension.key)
+        st.radio(
+            dimension.label + ("" if dimension.required else " (optional)"),
+            options,
+            index=options.index(int(current)) if current is not None else None,
+            format_func=lambda v, d=dimension: (
+                f"{v}" + (f" · {d.anchors[v]}" if v in d.anchors else "")
+            ),
             horizontal=True,
-            index=rubric.verdicts.index(view.own_rating.verdict)
-            if view.own_rating and view.own_rating.verdict
-            else None,
-            key=f"{key}-verdict",
+            help=dimension.guidance,
+            key=f"{key}-{dimension.key}",
+            on_change=keep,
         )
-        flags = st.multiselect(
-            "Flags",
-            [f.key for f in rubric.flags],
-            default=view.own_rating.flags if view.own_rating else [],
-            format_func={f.key: f.label for f in rubric.flags}.get,
-            key=f"{key}-flags",
-        )
-        low, high = rubric.confidence.scale
-        confidence = st.slider(
-            rubric.confidence.label,
-            low,
-            high,
-            view.own_rating.confidence
-            if view.own_rating and view.own_rating.confidence
-            else high - 1,
-            key=f"{key}-confidence",
-        )
-        comment = st.text_area(
-            "Comment", view.own_rating.comment if view.own_rating else "", key=f"{key}-comment"
-        )
-        submitted = st.form_submit_button("Submit rating", type="primary")
-    if not submitted:
+    st.radio(
+        "Overall verdict",
+        rubric.verdicts,
+        horizontal=True,
+        index=rubric.verdicts.index(saved.verdict) if saved and saved.verdict else None,
+        key=f"{key}-verdict",
+        on_change=keep,
+    )
+    st.multiselect(
+        "Flags",
+        [f.key for f in rubric.flags],
+        default=saved.flags if saved else [],
+        format_func={f.key: f.label for f in rubric.flags}.get,
+        key=f"{key}-flags",
+        on_change=keep,
+    )
+    low, high = rubric.confidence.scale
+    st.slider(
+        rubric.confidence.label,
+        low,
+        high,
+        saved.confidence if saved and saved.confidence else high - 1,
+        key=f"{key}-confidence",
+        on_change=keep,
+    )
+    st.text_area("Comment", saved.comment if saved else "", key=f"{key}-comment", on_change=keep)
+    if not st.button("Submit rating", type="primary", key=f"{key}-submit"):
         return None
-    if verdict is None:
+    answers = _answers(view, key)
+    if answers["verdict"] is None:
         st.error("Choose an overall verdict.")
         return None
-    return {
-        "scores": scores,
-        "verdict": verdict,
-        "flags": flags,
-        "comment": comment,
-        "confidence": confidence,
-    }
+    return answers

@@ -211,3 +211,28 @@ def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
     at.number_input[0].set_value(6).run()
     last = at.chat_message[-1].markdown
     assert any("\\<b\\>not html\\</b\\>" in m.value for m in last)
+
+
+def test_answers_are_kept_as_a_draft_and_survive_a_new_session(demo_configured):
+    at = log_in("expert1")
+    task_label = at.selectbox[0].value
+    at.radio[0].set_value(2).run()
+    assert not at.exception
+    assert any("Draft kept automatically" in c.value for c in at.caption)
+    again = log_in("expert1")  # a new browser session
+    assert again.selectbox[0].value == task_label
+    assert again.radio[0].value == 2
+
+
+def test_an_expert_takes_the_next_task(demo_configured):
+    at = log_in("expert4")
+    before = len(at.selectbox[0].options)
+    at.button(key=next(b.key for b in at.button if b.label == "Take the next task")).click().run()
+    assert not at.exception and not at.error
+    assert len(at.selectbox[0].options) in (before, before + 1)
+
+
+def test_lead_sees_rating_history_in_the_task_browser(demo_configured):
+    at = open_page(log_in("lead"), "tasks")
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Ratings and their history (") for label in labels)

@@ -127,3 +127,43 @@ def test_agreement_and_alpha_cli(configured, tmp_path):
     assert out["alpha"] == pytest.approx(expected) and out["ci_low"] <= out["ci_high"]
     bad = CliRunner().invoke(app, ["alpha", str(csv), "--level", "fuzzy"])
     assert bad.exit_code == 1 and "not one of nominal" in bad.output
+
+
+def test_drafts_never_count_and_submit_replaces_them(session, demo):
+    from itsmreview.review.models import Assignment, AssignmentStatus, Rating
+    from itsmreview.review.service import save_draft, submit_rating
+
+    expert = demo["expert1"]
+    open_one = session.exec(
+        select(Assignment).where(
+            Assignment.expert_id == expert.id, Assignment.status == AssignmentStatus.reserved
+        )
+    ).first()
+    _, before = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    save_draft(
+        session=session,
+        actor=expert,
+        assignment_id=open_one.id,
+        scores={"persona_fit": 1},
+        verdict="reject",
+    )
+    _, during = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    assert [i.alpha.value for i in during] == [i.alpha.value for i in before]
+    with pytest.raises(PermissionDenied):
+        save_draft(session=session, actor=demo["lead"], assignment_id=open_one.id, scores={})
+    scores = {
+        d: 4
+        for d in (
+            "scenario_realism",
+            "persona_fit",
+            "instruction_clarity",
+            "ground_truth_correctness",
+            "verifier_alignment",
+            "log_fidelity",
+        )
+    }
+    submit_rating(
+        session=session, actor=expert, assignment_id=open_one.id, scores=scores, verdict="accept"
+    )
+    ratings = session.exec(select(Rating).where(Rating.assignment_id == open_one.id)).all()
+    assert [(r.status, r.revision) for r in ratings] == [("submitted", 1)]

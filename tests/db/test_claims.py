@@ -1,0 +1,139 @@
+"""Experts claim tasks: k per task even under concurrent claims, reservations lapse."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from itsmreview.accounts.service import create_user
+from itsmreview.catalog.native import parse_bundle
+from itsmreview.catalog.service import import_tasks
+from itsmreview.db import utcnow
+from itsmreview.errors import Conflict, PermissionDenied
+from itsmreview.review.assignment import claim_next, close_round, reassign, release_expired
+from itsmreview.review.models import Assignment, AssignmentStatus
+from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.service import create_round, submit_rating
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session, select
+
+
+def setup_round(session, n_tasks, n_experts, k, personas=None):
+    lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+    experts = [
+        create_user(
+            session=session,
+            username=f"e{i}",
+            role="expert",
+            password="expert-pass",
+            expertise=[personas[i]] if personas else (),
+        )[0]
+        for i in range(n_experts)
+    ]
+    tasks = [
+        {
+            "id": f"t{i}",
+            "title": f"T{i}",
+            "track": "single-agent",
+            "instruction": "x",
+            "persona": (personas or ["L1"])[i % len(personas or ["L1"])],
+        }
+        for i in range(n_tasks)
+    ]
+    import_tasks(parse_bundle(tasks, "t"), session=session)
+    from itsmreview.catalog.models import TaskVersion
+
+    versions = [v.id for v in session.exec(select(TaskVersion).order_by(TaskVersion.id)).all()]
+    rubric = ensure_rubric(load_rubric(), session=session)
+    review_round = create_round(
+        session=session, actor=lead, name="R", rubric=rubric, task_version_ids=versions, k=k
+    )
+    session.commit()
+    return lead, experts, review_round
+
+
+def test_claims_fill_each_task_to_k_and_no_further(session):
+    lead, experts, review_round = setup_round(session, n_tasks=2, n_experts=5, k=2)
+    claimed = [claim_next(session=session, actor=e) for e in experts]
+    assert [a is not None for a in claimed] == [True, True, True, True, False]
+    assert claim_next(session=session, actor=experts[0]).id == claimed[0].id  # own reservation
+    per_task = {}
+    for a in claimed[:4]:
+        per_task[a.task_version_id] = per_task.get(a.task_version_id, 0) + 1
+    assert sorted(per_task.values()) == [2, 2]
+    with pytest.raises(PermissionDenied):
+        claim_next(session=session, actor=lead)
+
+
+def test_expertise_is_matched_first(session):
+    _, experts, _ = setup_round(
+        session, n_tasks=2, n_experts=2, k=1, personas=["L1 service desk agent", "Incident manager"]
+    )
+    got = claim_next(session=session, actor=experts[1])
+    from itsmreview.catalog.models import Task, TaskVersion
+
+    task = session.exec(
+        select(Task).join(TaskVersion).where(TaskVersion.id == got.task_version_id)
+    ).one()
+    assert task.persona == "Incident manager"
+
+
+def test_lapsed_reservation_is_released_and_the_task_reclaimed(session):
+    _, experts, review_round = setup_round(session, n_tasks=1, n_experts=2, k=1)
+    first = claim_next(session=session, actor=experts[0])
+    assert claim_next(session=session, actor=experts[1]) is None
+    first.reserved_until = utcnow() - timedelta(minutes=1)
+    session.flush()
+    assert release_expired(session=session, round_id=review_round.id) == 1
+    second = claim_next(session=session, actor=experts[1])
+    assert second is not None and second.task_version_id == first.task_version_id
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    with pytest.raises(Conflict, match="reservation lapsed"):
+        submit_rating(
+            session=session,
+            actor=experts[0],
+            assignment_id=first.id,
+            scores=scores,
+            verdict="accept",
+        )
+
+
+def test_reassign_and_close(session):
+    lead, experts, review_round = setup_round(session, n_tasks=1, n_experts=2, k=1)
+    mine = claim_next(session=session, actor=experts[0])
+    moved = reassign(session=session, actor=lead, assignment_id=mine.id, expert=experts[1])
+    assert moved.expert_id == experts[1].id and mine.status == AssignmentStatus.released
+    close_round(session=session, actor=lead, round_name="R")
+    with pytest.raises(Conflict, match="closed"):
+        claim_next(session=session, actor=experts[0])
+    assert moved.status == AssignmentStatus.released
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["postgresql"])  # the row-lock path; SQLite has one writer
+def test_concurrent_claims_never_exceed_k_on_postgresql(engine):
+    with Session(engine, expire_on_commit=False) as session:
+        _, experts, _ = setup_round(session, n_tasks=1, n_experts=8, k=3)
+    barrier = threading.Barrier(len(experts))
+    results, errors = [], []
+
+    def claim(expert):
+        with Session(engine, expire_on_commit=False) as session:
+            barrier.wait()
+            try:
+                results.append(claim_next(session=session, actor=expert))
+                session.commit()
+            except OperationalError as exc:  # a serialisation failure counts as no claim
+                errors.append(exc)
+                session.rollback()
+
+    threads = [threading.Thread(target=claim, args=(e,)) for e in experts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    with Session(engine) as session:
+        active = session.exec(
+            select(Assignment).where(Assignment.status == AssignmentStatus.reserved)
+        ).all()
+    assert len(active) == 3
+    assert sum(r is not None for r in results) == 3 and not errors
