@@ -100,15 +100,25 @@ def test_demo_no_serve_prints_logins(configured, monkeypatch):
 
 def test_round_create_list_close(configured, tmp_path):
     bundle = tmp_path / "b.json"
-    bundle.write_text(json.dumps([{"id": f"r{i}", "title": "T", "persona": "L2 resolver",
-                                   "track": "single-agent", "instruction": "x"}
-                                  for i in range(3)]))
+    bundle.write_text(
+        json.dumps(
+            [
+                {
+                    "id": f"r{i}",
+                    "title": "T",
+                    "persona": "L2 resolver",
+                    "track": "single-agent",
+                    "instruction": "x",
+                }
+                for i in range(3)
+            ]
+        )
+    )
     assert run("tasks", "import", str(bundle)).exit_code == 0
     created = run("round", "create", "Pilot", "--k", "2")
     assert created.exit_code == 0 and "3 task(s), k=2" in created.output
     assert run("round", "create", "Pilot").exit_code == 1
     rounds = json.loads(run("round", "list", "--json").output)
-    assert rounds == [{"name": "Pilot", "status": "open", "k": 2, "assigned": 0,
-                       "submitted": 0}]
+    assert rounds == [{"name": "Pilot", "status": "open", "k": 2, "assigned": 0, "submitted": 0}]
     assert run("round", "close", "Pilot").exit_code == 0
     assert json.loads(run("round", "list", "--json").output)[0]["status"] == "closed"
