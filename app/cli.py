@@ -685,6 +685,43 @@ def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> Non
     typer.echo(f"closed round {name!r}")
 
 
+@round_app.command("experts")
+@boundary
+def round_experts(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    add: Annotated[list[str] | None, typer.Option(help="Expert to admit (repeatable).")] = None,
+    remove: Annotated[
+        list[str] | None,
+        typer.Option(help="Expert to remove (repeatable); their open reservations are released."),
+    ] = None,
+) -> None:
+    """Admit experts to a round or remove them; a round without members is open to all."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.errors import NotFound
+    from itsmreview.review.assignment import set_round_experts
+
+    _ensure_schema()
+    with _session() as session:
+
+        def users(names):
+            found = []
+            for username in names or []:
+                user = user_by_username(session=session, username=username)
+                if user is None:
+                    raise NotFound(f"no user {username!r}")
+                found.append(user)
+            return found
+
+        members = set_round_experts(
+            session=session,
+            actor=_operator(),
+            round_name=name,
+            add=users(add),
+            remove=users(remove),
+        )
+    typer.echo(f"round {name!r}: {len(members) or 'every'} expert(s) admitted")
+
+
 @round_app.command("list")
 @boundary
 def round_list(

@@ -36,6 +36,7 @@ else:
         sections["Review"] = [
             page("queue", "My queue", ":material/rate_review:", Role.expert),
             page("variants", "Variant explorer", ":material/timeline:"),
+            page("completeness", "Persona completeness", ":material/checklist:"),
         ]
     if user.role in (Role.lead, Role.admin):
         sections["Lead"] = [
@@ -43,6 +44,7 @@ else:
             page("coverage", "Coverage", ":material/account_tree:"),
             page("variants", "Variant explorer", ":material/timeline:"),
             page("tasks", "Tasks", ":material/assignment:"),
+            page("completeness", "Persona completeness", ":material/checklist:"),
             page("ledger", "Ledger", ":material/link:"),
             page("exports", "Exports", ":material/inventory_2:"),
         ]

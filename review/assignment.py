@@ -7,11 +7,12 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import utcnow
-from itsmreview.errors import Conflict, NotFound
+from itsmreview.errors import Conflict, NotFound, PermissionDenied
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     ReviewRound,
+    RoundExpert,
     RoundStatus,
     RoundTask,
 )
@@ -80,6 +81,13 @@ def claim_next(
         raise NotFound(f"no review round {round_name!r}" if round_name else "no review round")
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
+    members = set(
+        session.exec(
+            select(RoundExpert.expert_id).where(RoundExpert.round_id == review_round.id)
+        ).all()
+    )
+    if members and actor.id not in members:
+        raise PermissionDenied(f"you are not among the experts of round {review_round.name!r}")
     now = utcnow()
     mine = session.exec(
         select(Assignment).where(
@@ -190,3 +198,40 @@ def reassign(*, session: Session, actor: User, assignment_id: int, expert: User)
     session.add(moved)
     session.flush()
     return moved
+
+
+def set_round_experts(
+    *, session: Session, actor: User, round_name: str, add: list[User] = (), remove: list[User] = ()
+) -> list[int]:
+    """Admit experts to a round or remove them (their unsubmitted reservations are released).
+    A round with no members is open to every expert. Returns the member ids. Leads only."""
+    require_role(actor, Role.lead)
+    review_round = session.exec(select(ReviewRound).where(ReviewRound.name == round_name)).first()
+    if review_round is None:
+        raise NotFound(f"no review round {round_name!r}")
+    members = {
+        m.expert_id: m
+        for m in session.exec(
+            select(RoundExpert).where(RoundExpert.round_id == review_round.id)
+        ).all()
+    }
+    for expert in add:
+        if Role(expert.role) != Role.expert:
+            raise Conflict(f"{expert.username} is not an expert")
+        if expert.id not in members:
+            members[expert.id] = RoundExpert(round_id=review_round.id, expert_id=expert.id)
+            session.add(members[expert.id])
+    for expert in remove:
+        member = members.pop(expert.id, None)
+        if member is not None:
+            session.delete(member)
+        for assignment in session.exec(
+            select(Assignment).where(
+                Assignment.round_id == review_round.id,
+                Assignment.expert_id == expert.id,
+                Assignment.status == AssignmentStatus.reserved,
+            )
+        ).all():
+            assignment.status = AssignmentStatus.released
+    session.flush()
+    return sorted(members)

@@ -131,3 +131,59 @@ class Adjudication(SQLModel, table=True):
     decision: Verdict = Field(sa_type=String(16))
     reason: str = Field(sa_type=Text)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class PersonaActivity(SQLModel, table=True):
+    """A work activity of a job persona, against which experts judge the task set."""
+
+    __tablename__ = "persona_activities"
+    __table_args__ = (UniqueConstraint("persona", "activity"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    persona: str = Field(sa_type=String(128), index=True)
+    activity: str = Field(sa_type=String(512))
+    source: str = Field(default="lead", sa_type=String(16))  # logs | lead | expert
+    position: int = 0
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")
+
+
+class CompletenessReview(SQLModel, table=True):
+    """One expert's judgement of a persona's task set: activities captured, ones missing."""
+
+    __tablename__ = "completeness_reviews"
+
+    id: int | None = Field(default=None, primary_key=True)
+    persona: str = Field(sa_type=String(128), index=True)
+    expert_id: int = Field(foreign_key="users.id", index=True)
+    captured_ids: list[int] = Field(default_factory=list, sa_type=JSON)
+    missing: list[str] = Field(default_factory=list, sa_type=JSON)
+    comment: str = Field(default="", sa_type=Text)
+    is_current: bool = True
+    submitted_at: datetime = Field(default_factory=utcnow)
+
+
+class TurnNote(SQLModel, table=True):
+    """An expert's flag or comment on one turn of a transcript, kept with their assignment."""
+
+    __tablename__ = "turn_notes"
+
+    id: int | None = Field(default=None, primary_key=True)
+    assignment_id: int = Field(foreign_key="assignments.id", index=True, ondelete="CASCADE")
+    transcript_id: int = Field(foreign_key="transcripts.id", index=True)
+    turn: int
+    flag: str | None = Field(default=None, sa_type=String(64))
+    comment: str = Field(default="", sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RoundExpert(SQLModel, table=True):
+    """Experts admitted to a round; a round without members is open to every expert."""
+
+    __tablename__ = "round_experts"
+    __table_args__ = (UniqueConstraint("round_id", "expert_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    expert_id: int = Field(foreign_key="users.id", index=True)

@@ -266,3 +266,40 @@ def history_frame(*, session: Session, external_id: str) -> pd.DataFrame:
         wide = wide.pivot_table(index="rating_id", columns="dimension", values="value")
         frame = frame.merge(wide, left_on="rating_id", right_index=True, how="left")
     return frame.drop(columns=["rating_id"])
+
+
+def turn_notes(
+    *, session: Session, assignment_id: int | None = None, external_id: str | None = None
+) -> pd.DataFrame:
+    """Turn notes of one assignment, or of every assignment of a task (for leads)."""
+    from itsmreview.catalog.models import Transcript
+    from itsmreview.review.models import TurnNote
+
+    query = (
+        select(
+            TurnNote.id,
+            User.username,
+            Transcript.external_id,
+            TurnNote.turn,
+            TurnNote.flag,
+            TurnNote.comment,
+            TurnNote.created_at,
+        )
+        .join(Assignment, Assignment.id == TurnNote.assignment_id)
+        .join(User, User.id == Assignment.expert_id)
+        .join(Transcript, Transcript.id == TurnNote.transcript_id)
+        .order_by(Transcript.external_id, TurnNote.turn, TurnNote.id)
+    )
+    if assignment_id is not None:
+        query = query.where(TurnNote.assignment_id == assignment_id)
+    if external_id is not None:
+        query = (
+            query.join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
+            .join(Task, Task.id == TaskVersion.task_id)
+            .where(Task.external_id == external_id)
+        )
+    rows = session.exec(query).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["id", "expert", "transcript", "turn", "flag", "comment", "created_at"],
+    )

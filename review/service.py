@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.models import Task, TaskStatus, TaskVersion
+from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.service import append_entry
@@ -20,6 +20,7 @@ from itsmreview.review.models import (
     RoundStatus,
     RoundTask,
     Rubric,
+    TurnNote,
     Verdict,
 )
 from itsmreview.review.priority import uncovered_weight
@@ -286,3 +287,39 @@ def save_draft(
             session.add(RatingScore(rating_id=draft.id, dimension=key, value=float(value)))
     session.flush()
     return draft
+
+
+def add_turn_note(
+    *,
+    session: Session,
+    actor: User,
+    assignment_id: int,
+    transcript_id: int,
+    turn: int,
+    flag: str | None = None,
+    comment: str = "",
+) -> TurnNote:
+    """An expert's flag or comment on one turn of a transcript of their assignment."""
+    require_role(actor, Role.expert)
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} does not exist")
+    if assignment.expert_id != actor.id:
+        raise PermissionDenied("this task is assigned to another expert")
+    transcript = session.get(Transcript, transcript_id)
+    if transcript is None or transcript.task_version_id != assignment.task_version_id:
+        raise InvalidInput(f"transcript {transcript_id} does not belong to this task")
+    if not 1 <= turn <= transcript.n_turns:
+        raise InvalidInput(f"turn {turn} is outside 1..{transcript.n_turns}")
+    if not flag and not comment.strip():
+        raise InvalidInput("give a flag or a comment")
+    note = TurnNote(
+        assignment_id=assignment.id,
+        transcript_id=transcript.id,
+        turn=turn,
+        flag=flag or None,
+        comment=comment.strip(),
+    )
+    session.add(note)
+    session.flush()
+    return note

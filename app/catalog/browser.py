@@ -68,3 +68,11 @@ def rating_history(*, session: Session, actor: User, external_id: str) -> pd.Dat
 
     require_role(actor, Role.lead)
     return history_frame(session=session, external_id=external_id)
+
+
+def turn_notes_of_task(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
+    """Every expert's notes on the turns of the task's transcripts. Leads only."""
+    from itsmreview.review.queries import turn_notes
+
+    require_role(actor, Role.lead)
+    return turn_notes(session=session, external_id=external_id)

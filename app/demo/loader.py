@@ -20,7 +20,8 @@ from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.review import queries as review_queries
-from itsmreview.review.models import Assignment
+from itsmreview.review.completeness import activities_of, add_activities, submit_review
+from itsmreview.review.models import Assignment, PersonaActivity
 from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
@@ -181,6 +182,41 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
     return submitted
 
 
+PERSONAS = Path(__file__).parent / "personas.yaml"
+
+
+def _seed_completeness(session: Session, users: dict[str, User], log_name: str) -> None:
+    """Each persona's work activities, and judgements from the experts who know it."""
+    import yaml
+
+    lists = yaml.safe_load(PERSONAS.read_text(encoding="utf-8"))
+    for persona, activities in lists.items():
+        add_activities(
+            session=session,
+            actor=users["lead"],
+            persona=persona,
+            activities=activities,
+            log_name=log_name,
+        )
+    judges = {
+        "L1 service desk agent": ["expert1", "expert4"],
+        "L2 resolver": ["expert2"],
+        "Incident manager": ["expert1", "expert3"],
+    }
+    for persona, names in judges.items():
+        activities = [a for a in activities_of(session, persona) if a.source != "logs"]
+        for index, name in enumerate(names):
+            captured = [a.id for i, a in enumerate(activities) if (i + index) % 4 != 3]
+            submit_review(
+                session=session,
+                actor=users[name],
+                persona=persona,
+                captured_ids=captured,
+                missing=["Approve a standard change for a user"] if index else [],
+                comment="Demo judgement.",
+            )
+
+
 def load_demo(
     *,
     session: Session,
@@ -219,6 +255,8 @@ def load_demo(
     round_created = review_queries.round_by_name(session=session, name=DEMO_ROUND) is None
     if round_created:
         _seed_round(session, users, seed)
+    if not session.exec(select(PersonaActivity.id).limit(1)).first():
+        _seed_completeness(session, users, log.name)
     ratings = review_queries.rating_count(session=session)
     return DemoSummary(
         users=len(users),

@@ -6,7 +6,7 @@ from itsmreview.review.assignment import claim_next
 from itsmreview.review.service import save_draft, submit_rating
 from itsmreview.review.view import assignment_view, expert_queue
 from itsmreview.ui.auth import require
-from itsmreview.ui.rating import rating_form, task_panel, variant_panel
+from itsmreview.ui.rating import rating_form, task_panel, turn_note_form, variant_panel
 from itsmreview.ui.transcript import render_transcript
 
 user = require(Role.expert)
@@ -57,6 +57,7 @@ with left:
             expanded=True,
         ):
             render_transcript(transcript.messages, key=f"tr-{transcript.id}")
+            turn_note_form(view, transcript, user)
 
 
 def keep_draft(answers: dict) -> None:

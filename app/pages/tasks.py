@@ -6,6 +6,7 @@ from itsmreview.catalog.browser import (
     rating_history,
     task_detail,
     task_table,
+    turn_notes_of_task,
 )
 from itsmreview.coverage.explorer import variant_detail
 from itsmreview.db import session_scope
@@ -73,11 +74,15 @@ if row["changed_after_rating"]:
     )
 with session_scope() as session:
     history = rating_history(session=session, actor=user, external_id=chosen)
+    notes = turn_notes_of_task(session=session, actor=user, external_id=chosen)
 with st.expander(f"Ratings and their history ({len(history)} submitted revisions)"):
     if history.empty:
         st.caption("No expert has rated this task yet.")
     else:
         st.dataframe(history, hide_index=True)
+    if len(notes):
+        st.markdown("**Notes on transcript turns**")
+        st.dataframe(notes.drop(columns=["id"]), hide_index=True)
 left, right = st.columns([3, 2], gap="large")
 with left:
     for label in ("instruction", "environment", "ground_truth", "verifier"):

@@ -113,3 +113,45 @@ def rating_form(view: AssignmentView, on_draft) -> dict | None:
         st.error("Choose an overall verdict.")
         return None
     return answers
+
+
+def turn_note_form(view: AssignmentView, transcript, user) -> None:
+    """Flag or comment one turn of a transcript; the expert's notes are listed below."""
+    from itsmreview.db import session_scope
+    from itsmreview.errors import ItsmReviewError
+    from itsmreview.review.queries import turn_notes
+    from itsmreview.review.service import add_turn_note
+
+    key = f"note-{view.assignment.id}-{transcript.id}"
+    with st.form(key, clear_on_submit=True):
+        cols = st.columns([1, 2, 4])
+        turn = cols[0].number_input("Turn", 1, max(transcript.n_turns, 1), 1, key=f"{key}-turn")
+        flag = cols[1].selectbox(
+            "Flag",
+            [None, *[f.key for f in view.rubric.flags]],
+            format_func=lambda k: (
+                "(none)" if k is None else {f.key: f.label for f in view.rubric.flags}[k]
+            ),
+            key=f"{key}-flag",
+        )
+        comment = cols[2].text_input("Comment on this turn", key=f"{key}-comment")
+        sent = st.form_submit_button("Add note")
+    if sent:
+        try:
+            with session_scope() as session:
+                add_turn_note(
+                    session=session,
+                    actor=user,
+                    assignment_id=view.assignment.id,
+                    transcript_id=transcript.id,
+                    turn=int(turn),
+                    flag=flag,
+                    comment=comment,
+                )
+        except ItsmReviewError as exc:
+            st.error(str(exc))
+    with session_scope() as session:
+        notes = turn_notes(session=session, assignment_id=view.assignment.id)
+    notes = notes[notes["transcript"] == transcript.external_id]
+    if len(notes):
+        st.dataframe(notes[["turn", "flag", "comment"]], hide_index=True, key=f"{key}-list")

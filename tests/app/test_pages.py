@@ -236,3 +236,16 @@ def test_lead_sees_rating_history_in_the_task_browser(demo_configured):
     at = open_page(log_in("lead"), "tasks")
     labels = [e.label for e in at.expander]
     assert any(label.startswith("Ratings and their history (") for label in labels)
+
+
+def test_completeness_for_experts_and_leads(demo_configured):
+    at = open_page(log_in("expert2"), "completeness")
+    assert titles(at) == ["Persona completeness"]
+    assert at.selectbox[0].value == "L2 resolver"  # their expertise first
+    assert len(at.checkbox) >= 5
+    at.checkbox[0].check()
+    at.button(key=next(b.key for b in at.button if b.label == "Submit judgement")).click().run()
+    assert any("judgement is recorded" in s.value for s in at.success)
+    lead = open_page(log_in("lead"), "completeness")
+    assert titles(lead) == ["Persona completeness"]
+    assert len(lead.dataframe) >= 1 and not lead.exception

@@ -137,3 +137,83 @@ def test_concurrent_claims_never_exceed_k_on_postgresql(engine):
         ).all()
     assert len(active) == 3
     assert sum(r is not None for r in results) == 3 and not errors
+
+
+def test_round_members_and_removal(session):
+    lead, experts, _ = setup_round(session, n_tasks=2, n_experts=3, k=2)
+    from itsmreview.review.assignment import set_round_experts
+
+    set_round_experts(session=session, actor=lead, round_name="R", add=experts[:2])
+    with pytest.raises(PermissionDenied, match="not among the experts"):
+        claim_next(session=session, actor=experts[2])
+    held = claim_next(session=session, actor=experts[0])
+    set_round_experts(session=session, actor=lead, round_name="R", remove=[experts[0]])
+    assert held.status == AssignmentStatus.released
+    with pytest.raises(PermissionDenied):
+        set_round_experts(session=session, actor=experts[1], round_name="R", add=[experts[2]])
+
+
+def test_turn_notes_belong_to_the_experts_own_transcript(session):
+    from itsmreview.catalog.models import Transcript
+    from itsmreview.errors import InvalidInput
+    from itsmreview.review.queries import turn_notes
+    from itsmreview.review.service import add_turn_note
+
+    lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+    a, _ = create_user(session=session, username="ea", role="expert", password="expert-pass")
+    b, _ = create_user(session=session, username="eb", role="expert", password="expert-pass")
+    task = {
+        "id": "t",
+        "title": "T",
+        "persona": "L1",
+        "track": "simulated-actors",
+        "instruction": "x",
+        "transcripts": [
+            {
+                "id": "r",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "agent", "content": "hello"},
+                ],
+            }
+        ],
+    }
+    import_tasks(parse_bundle([task], "t"), session=session)
+    from itsmreview.catalog.models import TaskVersion
+
+    version = session.exec(select(TaskVersion)).one()
+    rubric = ensure_rubric(load_rubric(), session=session)
+    create_round(
+        session=session, actor=lead, name="R", rubric=rubric, task_version_ids=[version.id], k=2
+    )
+    mine = claim_next(session=session, actor=a)
+    transcript = session.exec(select(Transcript)).one()
+    add_turn_note(
+        session=session,
+        actor=a,
+        assignment_id=mine.id,
+        transcript_id=transcript.id,
+        turn=2,
+        flag="unrealistic_actor",
+        comment="Agents don't greet like that",
+    )
+    with pytest.raises(InvalidInput, match=r"turn 3 is outside 1..2"):
+        add_turn_note(
+            session=session,
+            actor=a,
+            assignment_id=mine.id,
+            transcript_id=transcript.id,
+            turn=3,
+            comment="x",
+        )
+    with pytest.raises(PermissionDenied):
+        add_turn_note(
+            session=session,
+            actor=b,
+            assignment_id=mine.id,
+            transcript_id=transcript.id,
+            turn=1,
+            comment="x",
+        )
+    notes = turn_notes(session=session, external_id="t")
+    assert notes[["expert", "turn", "flag"]].values.tolist() == [["ea", 2, "unrealistic_actor"]]

@@ -1,0 +1,138 @@
+import pandas as pd
+import streamlit as st
+from itsmreview.accounts.models import Role
+from itsmreview.coverage.overview import log_names
+from itsmreview.db import session_scope
+from itsmreview.errors import ItsmReviewError
+from itsmreview.review.completeness import (
+    add_activities,
+    checklist,
+    personas,
+    remove_activity,
+    report,
+    submit_review,
+)
+from itsmreview.ui.auth import require
+
+user = require(Role.expert, Role.lead)
+st.title("Persona completeness")
+st.write("Does the task set capture all the work activities of each job persona?")
+with session_scope() as session:
+    names = personas(session=session)
+if not names:
+    st.info("No persona yet: import tasks first.")
+    st.stop()
+
+if user.role == Role.expert:
+    preferred = [p for p in names if p in (user.expertise or [])] + [
+        p for p in names if p not in (user.expertise or [])
+    ]
+    persona = st.selectbox("Persona", preferred)
+    with session_scope() as session:
+        data = checklist(session=session, actor=user, persona=persona)
+    st.subheader(f"The {len(data.tasks)} tasks of this persona")
+    st.dataframe(data.tasks, hide_index=True)
+    if not data.activities:
+        st.info("A lead has not listed this persona's work activities yet.")
+        st.stop()
+    with st.form(f"completeness-{persona}"):
+        st.markdown("**Which work activities do these tasks capture?**")
+        before = set(data.mine.captured_ids) if data.mine else set()
+        ticked = [
+            a.id
+            for a in data.activities
+            if st.checkbox(a.activity, value=a.id in before, key=f"act-{a.id}")
+        ]
+        missing = st.text_area(
+            "Activities of this persona that no task captures (one per line)",
+            "\n".join(data.mine.missing) if data.mine else "",
+        )
+        comment = st.text_area("Comment", data.mine.comment if data.mine else "")
+        sent = st.form_submit_button("Submit judgement", type="primary")
+    if sent:
+        try:
+            with session_scope() as session:
+                submit_review(
+                    session=session,
+                    actor=user,
+                    persona=persona,
+                    captured_ids=ticked,
+                    missing=missing.splitlines(),
+                    comment=comment,
+                )
+        except ItsmReviewError as exc:
+            st.error(str(exc))
+        else:
+            st.success("Thank you: your judgement is recorded.")
+    st.stop()
+
+with session_scope() as session:
+    results = report(session=session, actor=user)
+summary = pd.DataFrame(
+    [
+        {
+            "persona": r.persona,
+            "experts": r.experts,
+            "activities": len(r.activities),
+            "captured": r.share_captured,
+        }
+        for r in results
+    ]
+)
+st.dataframe(
+    summary,
+    hide_index=True,
+    column_config={
+        "captured": st.column_config.ProgressColumn(
+            "share of activities captured", format="percent", min_value=0.0, max_value=1.0
+        )
+    },
+)
+for result in results:
+    with st.expander(f"{result.persona}: {result.experts} expert judgement(s)"):
+        st.dataframe(
+            result.activities,
+            hide_index=True,
+            column_config={
+                "share": st.column_config.ProgressColumn(
+                    "experts finding it captured", format="percent", min_value=0.0, max_value=1.0
+                )
+            },
+        )
+        if len(result.missing):
+            st.markdown("**Named as missing**")
+            st.dataframe(result.missing, hide_index=True)
+with st.expander("Edit a persona's work activities"):
+    persona = st.selectbox("Persona", names, key="edit-persona")
+    lines = st.text_area("Add activities (one per line)", key="edit-lines")
+    with session_scope() as session:
+        available_logs = log_names(session=session)
+    seed = st.selectbox(
+        "... and every activity of log",
+        [None, *available_logs],
+        format_func=lambda n: "(none)" if n is None else n,
+    )
+    if st.button("Add"):
+        try:
+            with session_scope() as session:
+                added = add_activities(
+                    session=session,
+                    actor=user,
+                    persona=persona,
+                    activities=lines.splitlines(),
+                    log_name=seed,
+                )
+        except ItsmReviewError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Added {added} activit{'y' if added == 1 else 'ies'}.")
+    with session_scope() as session:
+        current = checklist(session=session, actor=user, persona=persona).activities
+    if current:
+        gone = st.selectbox(
+            "Remove", [a.id for a in current], format_func={a.id: a.activity for a in current}.get
+        )
+        if st.button("Remove activity"):
+            with session_scope() as session:
+                remove_activity(session=session, actor=user, activity_id=gone)
+            st.rerun()
