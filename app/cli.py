@@ -189,6 +189,9 @@ def users_add(
     name: Annotated[str, typer.Argument(help="Login name: lowercase letters, digits, . _ -")],
     role: Annotated[str, typer.Option(help="expert, lead or admin.")],
     display_name: Annotated[str | None, typer.Option(help="Name shown in the app.")] = None,
+    email: Annotated[
+        str | None, typer.Option(help="E-mail address single sign-on maps to this account.")
+    ] = None,
     expertise: Annotated[
         list[str] | None, typer.Option(help="A persona the expert knows (repeatable).")
     ] = None,
@@ -216,6 +219,7 @@ def users_add(
             password=password,
             display_name=display_name,
             expertise=expertise or (),
+            email=email,
         )
     typer.echo(f"added {user.username} ({user.role})")
     if generated:

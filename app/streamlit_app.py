@@ -4,7 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.ui.auth import current_user, log_out
+from itsmreview.errors import PermissionDenied
+from itsmreview.ui.auth import adopt_sso_identity, current_user, log_out
 
 PAGES = Path(__file__).parent / "pages"
 
@@ -19,6 +20,10 @@ def page(name: str, title: str, icon: str, default_for: Role | None = None) -> s
 
 
 st.set_page_config(page_title="itsmreview", page_icon=":material/fact_check:", layout="wide")
+try:
+    adopt_sso_identity()
+except PermissionDenied as exc:
+    st.error(str(exc))
 user = current_user()
 login = st.Page(
     PAGES / "login.py",

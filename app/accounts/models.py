@@ -18,6 +18,7 @@ class User(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(sa_type=String(64), unique=True, index=True)
     display_name: str = Field(sa_type=String(128))
+    email: str | None = Field(default=None, sa_type=String(320), unique=True, index=True)
     role: Role = Field(sa_type=String(16))
     password_hash: str = Field(sa_type=String(256))
     expertise: list[str] = Field(default_factory=list, sa_type=JSON)
@@ -29,6 +30,7 @@ class UserPublic(SQLModel):
     id: int
     username: str
     display_name: str
+    email: str | None = None
     role: Role
     expertise: list[str]
     active: bool

@@ -17,3 +17,7 @@ def list_users(*, session: Session, role: Role | None = None) -> list[User]:
 def count_by_role(*, session: Session) -> dict[str, int]:
     rows = session.exec(select(User.role, func.count()).group_by(User.role)).all()
     return {role: count for role, count in rows}
+
+
+def user_by_email(*, session: Session, email: str) -> User | None:
+    return session.exec(select(User).where(User.email == email)).first()

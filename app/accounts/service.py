@@ -39,6 +39,7 @@ def create_user(
     password: str | None = None,
     display_name: str | None = None,
     expertise: Iterable[str] = (),
+    email: str | None = None,
 ) -> tuple[User, str | None]:
     """Create a user; returns (user, generated password or None when one was given).
 
@@ -63,12 +64,15 @@ def create_user(
         raise InvalidInput(f"password is too short: use at least {MIN_PASSWORD_LENGTH} characters")
     if queries.user_by_username(session=session, username=username):
         raise Conflict(f"user {username!r} exists already; pick another name")
+    if email and queries.user_by_email(session=session, email=normalise_email(email)):
+        raise Conflict(f"another user has the e-mail address {email!r}")
     user = User(
         username=username,
         display_name=display_name or username,
         role=role,
         password_hash=hash_password(password),
         expertise=list(expertise),
+        email=normalise_email(email) if email else None,
     )
     session.add(user)
     session.flush()
@@ -119,3 +123,24 @@ def users_overview(*, session: Session, actor: User) -> list[User]:
     """All users, by role then name. Admins only."""
     require_role(actor, Role.admin)
     return queries.list_users(session=session)
+
+
+def normalise_email(email: str) -> str:
+    email = email.strip().lower()
+    if "@" not in email or email.startswith("@") or email.endswith("@"):
+        raise InvalidInput(f"{email!r} is not an e-mail address")
+    return email
+
+
+def user_for_identity(*, session: Session, email: str | None) -> User:
+    """The active local user whose e-mail matches a single-sign-on identity. Roles stay local:
+    an identity without an account gets nothing. Raises PermissionDenied."""
+    if not email:
+        raise PermissionDenied("the identity provider sent no e-mail address")
+    user = queries.user_by_email(session=session, email=email.strip().lower())
+    if user is None or not user.active:
+        raise PermissionDenied(
+            f"no itsmreview account for {email}; ask an admin to add you "
+            "(itsmreview users add NAME --role ... --email ...)"
+        )
+    return user

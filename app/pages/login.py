@@ -1,6 +1,6 @@
 import streamlit as st
 from itsmreview.errors import ItsmReviewError
-from itsmreview.ui.auth import current_user, log_in, start_page
+from itsmreview.ui.auth import current_user, log_in, sso_configured, start_page
 
 if current_user() is not None:
     st.switch_page(start_page(current_user()))
@@ -13,6 +13,10 @@ with st.form("login"):
     username = st.text_input("Username", key="login_username")
     password = st.text_input("Password", type="password", key="login_password")
     submitted = st.form_submit_button("Log in", type="primary")
+if sso_configured():
+    st.divider()
+    if st.button("Log in with single sign-on"):
+        st.login()
 if submitted:
     try:
         log_in(username, password)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 from itsmreview.accounts.models import Role, User
-from itsmreview.accounts.service import authenticate
+from itsmreview.accounts.service import authenticate, user_for_identity
 from itsmreview.db import session_scope
 from itsmreview.errors import PermissionDenied
 
@@ -14,23 +14,47 @@ def current_user() -> User | None:
     return User(**data) if data else None
 
 
+def _remember(user: User) -> None:
+    st.session_state[USER_KEY] = {
+        "id": user.id,
+        "username": user.username,
+        "display_name": user.display_name,
+        "role": Role(user.role),
+        "expertise": list(user.expertise),
+        "active": user.active,
+        "password_hash": "",
+    }
+
+
 def log_in(username: str, password: str) -> User:
     with session_scope() as session:
         user = authenticate(session=session, username=username, password=password)
-        st.session_state[USER_KEY] = {
-            "id": user.id,
-            "username": user.username,
-            "display_name": user.display_name,
-            "role": Role(user.role),
-            "expertise": list(user.expertise),
-            "active": user.active,
-            "password_hash": "",
-        }
+        _remember(user)
     return user
+
+
+def sso_configured() -> bool:
+    """Single sign-on is on when Streamlit's secrets have an [auth] section (st.login)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file at all
+        return False
+
+
+def adopt_sso_identity() -> None:
+    """After st.login, map the identity's e-mail to a local account (roles stay local)."""
+    if USER_KEY in st.session_state or not sso_configured():
+        return
+    if not st.user.get("is_logged_in"):
+        return
+    with session_scope() as session:
+        _remember(user_for_identity(session=session, email=st.user.get("email")))
 
 
 def log_out() -> None:
     st.session_state.pop(USER_KEY, None)
+    if sso_configured() and st.user.get("is_logged_in"):
+        st.logout()
 
 
 def require(*roles: Role) -> User:

@@ -249,3 +249,42 @@ def test_completeness_for_experts_and_leads(demo_configured):
     lead = open_page(log_in("lead"), "completeness")
     assert titles(lead) == ["Persona completeness"]
     assert len(lead.dataframe) >= 1 and not lead.exception
+
+
+def test_single_sign_on_button_and_identity_mapping(demo_configured):
+    from itsmreview.accounts.service import create_user
+    from itsmreview.db import session_scope
+
+    with session_scope() as session:
+        create_user(
+            session=session,
+            username="sso-expert",
+            role="expert",
+            password="long-enough-1",
+            email="eva@example.org",
+        )
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.secrets["auth"] = {
+        "redirect_uri": "http://localhost:8501/oauth2callback",
+        "cookie_secret": "x" * 32,
+        "client_id": "c",
+        "client_secret": "s",
+        "server_metadata_url": "https://idp.invalid/.well-known/openid",
+    }
+    at.run()
+    assert any(b.label == "Log in with single sign-on" for b in at.button)
+    # the identity provider redirects back: a fresh page load with the identity cookie
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.secrets["auth"] = {
+        "redirect_uri": "http://localhost:8501/oauth2callback",
+        "cookie_secret": "x" * 32,
+    }
+    at.user = {"is_logged_in": True, "email": "eva@example.org"}
+    at.run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == [] and titles(at) == ["My queue"]
+    stranger = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    stranger.secrets["auth"] = at.secrets["auth"]
+    stranger.user = {"is_logged_in": True, "email": "nobody@example.org"}
+    stranger.run()
+    assert any("no itsmreview account for nobody@example.org" in e.value for e in stranger.error)

@@ -163,3 +163,19 @@ def test_rating_revisions_permissions_and_validation(session):
     assert (first.id, second.id) == (ratings[0].id, ratings[1].id)
     view = assignment_view(session=session, actor=experts[0], assignment_id=mine.id)
     assert view.own_scores["persona_fit"] == 2 and view.own_rating.verdict == "revise"
+
+
+def test_single_sign_on_identities_map_to_local_accounts_by_email(session):
+    from itsmreview.accounts.service import user_for_identity
+
+    user, _ = create_user(
+        session=session, username="maria", role="expert", email=" Maria@Example.org "
+    )
+    assert user.email == "maria@example.org"
+    assert user_for_identity(session=session, email="MARIA@example.org").id == user.id
+    with pytest.raises(PermissionDenied, match="no itsmreview account for x@example.org"):
+        user_for_identity(session=session, email="x@example.org")
+    with pytest.raises(Conflict, match="another user has the e-mail address"):
+        create_user(session=session, username="maria2", role="lead", email="maria@example.org")
+    with pytest.raises(InvalidInput, match="is not an e-mail address"):
+        create_user(session=session, username="bob", role="lead", email="bob")
