@@ -1,0 +1,99 @@
+"""Roles are enforced in the service layer, not only by hiding menu entries."""
+
+import pytest
+from itsmreview.accounts.queries import user_by_username
+from itsmreview.accounts.service import add_user, users_overview
+from itsmreview.catalog.browser import rating_history, task_detail, task_table
+from itsmreview.catalog.importing import import_as
+from itsmreview.coverage.overview import log_overview
+from itsmreview.demo.loader import load_demo
+from itsmreview.errors import PermissionDenied
+from itsmreview.exports.service import list_exports
+from itsmreview.ledger.service import ledger_overview
+from itsmreview.review.assignment import claim_next, close_round
+from itsmreview.review.completeness import add_activities, report, submit_review
+from itsmreview.review.dashboard import dashboard
+from itsmreview.review.models import Assignment
+from itsmreview.review.reliability import round_agreement
+from itsmreview.review.service import save_draft
+from itsmreview.review.view import assignment_view, expert_queue
+
+LEAD_ONLY = [
+    lambda s, u: dashboard(session=s, actor=u, bootstrap=0),
+    lambda s, u: log_overview(session=s, actor=u, name="demo-vinst"),
+    lambda s, u: ledger_overview(session=s, actor=u),
+    lambda s, u: list_exports(session=s, actor=u),
+    lambda s, u: round_agreement(session=s, actor=u, bootstrap=0),
+    lambda s, u: task_table(session=s, actor=u),
+    lambda s, u: task_detail(session=s, actor=u, external_id="demo-l1-01-password-reset"),
+    lambda s, u: rating_history(session=s, actor=u, external_id="demo-l1-01-password-reset"),
+    lambda s, u: close_round(session=s, actor=u, round_name="Demo round 1"),
+    lambda s, u: add_activities(session=s, actor=u, persona="x", activities=["y"]),
+    lambda s, u: report(session=s, actor=u),
+]
+ADMIN_ONLY = [
+    lambda s, u: users_overview(session=s, actor=u),
+    lambda s, u: add_user(session=s, actor=u, username="zed", role="expert"),
+    lambda s, u: import_as("nowhere.json", session=s, actor=u),
+]
+EXPERT_ONLY = [
+    lambda s, u: expert_queue(session=s, actor=u),
+    lambda s, u: claim_next(session=s, actor=u),
+    lambda s, u: submit_review(
+        session=s, actor=u, persona="L2 resolver", captured_ids=[], missing=[]
+    ),
+]
+
+
+@pytest.fixture
+def demo(session, tmp_path):
+    load_demo(session=session, data_dir=tmp_path, cases=300)
+    session.commit()
+    return {
+        n: user_by_username(session=session, username=n)
+        for n in ("lead", "admin", "expert1", "expert2")
+    }
+
+
+def test_every_guarded_service_refuses_the_wrong_role(session, demo):
+    for call in LEAD_ONLY + ADMIN_ONLY:
+        with pytest.raises(PermissionDenied):
+            call(session, demo["expert1"])
+    for call in ADMIN_ONLY:
+        with pytest.raises(PermissionDenied):
+            call(session, demo["lead"])
+    for call in EXPERT_ONLY:
+        with pytest.raises(PermissionDenied):
+            call(session, demo["lead"])
+
+
+def test_blind_an_expert_never_sees_another_experts_rating(session, demo):
+    from itsmreview.review.models import Rating
+    from sqlmodel import select
+
+    pairs = [
+        (rating, mine)
+        for rating in session.exec(
+            select(Rating).where(
+                Rating.expert_id == demo["expert2"].id, Rating.status == "submitted"
+            )
+        ).all()
+        for mine in session.exec(
+            select(Assignment).where(
+                Assignment.task_version_id == rating.task_version_id,
+                Assignment.expert_id == demo["expert1"].id,
+            )
+        ).all()
+    ]
+    assert pairs, "the demo round has tasks both experts rate"
+    theirs, shared = pairs[0]
+    view = assignment_view(session=session, actor=demo["expert1"], assignment_id=shared.id)
+    assert view.own_rating is None or view.own_rating.expert_id == demo["expert1"].id
+    assert view.own_rating is None or view.own_rating.id != theirs.id
+    their_assignment = session.get(Assignment, theirs.assignment_id)
+    with pytest.raises(PermissionDenied):
+        assignment_view(session=session, actor=demo["expert1"], assignment_id=their_assignment.id)
+    with pytest.raises(PermissionDenied):
+        save_draft(
+            session=session, actor=demo["expert1"], assignment_id=their_assignment.id, scores={}
+        )
