@@ -726,6 +726,28 @@ def round_experts(
     typer.echo(f"round {name!r}: {len(members) or 'every'} expert(s) admitted")
 
 
+@round_app.command("reassign")
+@boundary
+def round_reassign(
+    assignment_id: Annotated[int, typer.Argument(help="Assignment id (see the lead's views).")],
+    to: Annotated[str, typer.Option("--to", help="Username of the expert who takes it.")],
+) -> None:
+    """Move an unsubmitted assignment to another expert."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.errors import NotFound
+    from itsmreview.review.assignment import reassign
+
+    _ensure_schema()
+    with _session() as session:
+        expert = user_by_username(session=session, username=to)
+        if expert is None:
+            raise NotFound(f"no user {to!r}")
+        moved = reassign(
+            session=session, actor=_operator(), assignment_id=assignment_id, expert=expert
+        )
+    typer.echo(f"assignment {assignment_id} moved to {to} as assignment {moved.id}")
+
+
 @round_app.command("list")
 @boundary
 def round_list(

@@ -4,7 +4,8 @@ A task is approved when it has at least `k_min` human ratings, the median overal
 is accept, the median of every gating dimension meets its threshold, no rater raised a
 blocking flag, and the round's alpha on every gating dimension reaches `alpha_min`.
 Otherwise it is pending (too few ratings, or agreement not yet reached), needs revision,
-rejected, or waiting for adjudication (raters disagree). A lead's adjudication overrides.
+rejected, or waiting for adjudication (experts disagree on any dimension, their verdicts
+conflict, or one raised a blocking flag). A lead's adjudication decides.
 """
 
 from dataclasses import dataclass, field
@@ -82,19 +83,15 @@ def decide(
     verdict_ranks = [VERDICT_ORDER[v] for v in ratings.verdicts if v in VERDICT_ORDER]
     spread = [
         d
-        for d in config.gating_dimensions
-        if d in ratings.scores
-        and len(ratings.scores[d]) >= 2
-        and np.ptp(ratings.scores[d]) >= config.disagreement_range
+        for d in sorted(ratings.scores)
+        if len(ratings.scores[d]) >= 2 and np.ptp(ratings.scores[d]) >= config.disagreement_range
     ]
     conflicting = bool(verdict_ranks) and max(verdict_ranks) - min(verdict_ranks) == 2
-    if spread or conflicting:
+    if spread or conflicting or blocking:
         reasons = [f"ratings of {d} span {np.ptp(ratings.scores[d]):g} points" for d in spread]
         if conflicting:
             reasons.append("verdicts conflict (accept and reject)")
         return Decision("adjudication", reasons + [f"blocking flag: {f}" for f in blocking])
-    if blocking:
-        return Decision("needs_revision", [f"blocking flag: {f}" for f in blocking])
     median_verdict = float(np.median(verdict_ranks))
     if median_verdict < 1:
         return Decision("rejected", ["median verdict is reject"])

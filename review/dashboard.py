@@ -19,6 +19,7 @@ class Dashboard:
     round_name: str | None = None
     agreement: list[ItemAgreement] = field(default_factory=list)
     disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+    open_assignments: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def agreement_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
@@ -54,6 +55,7 @@ def dashboard(
         for r in queries.list_rounds(session=session)
     ]
     board = Dashboard(
+        open_assignments=queries.open_assignments_frame(session=session),
         progress=queries.progress_frame(session=session),
         task_status=status_counts(session=session),
         rounds=rounds,

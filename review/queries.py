@@ -303,3 +303,26 @@ def turn_notes(
         [tuple(r) for r in rows],
         columns=["id", "expert", "transcript", "turn", "flag", "comment", "created_at"],
     )
+
+
+def open_assignments_frame(*, session: Session) -> pd.DataFrame:
+    """Reserved (unsubmitted) assignments with their expert and task, for leads."""
+    rows = session.exec(
+        select(
+            Assignment.id,
+            ReviewRound.name,
+            User.username,
+            Task.external_id,
+            Assignment.reserved_until,
+        )
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .join(User, User.id == Assignment.expert_id)
+        .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(Assignment.status == AssignmentStatus.reserved)
+        .order_by(ReviewRound.name, User.username, Assignment.id)
+    ).all()
+    return pd.DataFrame(
+        [tuple(r) for r in rows],
+        columns=["assignment", "round", "expert", "task", "reserved_until"],
+    )

@@ -77,6 +77,9 @@ else:
             st.rerun()
 
 st.subheader("Progress per expert")
+with st.expander(f"Open assignments ({len(data.open_assignments)})"):
+    st.caption("Reassign one with `itsmreview round reassign ASSIGNMENT --to EXPERT`.")
+    st.dataframe(data.open_assignments, hide_index=True)
 progress = data.progress.assign(open=lambda f: f.assigned - f.submitted)
 figure = px.bar(
     progress,

@@ -19,11 +19,12 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
         )
         return
     cols = st.columns(3)
-    cols[0].metric("Rank", f"{detail.rank} of {detail.n_variants:,}")
+    cols[0].metric("Rank", f"#{detail.rank}", help=f"of {detail.n_variants:,} variants")
     cols[1].metric("Cases", f"{detail.case_count:,}")
     cols[2].metric("Median duration", _hours(float(detail.durations_s.median())))
     st.caption(
-        f"{detail.share:.1%} of the cases of {detail.log_name!r} follow this variant; "
+        f"Variant #{detail.rank} of {detail.n_variants:,}: {detail.share:.1%} of the cases "
+        f"of {detail.log_name!r} follow it; "
         f"durations from {_hours(float(detail.durations_s.quantile(0.1)))} (10th "
         f"percentile) to {_hours(float(detail.durations_s.quantile(0.9)))} (90th)."
     )

@@ -143,22 +143,23 @@ def test_variant_explorer_shows_real_cases(demo_configured):
     at = open_page(log_in("lead"), "variants")
     assert titles(at) == ["Variant explorer"]
     assert [m.label for m in at.metric][:3] == ["Rank", "Cases", "Median duration"]
-    assert at.metric[0].value.startswith("1 of ")
+    assert at.metric[0].value == "#1"
     at.selectbox[1].set_value(2).run()
     assert not at.exception
-    assert at.metric[0].value.startswith("2 of ")
+    assert at.metric[0].value == "#2"
 
 
 def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
     at = log_in("lead")
     assert any(h.value.startswith("Agreement in") for h in at.subheader)
     assert len(at.get("plotly_chart")) >= 3  # alpha, bias heatmap, progress
-    assert [m.value for m in at.metric if m.label == "Adjudication"] == ["1"]
+    waiting = int(next(m.value for m in at.metric if m.label == "Adjudication"))
+    assert waiting >= 1
     at.text_area[0].input("Checked the ground truth against the vendor contract.")
     at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert not [m for m in at.metric if m.label == "Adjudication"]
-    assert any(s.value == "No task waits for adjudication." for s in at.success)
+    left = [int(m.value) for m in at.metric if m.label == "Adjudication"]
+    assert left == ([waiting - 1] if waiting > 1 else [])
 
 
 def test_task_browser_filters_and_shows_a_task(demo_configured):

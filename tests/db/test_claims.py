@@ -217,3 +217,30 @@ def test_turn_notes_belong_to_the_experts_own_transcript(session):
         )
     notes = turn_notes(session=session, external_id="t")
     assert notes[["expert", "turn", "flag"]].values.tolist() == [["ea", 2, "unrealistic_actor"]]
+
+
+def test_no_one_gets_a_task_they_authored_or_edited(session):
+    from itsmreview.catalog.models import Task, TaskVersion
+
+    lead, experts, review_round = setup_round(session, n_tasks=2, n_experts=2, k=2)
+    versions = session.exec(select(TaskVersion).order_by(TaskVersion.id)).all()
+    session.get(Task, versions[0].task_id).author_id = experts[0].id
+    versions[1].edited_by_id = experts[0].id
+    session.flush()
+    assert claim_next(session=session, actor=experts[0]) is None
+    assert claim_next(session=session, actor=experts[1]) is not None
+
+
+def test_editing_a_rubric_makes_a_new_version_and_ratings_keep_theirs(session):
+    lead, experts, review_round = setup_round(session, n_tasks=1, n_experts=1, k=1)
+    first = ensure_rubric(load_rubric(), session=session)
+    assert ensure_rubric(load_rubric(), session=session).id == first.id
+    edited = load_rubric().model_copy(update={"title": "ITSM realism (2027)"})
+    second = ensure_rubric(edited, session=session)
+    assert (second.name, second.version) == (first.name, first.version + 1)
+    mine = claim_next(session=session, actor=experts[0])
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    rating = submit_rating(
+        session=session, actor=experts[0], assignment_id=mine.id, scores=scores, verdict="accept"
+    )
+    assert rating.rubric_id == review_round.rubric_id == first.id

@@ -60,8 +60,10 @@ def test_gate_statuses_and_adjudication(session, demo):
     statuses = {t.status for t in session.exec(select(Task)).all()}
     assert {"pending", "adjudication"} <= statuses
     disputed = disagreements(session=session, actor=demo["lead"])
-    assert len(disputed) == 1 and "verdicts conflict" in disputed["reasons"].iloc[0]
-    version_id = int(disputed["task_version_id"].iloc[0])
+    conflicts = disputed[disputed["reasons"].str.contains("verdicts conflict")]
+    assert len(conflicts) == 1
+    assert disputed["reasons"].str.contains("blocking flag").any()
+    version_id = int(conflicts["task_version_id"].iloc[0])
     with pytest.raises(InvalidInput, match="needs a reason"):
         adjudicate(
             session=session,

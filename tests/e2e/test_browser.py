@@ -168,3 +168,63 @@ def test_expert_logs_in_and_sees_task_transcript_and_variant(server, browser, tm
     wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Source log variant"))
     assert browser.find_elements(By.CSS_SELECTOR, "[data-testid='stChatMessage']")
     _screenshot(browser, tmp_path, "queue.png")
+
+
+def _tab_until(browser, predicate, limit: int = 120) -> bool:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    for _ in range(limit):
+        if predicate(browser.switch_to.active_element):
+            return True
+        ActionChains(browser).send_keys(Keys.TAB).perform()
+    return predicate(browser.switch_to.active_element)
+
+
+def _group_label(browser) -> str:
+    return browser.execute_script(
+        "const g = document.activeElement.closest('[role=radiogroup]');"
+        "return g ? (g.getAttribute('aria-label') || '') : '';"
+    )
+
+
+def test_an_expert_rates_a_task_with_the_keyboard_alone(server, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server)
+    wait = WebDriverWait(browser, 45)
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']")))
+    keys = ActionChains(browser)
+    assert _tab_until(browser, lambda e: e.get_attribute("aria-label") == "Username")
+    keys.send_keys("expert1", Keys.TAB, "itsm-demo", Keys.ENTER).perform()
+    _wait_for_heading(browser, "My queue")
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your rating"))
+    progress = browser.find_element(By.CSS_SELECTOR, "[data-testid='stProgress']").text
+    required = [
+        "Scenario realism",
+        "Fit to the job persona",
+        "Instruction clarity",
+        "Ground-truth correctness",
+        "Verifier alignment",
+        "Fidelity to the source log variant",
+        "Overall verdict",
+    ]
+    for label in required:
+        assert _tab_until(
+            browser,
+            lambda e, label=label: (
+                e.get_attribute("type") == "radio" and _group_label(browser).startswith(label)
+            ),
+        ), label
+        ActionChains(browser).send_keys(Keys.SPACE).perform()
+        time.sleep(1.5)  # the draft is kept on every change
+    assert _tab_until(browser, lambda e: e.tag_name == "button" and "Submit rating" in e.text)
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    wait.until(
+        lambda b: b.find_element(By.CSS_SELECTOR, "[data-testid='stProgress']").text != progress
+    )
+    _screenshot(browser, tmp_path, "keyboard.png")

@@ -202,7 +202,10 @@ def test_gate_decisions():
     alphas = {"realism": 0.81, "clarity": 0.7}
     assert decide(good, config, alphas).status == "approved"
     flagged = TaskRatings(good.scores, good.verdicts, [["unsafe"], [], []])
-    assert decide(flagged, config, alphas).status == "needs_revision"
+    assert decide(flagged, config, alphas).status == "adjudication"
+    assert decide(flagged, config, alphas).reasons == ["blocking flag: unsafe"]
+    other = TaskRatings({**good.scores, "tone": [1, 5, 3]}, good.verdicts, [[]] * 3)
+    assert decide(other, config, alphas).reasons == ["ratings of tone span 4 points"]
     low = TaskRatings({"realism": [3, 3, 4], "clarity": [5, 4, 4]}, ["accept"] * 3, [[]] * 3)
     assert decide(low, config, alphas).reasons == ["median realism is 3, below 4"]
     conflict = TaskRatings(good.scores, ["accept", "accept", "reject"], [[]] * 3)
