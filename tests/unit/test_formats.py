@@ -97,6 +97,43 @@ def test_harbor_dataset_toml_names_its_folder(tmp_path):
     ]
 
 
+def test_harbor_registry_json_lists_local_task_folders(tmp_path):
+    harbor_task(tmp_path / "datasets" / "itsm", "reset")
+    registry = tmp_path / "registry.json"
+    registry.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "itsm",
+                    "version": "1.0",
+                    "tasks": [{"name": "reset", "git_url": None, "path": "datasets/itsm/reset"}],
+                }
+            ]
+        )
+    )
+    assert detect_format(registry) == "harbor"
+    assert [t["id"] for t in read_tasks(registry, "harbor")] == ["itsm/reset-password"]
+    registry.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "x",
+                    "tasks": [
+                        {
+                            "name": "far",
+                            "git_url": "https://example.invalid/repo.git",
+                            "git_commit_id": "abc",
+                            "path": "nowhere/far",
+                        }
+                    ],
+                }
+            ]
+        )
+    )
+    with pytest.raises(FormatError, match=r"\$\[0\].tasks\[0\]: task 'far' lives in "):
+        read_tasks(registry, "harbor")
+
+
 def test_harbor_errors_name_the_file(tmp_path):
     folder = harbor_task(tmp_path, "bad", "[task\nname = 1")
     with pytest.raises(FormatError, match=r"bad/task.toml: invalid TOML"):

@@ -85,10 +85,49 @@ def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
     return native
 
 
+def registry_looks_like(data) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and isinstance(data[0], dict)
+        and isinstance(data[0].get("tasks"), list)
+        and all(isinstance(t, dict) and "path" in t for t in data[0]["tasks"])
+    )
+
+
+def registry_folders(path: Path, data: list) -> list[Path]:
+    """The local task folders a Harbor registry.json lists (paths relative to the file)."""
+    folders = []
+    for d, dataset in enumerate(data):
+        for t, task in enumerate(dataset.get("tasks") or []):
+            folder = (path.parent / str(task["path"])).resolve()
+            if not is_task_dir(folder):
+                where = f"{path}: $[{d}].tasks[{t}]"
+                if task.get("git_url"):
+                    raise FormatError(
+                        f"{where}: task {task.get('name')!r} lives in {task['git_url']} "
+                        f"(commit {task.get('git_commit_id')}); clone it next to the registry "
+                        "so that its path exists, then import again"
+                    )
+                raise FormatError(f"{where}.path: {folder} is not a Harbor task folder")
+            folders.append(folder)
+    return folders
+
+
 def read(
     path: Path, *, persona: str = "L1 service desk agent", log: str | None = None
 ) -> list[dict]:
-    """One task folder, or a dataset folder of task folders (with or without dataset.toml)."""
+    """One task folder, a dataset folder of task folders (with or without dataset.toml), or
+    a registry.json listing local task folders."""
+    if path.is_file() and path.suffix == ".json":
+        from itsmreview.catalog.formats.common import load_json
+
+        data = load_json(path)
+        if not registry_looks_like(data):
+            raise FormatError(f"{path}: a Harbor registry is a list of datasets with 'tasks'")
+        return [
+            read_task(folder, persona=persona, log=log) for folder in registry_folders(path, data)
+        ]
     if is_task_dir(path):
         return [read_task(path, persona=persona, log=log)]
     folders = sorted(p for p in path.iterdir() if is_task_dir(p)) if path.is_dir() else []

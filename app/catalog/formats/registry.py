@@ -30,6 +30,8 @@ def detect_format(path: Path) -> str:
             f"{', '.join(FORMATS + TRANSCRIPT_FORMATS)})"
         )
     data = load_json(path)
+    if harbor.registry_looks_like(data):
+        return "harbor"
     if tau2.looks_like(data):
         return "tau2"
     if eogym.looks_like(data):
