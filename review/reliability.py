@@ -274,3 +274,32 @@ def disagreements(
     tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
     tasks["reasons"] = tasks["task_version_id"].map(lambda v: "; ".join(decisions[int(v)].reasons))
     return tasks[tasks["status"] == "adjudication"].reset_index(drop=True)
+
+
+def alpha_over_time(
+    *, session: Session, actor: User, item: str, round_name: str | int | None = None
+) -> pd.DataFrame:
+    """Alpha of one rubric item on the ratings submitted up to the end of each day with
+    submissions (the ratings current at the end, as they stood). Leads only.
+    Columns: day, ratings, alpha (NaN where undefined)."""
+    require_role(actor, Role.lead)
+    data = load_round(session=session, round_name=round_name)
+    if data.ratings.empty:
+        return pd.DataFrame(columns=["day", "ratings", "alpha"])
+    level = next((lv for key, _, lv in gate_items(data.rubric) if key == item), None)
+    if level is None:
+        raise InvalidInput(f"{item!r} is not an item of the round's rubric")
+    days = pd.to_datetime(data.ratings["submitted_at"], utc=True).dt.floor("D")
+    rows = []
+    for day in sorted(days.unique()):
+        kept = data.ratings[days <= day]
+        subset = RoundData(
+            data.review_round,
+            data.rubric,
+            kept,
+            data.scores[data.scores["rating_id"].isin(kept["rating_id"])],
+        )
+        matrix, _, _ = reliability_matrix(subset, item)
+        value = agreement.alpha(matrix, level).value if matrix.size else None
+        rows.append({"day": day, "ratings": len(kept), "alpha": np.nan if value is None else value})
+    return pd.DataFrame(rows)

@@ -4,7 +4,7 @@ from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
 from itsmreview.errors import ItsmReviewError
 from itsmreview.review.dashboard import dashboard
-from itsmreview.review.reliability import adjudicate
+from itsmreview.review.reliability import adjudicate, alpha_over_time
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
 
@@ -34,6 +34,19 @@ if len(undefined):
     )
 with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
     st.dataframe(frame.drop(columns=["key"]), hide_index=True)
+with st.expander("Alpha over time"):
+    items = {a.item: a.label for a in data.agreement}
+    chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
+    with session_scope() as session:
+        history = alpha_over_time(
+            session=session, actor=user, item=chosen_item, round_name=data.round_name
+        )
+    st.plotly_chart(
+        px.line(history, x="day", y="alpha", markers=True, hover_data=["ratings"]).update_layout(
+            height=260
+        ),
+        key="alpha-over-time",
+    )
 bias = data.bias_frame()
 if not bias.empty:
     st.subheader("Rater bias")

@@ -169,3 +169,24 @@ def test_drafts_never_count_and_submit_replaces_them(session, demo):
     )
     ratings = session.exec(select(Rating).where(Rating.assignment_id == open_one.id)).all()
     assert [(r.status, r.revision) for r in ratings] == [("submitted", 1)]
+
+
+def test_alpha_over_time_ends_at_the_round_alpha(session, demo):
+    from datetime import timedelta
+
+    from itsmreview.review.models import Rating
+    from itsmreview.review.reliability import alpha_over_time
+
+    ratings = session.exec(
+        select(Rating).where(Rating.status == "submitted").order_by(Rating.id)
+    ).all()
+    for rating in ratings[: len(ratings) // 2]:
+        rating.submitted_at = rating.submitted_at - timedelta(days=2)
+    session.commit()
+    series = alpha_over_time(session=session, actor=demo["lead"], item="persona_fit")
+    assert list(series["ratings"]) == [len(ratings) // 2, len(ratings)]
+    _, items = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    final = next(i for i in items if i.item == "persona_fit").alpha.value
+    assert series["alpha"].iloc[-1] == pytest.approx(final)
+    with pytest.raises(InvalidInput, match="is not an item"):
+        alpha_over_time(session=session, actor=demo["lead"], item="charisma")
