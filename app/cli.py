@@ -87,7 +87,9 @@ def _root(
 @app.command()
 @boundary
 def demo(
-    port: Annotated[int, typer.Option(help="Port to serve the app on.")] = 8501,
+    port: Annotated[int | None, typer.Option(help="Port (default: ITSMREVIEW_PORT or 8501).")] = (
+        None
+    ),
     no_serve: Annotated[
         bool, typer.Option("--no-serve", help="Load the demo, do not serve.")
     ] = False,
@@ -113,6 +115,7 @@ def demo(
         f"demo ready: {summary.users} users, log {summary.log_name!r}, "
         f"{summary.ratings} ratings ({'new' if summary.round_created else 'already loaded'})"
     )
+    port = port or settings.port
     typer.echo(f"\nOpen http://localhost:{port} and log in as one of (password {DEMO_PASSWORD!r}):")
     for username, role, display, _ in DEMO_USERS:
         typer.echo(f"  {username:<9} {role.value:<7} {display}")
