@@ -1,8 +1,10 @@
 """Importing an event log: read, validate, materialise, store all or nothing."""
 
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,9 @@ from itsmreview.coverage.variants import materialise
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
 from itsmreview.settings import get_settings
+from sqlalchemy import column as sa_column
 from sqlalchemy import insert
+from sqlalchemy import table as sa_table
 from sqlmodel import Session
 
 Progress = Callable[[str, float], None]
@@ -75,17 +79,31 @@ def import_log(
         raise InvalidInput(f"{path}: no such file")
     report = progress or (lambda _stage, _fraction: None)
     mapping = resolve_mapping(path, preset, mapping)
-    report("hashing", 0.05)
-    sha = file_sha256(path)
     mapping = mapping or XES_DEFAULT
     mapping_hash = mapping.digest()
+    report("hashing", 0.05)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # hashing and parsing both release the GIL, so they overlap on two cores
+        hashing = pool.submit(file_sha256, path)
+        if path.stat().st_size < PARALLEL_HASH_BYTES:
+            hashing.result()
+        existing = (
+            queries.log_by_digest(
+                session=session, sha256=hashing.result(), mapping_hash=mapping_hash
+            )
+            if hashing.done()
+            else None
+        )
+        if existing is not None:
+            return ImportResult(existing, created=False)
+        try:
+            events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        sha = hashing.result()
     existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
     if existing is not None:
         return ImportResult(existing, created=False)
-    try:
-        events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
     report("materialising variants", 0.5)
     mat = materialise(events)
     name = name or path.name.split(".")[0]
@@ -115,10 +133,12 @@ def import_log(
     target = (data_dir or get_settings().data_dir) / "logs" / f"{log.id}-{sha[:12]}"
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_ensure(target.parent)))
     try:
-        events.to_parquet(staging / "events.parquet", index=False)
-        mat.cases.to_parquet(staging / "cases.parquet", index=False)
-        report("storing statistics", 0.85)
-        _insert_materialised(session, log.id, mat)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # parquet files are written while the statistics go to the database
+            written = pool.submit(_write_parquet, events, mat.cases, staging)
+            report("storing statistics", 0.85)
+            _insert_materialised(session, log.id, mat)
+            written.result()
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
@@ -141,30 +161,68 @@ def import_log(
     return ImportResult(log, created=True)
 
 
+PARALLEL_HASH_BYTES = 64 * 2**20  # smaller files are hashed first, so a re-import reads nothing
+
+
+def _write_parquet(events, cases, folder: Path) -> None:
+    events.to_parquet(folder / "events.parquet", index=False)
+    cases.to_parquet(folder / "cases.parquet", index=False)
+
+
 def _ensure(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
-def _insert_materialised(session: Session, log_id: int, mat) -> None:
-    variant_rows = [
+# LogVariant's columns without SQL types: rows arrive with JSON already serialised, which
+# spares SQLAlchemy a per-value conversion on imports with 100,000 variants
+_VARIANT_COLUMNS = (
+    "log_id",
+    "level",
+    "rank",
+    "sequence",
+    "sequence_key",
+    "length",
+    "case_count",
+    "share",
+    "median_throughput_s",
+    "example_case_ids",
+)
+_RAW_VARIANTS = sa_table(LogVariant.__tablename__, *(sa_column(c) for c in _VARIANT_COLUMNS))
+
+
+def _variant_rows(log_id: int, variants) -> list[dict]:
+    medians = variants["median_throughput_s"].astype(float).to_numpy()
+    return [
         {
-            **row,
             "log_id": log_id,
-            "median_throughput_s": None
-            if row["median_throughput_s"] != row["median_throughput_s"]
-            else float(row["median_throughput_s"]),
+            "level": level,
+            "rank": int(rank),
+            "sequence": json.dumps(sequence),
+            "sequence_key": key,
+            "length": int(length),
+            "case_count": int(count),
+            "share": float(share),
+            "median_throughput_s": None if median != median else median,
+            "example_case_ids": json.dumps(examples),
         }
-        for row in mat.variants.to_dict("records")
-    ]
-    for row in variant_rows:
-        row["rank"], row["length"], row["case_count"] = (
-            int(row["rank"]),
-            int(row["length"]),
-            int(row["case_count"]),
+        for level, rank, sequence, key, length, count, share, median, examples in zip(
+            variants["level"],
+            variants["rank"],
+            variants["sequence"],
+            variants["sequence_key"],
+            variants["length"],
+            variants["case_count"],
+            variants["share"],
+            medians.tolist(),
+            variants["example_case_ids"],
+            strict=True,
         )
-        row["share"] = float(row["share"])
-    session.execute(insert(LogVariant), variant_rows)
+    ]
+
+
+def _insert_materialised(session: Session, log_id: int, mat) -> None:
+    session.execute(insert(_RAW_VARIANTS), _variant_rows(log_id, mat.variants))
     session.execute(
         insert(LogDirectlyFollows),
         [
