@@ -34,6 +34,7 @@ class Dashboard:
                     "level": a.alpha.level,
                     "gwet": None if a.ac is None else a.ac.value,
                     "undefined": a.alpha.reason,
+                    "alpha_with_models": a.models.get("alpha_humans_and_models"),
                 }
                 for a in self.agreement
             ]

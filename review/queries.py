@@ -140,7 +140,7 @@ def scores_of(*, session: Session, rating_id: int) -> dict[str, float | None]:
 
 
 def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
-    """One row per current submitted human rating: ids, verdict, flags, submitted time."""
+    """One row per current submitted rating (human or model): ids, verdict, flags, time."""
     rows = session.exec(
         select(
             Rating.id,
@@ -149,18 +149,26 @@ def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
             Rating.verdict,
             Rating.flags,
             Rating.submitted_at,
+            Rating.rater_kind,
         )
         .where(
             Rating.round_id == round_id,
             Rating.is_current,
             Rating.status == "submitted",
-            Rating.rater_kind == "human",
         )
         .order_by(Rating.id)
     ).all()
     return pd.DataFrame(
         [tuple(r) for r in rows],
-        columns=["rating_id", "task_version_id", "expert_id", "verdict", "flags", "submitted_at"],
+        columns=[
+            "rating_id",
+            "task_version_id",
+            "expert_id",
+            "verdict",
+            "flags",
+            "submitted_at",
+            "rater_kind",
+        ],
     )
 
 
@@ -172,7 +180,6 @@ def scores_long(*, session: Session, round_id: int) -> pd.DataFrame:
             Rating.round_id == round_id,
             Rating.is_current,
             Rating.status == "submitted",
-            Rating.rater_kind == "human",
         )
     ).all()
     return pd.DataFrame([tuple(r) for r in rows], columns=["rating_id", "dimension", "value"])

@@ -1,6 +1,6 @@
 """Agreement of a review round and the approval gate applied to its tasks (service layer)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -50,11 +50,16 @@ def load_round(*, session: Session, round_name: str | int | None = None) -> Roun
     )
 
 
-def reliability_matrix(data: RoundData, item: str) -> tuple[np.ndarray, list[int], list[int]]:
+HUMAN = ("human",)
+
+
+def reliability_matrix(
+    data: RoundData, item: str, kinds: tuple[str, ...] = HUMAN
+) -> tuple[np.ndarray, list[int], list[int]]:
     """(raters x task versions) of one rubric dimension, the verdict (`verdict`) or a flag
     (`flag:<key>`, 1 when raised); NaN where a rater did not rate. Returns the array, the
     rater ids (rows) and task version ids (columns)."""
-    ratings = data.ratings
+    ratings = data.ratings[data.ratings["rater_kind"].isin(kinds)]
     if item == "verdict":
         long = ratings.assign(value=ratings["verdict"].map(VERDICT_CODES))
     elif item.startswith("flag:"):
@@ -80,6 +85,44 @@ def gate_items(rubric: RubricDefinition) -> list[tuple[str, str, str]]:
     return items
 
 
+def model_agreement(data: RoundData, item: str, level: str) -> dict:
+    """With model raters in the round: alpha of humans plus models, and each model's alpha
+    against the human consensus (median; mode for nominal items) on the tasks both rated."""
+    models = data.ratings[data.ratings["rater_kind"] == "model"]
+    if models.empty:
+        return {}
+    both, _, _ = reliability_matrix(data, item, ("human", "model"))
+    humans, _, human_units = reliability_matrix(data, item)
+    out = {
+        "alpha_humans_and_models": agreement.alpha(both, level).value if both.size else None,
+        "models": {},
+    }
+    if humans.size == 0:
+        return out
+    if level == "nominal":
+        consensus = np.array([_mode(humans[:, j]) for j in range(humans.shape[1])])
+    else:
+        with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
+            sup.filter(RuntimeWarning)
+            consensus = np.nanmedian(humans, axis=0)
+    model_matrix, model_ids, model_units = reliability_matrix(data, item, ("model",))
+    for row, model_id in enumerate(model_ids):
+        model_values = dict(zip(model_units, model_matrix[row], strict=True))
+        paired = np.array(
+            [[c, model_values.get(u, np.nan)] for c, u in zip(consensus, human_units, strict=True)]
+        ).T
+        out["models"][int(model_id)] = agreement.alpha(paired, level).value
+    return out
+
+
+def _mode(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return np.nan
+    found, counts = np.unique(values, return_counts=True)
+    return float(found[np.argmax(counts)])
+
+
 @dataclass
 class ItemAgreement:
     item: str
@@ -88,6 +131,7 @@ class ItemAgreement:
     ac: agreement.Gwet | None
     leave_one_out: dict[str, float | None]
     bias: dict[str, float | None]
+    models: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -99,6 +143,7 @@ class ItemAgreement:
             else {"value": self.ac.value, "weights": self.ac.weights},
             "leave_one_rater_out": self.leave_one_out,
             "rater_bias": self.bias,
+            "model_raters": self.models,
         }
 
 
@@ -151,15 +196,19 @@ def round_agreement(
                 names.get(r, str(r)): (None if np.isnan(b) else float(b))
                 for r, b in zip(raters, agreement.rater_bias(matrix), strict=True)
             }
-        results.append(ItemAgreement(item, label, result, ac, loo, bias))
+        results.append(
+            ItemAgreement(item, label, result, ac, loo, bias, model_agreement(data, item, level))
+        )
     return data.review_round, results
 
 
 def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
+    """The gate's view of each task: human ratings only."""
     out = {}
-    scores = data.scores.merge(data.ratings[["rating_id", "task_version_id"]], on="rating_id")
+    humans = data.ratings[data.ratings["rater_kind"].isin(HUMAN)]
+    scores = data.scores.merge(humans[["rating_id", "task_version_id"]], on="rating_id")
     by_task_scores = {tv: group for tv, group in scores.groupby("task_version_id")}
-    for tv, group in data.ratings.groupby("task_version_id"):
+    for tv, group in humans.groupby("task_version_id"):
         task_scores = by_task_scores.get(tv, pd.DataFrame(columns=["dimension", "value"]))
         out[int(tv)] = TaskRatings(
             scores={

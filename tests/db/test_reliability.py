@@ -190,3 +190,67 @@ def test_alpha_over_time_ends_at_the_round_alpha(session, demo):
     assert series["alpha"].iloc[-1] == pytest.approx(final)
     with pytest.raises(InvalidInput, match="is not an item"):
         alpha_over_time(session=session, actor=demo["lead"], item="charisma")
+
+
+def test_model_raters_are_reported_apart_and_never_gate(session, demo):
+    from itsmreview.accounts.service import create_user
+    from itsmreview.review.models import Assignment, Rating, RatingScore
+
+    _, before = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    statuses = {t.external_id: t.status for t in session.exec(select(Task)).all()}
+    model, _ = create_user(
+        session=session, username="judge-model", role="expert", password="model-pass-1"
+    )
+    rated = session.exec(
+        select(Rating).where(Rating.status == "submitted", Rating.rater_kind == "human")
+    ).all()
+    versions = sorted({r.task_version_id for r in rated})
+    round_id = rated[0].round_id
+    for index, version in enumerate(versions):
+        assignment = Assignment(
+            round_id=round_id, task_version_id=version, expert_id=model.id, status="submitted"
+        )
+        session.add(assignment)
+        session.flush()
+        rating = Rating(
+            assignment_id=assignment.id,
+            round_id=round_id,
+            task_version_id=version,
+            expert_id=model.id,
+            rubric_id=rated[0].rubric_id,
+            status="submitted",
+            verdict="reject",
+            rater_kind="model",
+        )
+        session.add(rating)
+        session.flush()
+        session.add(
+            RatingScore(rating_id=rating.id, dimension="persona_fit", value=float(1 + index % 5))
+        )
+    session.commit()
+    recompute_statuses(session=session)
+    assert {t.external_id: t.status for t in session.exec(select(Task)).all()} == statuses
+    _, after = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    fit_before = next(i for i in before if i.item == "persona_fit")
+    fit = next(i for i in after if i.item == "persona_fit")
+    assert fit.alpha.value == fit_before.alpha.value  # humans only
+    rows = session.exec(
+        select(Rating.expert_id, Rating.task_version_id, RatingScore.value)
+        .join(RatingScore, RatingScore.rating_id == Rating.id)
+        .where(
+            RatingScore.dimension == "persona_fit", Rating.is_current, Rating.status == "submitted"
+        )
+    ).all()
+    raters = sorted({r[0] for r in rows})
+    units = sorted({r[1] for r in rows})
+    matrix = np.full((len(raters), len(units)), np.nan)
+    for rater, unit, value in rows:
+        matrix[raters.index(rater), units.index(unit)] = value
+    both = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+    assert fit.models["alpha_humans_and_models"] == pytest.approx(both)
+    humans = np.delete(matrix, raters.index(model.id), axis=0)
+    with np.errstate(all="ignore"):
+        consensus = np.nanmedian(humans, axis=0)
+    paired = np.vstack([consensus, matrix[raters.index(model.id)]])
+    expected = krippendorff.alpha(reliability_data=paired, level_of_measurement="ordinal")
+    assert fit.models["models"][model.id] == pytest.approx(expected)
