@@ -120,6 +120,17 @@ def assign_round(
     return created
 
 
+def own_assignment(*, session: Session, actor: User, assignment_id: int) -> Assignment:
+    """The actor's own assignment. Raises NotFound, or PermissionDenied for another's (blind
+    review: no expert reads or writes anything of another expert's)."""
+    assignment = session.get(Assignment, assignment_id)
+    if assignment is None:
+        raise NotFound(f"assignment {assignment_id} does not exist")
+    if assignment.expert_id != actor.id:
+        raise PermissionDenied("this task is assigned to another expert")
+    return assignment
+
+
 def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | None]) -> None:
     unknown = sorted(set(scores) - {d.key for d in definition.dimensions})
     if unknown:
@@ -152,11 +163,7 @@ def submit_rating(
     """Submit the expert's rating of an assignment; a second submit makes a new revision.
     Task statuses of the round are recomputed through the approval gate (`recompute`)."""
     require_role(actor, Role.expert)
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None:
-        raise NotFound(f"assignment {assignment_id} does not exist")
-    if assignment.expert_id != actor.id:
-        raise PermissionDenied("this task is assigned to another expert")
+    assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     review_round = session.get(ReviewRound, assignment.round_id)
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
@@ -254,11 +261,7 @@ def save_draft(
     """Keep the expert's unfinished answers (one draft per assignment, never counted in
     agreement, never shown to anyone else). Nothing is validated until submit."""
     require_role(actor, Role.expert)
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None:
-        raise NotFound(f"assignment {assignment_id} does not exist")
-    if assignment.expert_id != actor.id:
-        raise PermissionDenied("this task is assigned to another expert")
+    assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     draft = queries.draft_of(session=session, assignment_id=assignment.id)
     review_round = session.get(ReviewRound, assignment.round_id)
     if draft is None:
@@ -301,11 +304,7 @@ def add_turn_note(
 ) -> TurnNote:
     """An expert's flag or comment on one turn of a transcript of their assignment."""
     require_role(actor, Role.expert)
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None:
-        raise NotFound(f"assignment {assignment_id} does not exist")
-    if assignment.expert_id != actor.id:
-        raise PermissionDenied("this task is assigned to another expert")
+    assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     transcript = session.get(Transcript, transcript_id)
     if transcript is None or transcript.task_version_id != assignment.task_version_id:
         raise InvalidInput(f"transcript {transcript_id} does not belong to this task")

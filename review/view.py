@@ -8,10 +8,11 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.coverage.explorer import VariantDetail, variant_detail
-from itsmreview.errors import NotFound, PermissionDenied
+from itsmreview.errors import NotFound
 from itsmreview.review import queries
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
 from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.service import own_assignment
 from sqlmodel import Session
 
 
@@ -42,11 +43,7 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
     Raises NotFound, or PermissionDenied when the assignment belongs to someone else.
     """
     require_role(actor, Role.expert)
-    assignment = session.get(Assignment, assignment_id)
-    if assignment is None:
-        raise NotFound(f"assignment {assignment_id} does not exist")
-    if assignment.expert_id != actor.id:
-        raise PermissionDenied("this task is assigned to another expert")
+    assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     version = session.get(TaskVersion, assignment.task_version_id)
     task = session.get(Task, version.task_id)
     review_round = session.get(ReviewRound, assignment.round_id)
