@@ -185,6 +185,12 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
 PERSONAS = Path(__file__).parent / "personas.yaml"
 
 
+def _declared_steps(session: Session, external_id: str) -> set[str]:
+    task = task_by_external_id(session=session, external_id=external_id)
+    version = latest_version(session=session, task_id=task.id)
+    return {step for sequence in version.source.get("variants", []) for step in sequence}
+
+
 def _seed_completeness(session: Session, users: dict[str, User], log_name: str) -> None:
     """Each persona's work activities, and judgements from the experts who know it."""
     import yaml
@@ -204,9 +210,17 @@ def _seed_completeness(session: Session, users: dict[str, User], log_name: str) 
         "Incident manager": ["expert1", "expert3"],
     }
     for persona, names in judges.items():
-        activities = [a for a in activities_of(session, persona) if a.source != "logs"]
+        in_tasks = {
+            step
+            for spec in load_specs()
+            if spec["persona"] == persona
+            for step in _declared_steps(session, spec["id"])
+        }
+        listed = activities_of(session, persona)
+        written = [a for a in listed if a.source != "logs"]
+        seen = [a.id for a in listed if a.source == "logs" and a.activity in in_tasks]
         for index, name in enumerate(names):
-            captured = [a.id for i, a in enumerate(activities) if (i + index) % 4 != 3]
+            captured = seen + [a.id for i, a in enumerate(written) if (i + index) % 4 != 3]
             submit_review(
                 session=session,
                 actor=users[name],
