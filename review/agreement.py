@@ -17,6 +17,7 @@ Krippendorff's worked example ("Computing Krippendorff's Alpha-Reliability", 201
 [0.743, 0.815, 0.849, 0.797]
 """
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -220,8 +221,8 @@ def rater_bias(data) -> np.ndarray:
 def item_dispersion(data) -> dict[str, np.ndarray]:
     """Per unit: number of ratings, standard deviation (ddof 0) and range; NaN if unrated."""
     array = _as_array(data)
-    with np.errstate(invalid="ignore"), np.testing.suppress_warnings() as sup:
-        sup.filter(RuntimeWarning)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # unrated units give NaN
         return {
             "n": (~np.isnan(array)).sum(axis=0),
             "sd": np.nanstd(array, axis=0),

@@ -1,5 +1,6 @@
 """Agreement of a review round and the approval gate applied to its tasks (service layer)."""
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,8 +103,8 @@ def model_agreement(data: RoundData, item: str, level: str) -> dict:
     if level == "nominal":
         consensus = np.array([_mode(humans[:, j]) for j in range(humans.shape[1])])
     else:
-        with np.errstate(all="ignore"), np.testing.suppress_warnings() as sup:
-            sup.filter(RuntimeWarning)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # tasks with no human rating
             consensus = np.nanmedian(humans, axis=0)
     model_matrix, model_ids, model_units = reliability_matrix(data, item, ("model",))
     for row, model_id in enumerate(model_ids):
