@@ -96,3 +96,17 @@ def variant_detail(
         role_cases=len(sample),
         examples=examples.reset_index(drop=True),
     )
+
+
+def source_details(
+    *, session: Session, log_name: str | None, sequences: list[list[str]]
+) -> list[VariantDetail]:
+    """The detail of each sequence a task declares; a log that is not imported gives
+    details marked as not found."""
+    out = []
+    for sequence in sequences:
+        try:
+            out.append(variant_detail(session=session, log_name=log_name or "", sequence=sequence))
+        except NotFound:
+            out.append(VariantDetail.missing(log_name or "(none)", sequence))
+    return out

@@ -77,7 +77,3 @@ def source_kind_counts(*, session: Session) -> dict[str, int]:
         select(LedgerEntry.source_kind, func.count()).group_by(LedgerEntry.source_kind)
     ).all()
     return {kind: count for kind, count in rows}
-
-
-def entry_count(*, session: Session) -> int:
-    return session.exec(select(func.count()).select_from(LedgerEntry)).one()

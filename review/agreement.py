@@ -18,7 +18,7 @@ Krippendorff's worked example ("Computing Krippendorff's Alpha-Reliability", 201
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import krippendorff
@@ -278,13 +278,3 @@ def gwet_ac(data, weights: str = "identity", categories=None) -> Gwet:
     if pe >= 1:
         return Gwet(None, pa, pe, weights, "chance agreement is 1")
     return Gwet((pa - pe) / (1 - pe), pa, pe, weights)
-
-
-@dataclass
-class DimensionAgreement:
-    dimension: str
-    level: str
-    alpha: Alpha
-    ac: Gwet | None = None
-    leave_one_out: dict[str, float | None] = field(default_factory=dict)
-    bias: dict[str, float] = field(default_factory=dict)

@@ -103,25 +103,6 @@ def progress_frame(*, session: Session) -> pd.DataFrame:
     )
 
 
-def current_ratings_frame(*, session: Session, round_id: int) -> pd.DataFrame:
-    """Long form: one row per current submitted rating and dimension."""
-    rows = session.exec(
-        select(
-            Rating.task_version_id,
-            Rating.expert_id,
-            Rating.verdict,
-            RatingScore.dimension,
-            RatingScore.value,
-        )
-        .join(RatingScore, RatingScore.rating_id == Rating.id)
-        .where(Rating.round_id == round_id, Rating.is_current, Rating.status == "submitted")
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["task_version_id", "expert_id", "verdict", "dimension", "value"],
-    )
-
-
 def rating_count(*, session: Session) -> int:
     return session.exec(select(func.count()).select_from(Rating)).one()
 

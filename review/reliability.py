@@ -229,6 +229,32 @@ def gate_config(data: RoundData) -> GateConfig:
     return GateConfig.from_dict(config, required=required, blocking=blocking)
 
 
+def gate_decisions(
+    *, session: Session, data: RoundData
+) -> tuple[pd.DataFrame, dict[int, Decision]]:
+    """The gate's decision for every task of the round, without storing anything: the
+    round's tasks with their stored status, and task version id -> decision."""
+    config = gate_config(data)
+    round_alpha = {}
+    for item in config.gating_dimensions:
+        matrix, _, _ = reliability_matrix(data, item)
+        level = data.rubric.dimension(item).level
+        round_alpha[item] = agreement.alpha(matrix, level).value if matrix.size else None
+    ratings = _task_ratings(data)
+    adjudicated = queries.adjudications_of_round(session=session, round_id=data.review_round.id)
+    tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
+    decisions = {
+        int(v): decide(
+            ratings.get(int(v), TaskRatings({}, [], [])),
+            config,
+            round_alpha,
+            adjudicated.get(int(v)),
+        )
+        for v in tasks["task_version_id"]
+    }
+    return tasks, decisions
+
+
 def recompute_statuses(
     *,
     session: Session,
@@ -238,25 +264,10 @@ def recompute_statuses(
     """Apply the round's gate to every task of the round; store changed statuses and record
     each change in the ledger. Returns task version id -> decision. Flushes."""
     data = load_round(session=session, round_name=round_name)
-    config = gate_config(data)
-    round_alpha = {}
-    for item in config.gating_dimensions:
-        matrix, _, _ = reliability_matrix(data, item)
-        level = data.rubric.dimension(item).level
-        round_alpha[item] = agreement.alpha(matrix, level).value if matrix.size else None
-    ratings = _task_ratings(data)
-    adjudicated = queries.adjudications_of_round(session=session, round_id=data.review_round.id)
-    decisions = {}
-    tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
+    tasks, decisions = gate_decisions(session=session, data=data)
     for row in tasks.itertuples():
         version_id = int(row.task_version_id)
-        decision = decide(
-            ratings.get(version_id, TaskRatings({}, [], [])),
-            config,
-            round_alpha,
-            adjudicated.get(version_id),
-        )
-        decisions[version_id] = decision
+        decision = decisions[version_id]
         if decision.status != row.status:
             task = session.get(Task, int(row.task_id))
             task.status = decision.status
@@ -319,9 +330,10 @@ def disagreements(
 ) -> pd.DataFrame:
     """Tasks of the round waiting for adjudication, with the gate's reasons. Leads only."""
     require_role(actor, Role.lead)
-    decisions = recompute_statuses(session=session, round_name=round_name, actor_id=actor.id)
-    data = load_round(session=session, round_name=round_name)
-    tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
+    # statuses are stored whenever ratings or adjudications change; a page view only reads
+    tasks, decisions = gate_decisions(
+        session=session, data=load_round(session=session, round_name=round_name)
+    )
     tasks["reasons"] = tasks["task_version_id"].map(lambda v: "; ".join(decisions[int(v)].reasons))
     return tasks[tasks["status"] == "adjudication"].reset_index(drop=True)
 

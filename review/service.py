@@ -56,13 +56,13 @@ def create_round(
                 priority=weights.get(version_id, 0.0),
             )
         )
-        task = session.exec(
-            select(Task)
-            .join(TaskVersion, TaskVersion.task_id == Task.id)
-            .where(TaskVersion.id == version_id)
-        ).one()
-        if task.status == TaskStatus.draft:
-            task.status = TaskStatus.in_review
+    drafts = session.exec(
+        select(Task)
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .where(TaskVersion.id.in_(list(task_version_ids)), Task.status == TaskStatus.draft)
+    ).all()
+    for task in drafts:
+        task.status = TaskStatus.in_review
     session.flush()
     return review_round
 

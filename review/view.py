@@ -7,8 +7,6 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.coverage.explorer import VariantDetail, variant_detail
-from itsmreview.errors import NotFound
 from itsmreview.review import queries
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
 from itsmreview.review.rubrics import RubricDefinition
@@ -23,7 +21,8 @@ class AssignmentView:
     version: TaskVersion
     transcripts: list[Transcript]
     rubric: RubricDefinition
-    variants: list[VariantDetail]
+    source_log: str | None
+    source_sequences: list[list[str]]
     own_rating: Rating | None
     own_scores: dict[str, float | None]
     newest_version: int = 0
@@ -48,13 +47,6 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
     task = session.get(Task, version.task_id)
     review_round = session.get(ReviewRound, assignment.round_id)
     rubric = session.get(Rubric, review_round.rubric_id)
-    variants = []
-    log_name = version.source.get("log")
-    for sequence in version.source.get("variants", []):
-        try:
-            variants.append(variant_detail(session=session, log_name=log_name, sequence=sequence))
-        except NotFound:
-            variants.append(VariantDetail.missing(log_name or "(none)", sequence))
     rating = queries.current_rating(session=session, assignment_id=assignment.id)
     draft = queries.draft_of(session=session, assignment_id=assignment.id)
     return AssignmentView(
@@ -63,7 +55,8 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         version=version,
         transcripts=catalog_queries.transcripts_of(session=session, task_version_id=version.id),
         rubric=RubricDefinition.model_validate(rubric.definition),
-        variants=variants,
+        source_log=version.source.get("log"),
+        source_sequences=[list(s) for s in version.source.get("variants", [])],
         own_rating=rating,
         own_scores=queries.scores_of(session=session, rating_id=rating.id) if rating else {},
         newest_version=catalog_queries.latest_version(session=session, task_id=task.id).version,

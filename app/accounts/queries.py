@@ -1,5 +1,4 @@
 from itsmreview.accounts.models import Role, User
-from sqlalchemy import func
 from sqlmodel import Session, select
 
 
@@ -12,11 +11,6 @@ def list_users(*, session: Session, role: Role | None = None) -> list[User]:
     if role is not None:
         query = query.where(User.role == role)
     return list(session.exec(query).all())
-
-
-def count_by_role(*, session: Session) -> dict[str, int]:
-    rows = session.exec(select(User.role, func.count()).group_by(User.role)).all()
-    return {role: count for role, count in rows}
 
 
 def user_by_email(*, session: Session, email: str) -> User | None:

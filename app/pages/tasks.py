@@ -8,12 +8,10 @@ from itsmreview.catalog.browser import (
     task_table,
     turn_notes_of_task,
 )
-from itsmreview.coverage.explorer import variant_detail
 from itsmreview.db import session_scope
-from itsmreview.errors import NotFound
 from itsmreview.ui.auth import require
 from itsmreview.ui.transcript import escape_markdown, render_transcript
-from itsmreview.ui.variant import render_variant
+from itsmreview.ui.variant import render_variant, variant_details
 
 user = require(Role.lead)
 st.title("Tasks")
@@ -101,14 +99,7 @@ with right:
         hide_index=True,
     )
     source = task.get("source") or {}
-    for index, sequence in enumerate(source.get("variants", [])):
+    details = variant_details(source.get("log"), source.get("variants", []))
+    for index, detail in enumerate(details):
         st.markdown(f"**Source variant {index + 1}**")
-        try:
-            with session_scope() as session:
-                detail = variant_detail(
-                    session=session, log_name=source.get("log") or "", sequence=sequence
-                )
-        except NotFound:
-            st.warning(f"Log {source.get('log')!r} is not imported.")
-            continue
         render_variant(detail, key=f"browse-{chosen}-{index}", compact=True)

@@ -1,10 +1,9 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.coverage.explorer import variant_detail
 from itsmreview.coverage.overview import log_names, variant_choices
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
-from itsmreview.ui.variant import render_variant
+from itsmreview.ui.variant import render_variant, variant_details
 
 require(Role.lead, Role.expert)
 st.title("Variant explorer")
@@ -18,6 +17,5 @@ name = left.selectbox("Event log", names)
 with session_scope() as session:
     choices = variant_choices(session=session, name=name)
 rank = right.selectbox("Variant", list(choices), format_func=lambda r: choices[r]["label"])
-with session_scope() as session:
-    detail = variant_detail(session=session, log_name=name, sequence=choices[rank]["sequence"])
+(detail,) = variant_details(name, [choices[rank]["sequence"]])
 render_variant(detail, key=f"explorer-{name}-{rank}")

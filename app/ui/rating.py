@@ -3,7 +3,7 @@
 import streamlit as st
 from itsmreview.review.view import AssignmentView
 from itsmreview.ui.transcript import escape_markdown
-from itsmreview.ui.variant import render_variant
+from itsmreview.ui.variant import render_variant, variant_details
 
 
 def task_panel(view: AssignmentView) -> None:
@@ -28,9 +28,9 @@ def task_panel(view: AssignmentView) -> None:
 
 def variant_panel(view: AssignmentView) -> None:
     st.subheader("Source log variant")
-    if not view.variants:
+    if not view.source_sequences:
         st.info("This task declares no source variant.")
-    for index, detail in enumerate(view.variants):
+    for index, detail in enumerate(variant_details(view.source_log, view.source_sequences)):
         render_variant(detail, key=f"a{view.assignment.id}-v{index}", compact=True)
 
 

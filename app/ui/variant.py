@@ -3,7 +3,30 @@
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from itsmreview.coverage.explorer import VariantDetail
+from itsmreview.coverage.explorer import VariantDetail, source_details
+from itsmreview.db import session_scope
+from itsmreview.settings import get_settings
+
+# variant details read parquet files; a page rerun (every answer on the rating page is one)
+# must not read them again
+DETAIL_TTL_SECONDS = 600
+
+
+@st.cache_data(ttl=DETAIL_TTL_SECONDS, show_spinner=False)
+def _cached_details(
+    database_url: str, log_name: str | None, sequences: tuple[tuple[str, ...], ...]
+) -> list[VariantDetail]:
+    with session_scope() as session:
+        return source_details(
+            session=session, log_name=log_name, sequences=[list(s) for s in sequences]
+        )
+
+
+def variant_details(log_name: str | None, sequences: list[list[str]]) -> list[VariantDetail]:
+    """Details of the declared sequences, cached per database, log and sequences."""
+    return _cached_details(
+        get_settings().resolved_database_url(), log_name, tuple(tuple(s) for s in sequences)
+    )
 
 
 def _hours(seconds: float) -> str:
