@@ -1,6 +1,6 @@
 """Engines, sessions and migrations for SQLite (embedded default) and PostgreSQL (team)."""
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -62,6 +62,28 @@ def session_scope(engine: Engine | None = None) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def bulk_insert(
+    session: Session, table: str, columns: Sequence[str], rows: Iterable[tuple]
+) -> None:
+    """Insert many rows inside the session's transaction at driver speed: COPY on PostgreSQL,
+    one executemany on SQLite. Values must be what the driver stores (JSON already as text);
+    `table` and `columns` are the code's own names, never user input."""
+    connection = session.connection()
+    raw = connection.connection.dbapi_connection
+    names = ", ".join(f'"{name}"' for name in columns)
+    if connection.dialect.name == "postgresql":
+        with raw.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    marks = ", ".join("?" * len(columns))
+    cursor = raw.cursor()
+    try:
+        cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)
+    finally:
+        cursor.close()
 
 
 def alembic_config(url: str | None = None) -> Config:

@@ -3,9 +3,10 @@
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 from itsmreview.coverage import queries
@@ -25,12 +26,10 @@ from itsmreview.coverage.models import (
     LogVariant,
 )
 from itsmreview.coverage.variants import materialise
+from itsmreview.db import bulk_insert
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
 from itsmreview.settings import get_settings
-from sqlalchemy import column as sa_column
-from sqlalchemy import insert
-from sqlalchemy import table as sa_table
 from sqlmodel import Session
 
 Progress = Callable[[str, float], None]
@@ -82,68 +81,71 @@ def import_log(
     mapping = mapping or XES_DEFAULT
     mapping_hash = mapping.digest()
     report("hashing", 0.05)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # hashing and parsing both release the GIL, so they overlap on two cores
-        hashing = pool.submit(file_sha256, path)
-        if path.stat().st_size < PARALLEL_HASH_BYTES:
-            hashing.result()
-        existing = (
-            queries.log_by_digest(
-                session=session, sha256=hashing.result(), mapping_hash=mapping_hash
-            )
-            if hashing.done()
-            else None
-        )
-        if existing is not None:
-            return ImportResult(existing, created=False)
-        try:
-            events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-        sha = hashing.result()
-    existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
-    if existing is not None:
-        return ImportResult(existing, created=False)
-    report("materialising variants", 0.5)
-    mat = materialise(events)
-    name = name or path.name.split(".")[0]
-    log = EventLog(
-        name=name,
-        version=queries.latest_version(session=session, name=name) + 1,
-        source_path=str(path.resolve()),
-        sha256=sha,
-        mapping=used.to_dict(),
-        mapping_hash=mapping_hash,
-        preset=preset,
-        n_cases=mat.summary["cases"],
-        n_events=mat.summary["events"],
-        n_activities=mat.summary["activities"],
-        n_variants=mat.summary["variants"],
-        n_collapsed_variants=mat.summary["collapsed_variants"],
-        n_df_pairs=mat.summary["df_pairs"],
-        n_singleton_variants=mat.summary["singleton_variants"],
-        first_timestamp=mat.summary["first_timestamp"].to_pydatetime(),
-        last_timestamp=mat.summary["last_timestamp"].to_pydatetime(),
-        imported_by_id=actor_id,
-    )
-    session.add(log)
-    session.flush()
-
-    report("writing events", 0.7)
-    target = (data_dir or get_settings().data_dir) / "logs" / f"{log.id}-{sha[:12]}"
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_ensure(target.parent)))
+    data_dir = data_dir or get_settings().data_dir
+    staging: Path | None = None
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # parquet files are written while the statistics go to the database
-            written = pool.submit(_write_parquet, events, mat.cases, staging)
-            report("storing statistics", 0.85)
+            # the worker hashes the file while it is parsed, then writes the parquet files while
+            # variants are materialised and stored: all of them release the GIL for long spells
+            hashing = pool.submit(file_sha256, path)
+            if path.stat().st_size < PARALLEL_HASH_BYTES:
+                hashing.result()
+            existing = (
+                queries.log_by_digest(
+                    session=session, sha256=hashing.result(), mapping_hash=mapping_hash
+                )
+                if hashing.done()
+                else None
+            )
+            if existing is not None:
+                return ImportResult(existing, created=False)
+            try:
+                events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+            sha = hashing.result()
+            existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
+            if existing is not None:
+                return ImportResult(existing, created=False)
+            staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_ensure(data_dir / "logs")))
+            events_written = pool.submit(_write_parquet, events, staging / "events.parquet")
+            report("materialising variants", 0.5)
+            mat = materialise(events)
+            cases_written = pool.submit(_write_parquet, mat.cases, staging / "cases.parquet")
+            name = name or path.name.split(".")[0]
+            log = EventLog(
+                name=name,
+                version=queries.latest_version(session=session, name=name) + 1,
+                source_path=str(path.resolve()),
+                sha256=sha,
+                mapping=used.to_dict(),
+                mapping_hash=mapping_hash,
+                preset=preset,
+                n_cases=mat.summary["cases"],
+                n_events=mat.summary["events"],
+                n_activities=mat.summary["activities"],
+                n_variants=mat.summary["variants"],
+                n_collapsed_variants=mat.summary["collapsed_variants"],
+                n_df_pairs=mat.summary["df_pairs"],
+                n_singleton_variants=mat.summary["singleton_variants"],
+                first_timestamp=mat.summary["first_timestamp"].to_pydatetime(),
+                last_timestamp=mat.summary["last_timestamp"].to_pydatetime(),
+                imported_by_id=actor_id,
+            )
+            session.add(log)
+            session.flush()
+            report("storing statistics", 0.8)
             _insert_materialised(session, log.id, mat)
-            written.result()
+            report("writing events", 0.9)
+            events_written.result()
+            cases_written.result()
+        target = data_dir / "logs" / f"{log.id}-{sha[:12]}"
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     log.events_path = str(target.resolve())
     append_entry(
@@ -164,9 +166,8 @@ def import_log(
 PARALLEL_HASH_BYTES = 64 * 2**20  # smaller files are hashed first, so a re-import reads nothing
 
 
-def _write_parquet(events, cases, folder: Path) -> None:
-    events.to_parquet(folder / "events.parquet", index=False)
-    cases.to_parquet(folder / "cases.parquet", index=False)
+def _write_parquet(frame, path: Path) -> None:
+    frame.to_parquet(path, index=False)
 
 
 def _ensure(folder: Path) -> Path:
@@ -174,8 +175,14 @@ def _ensure(folder: Path) -> Path:
     return folder
 
 
-# LogVariant's columns without SQL types: rows arrive with JSON already serialised, which
-# spares SQLAlchemy a per-value conversion on imports with 100,000 variants
+def _json_strings(items) -> str:
+    """json.dumps of a list of strings, without building an encoder per call (an import
+    encodes two lists per variant)."""
+    if all(type(item) is str for item in items):
+        return "[" + ", ".join(map(encode_basestring_ascii, items)) + "]"
+    return json.dumps(list(items))
+
+
 _VARIANT_COLUMNS = (
     "log_id",
     "level",
@@ -188,76 +195,64 @@ _VARIANT_COLUMNS = (
     "median_throughput_s",
     "example_case_ids",
 )
-_RAW_VARIANTS = sa_table(LogVariant.__tablename__, *(sa_column(c) for c in _VARIANT_COLUMNS))
 
 
-def _variant_rows(log_id: int, variants) -> list[dict]:
-    medians = variants["median_throughput_s"].astype(float).to_numpy()
-    return [
-        {
-            "log_id": log_id,
-            "level": level,
-            "rank": int(rank),
-            "sequence": json.dumps(sequence),
-            "sequence_key": key,
-            "length": int(length),
-            "case_count": int(count),
-            "share": float(share),
-            "median_throughput_s": None if median != median else median,
-            "example_case_ids": json.dumps(examples),
-        }
-        for level, rank, sequence, key, length, count, share, median, examples in zip(
-            variants["level"],
-            variants["rank"],
-            variants["sequence"],
-            variants["sequence_key"],
-            variants["length"],
-            variants["case_count"],
-            variants["share"],
-            medians.tolist(),
-            variants["example_case_ids"],
-            strict=True,
+def _variant_rows(log_id: int, variants) -> Iterator[tuple]:
+    medians = variants["median_throughput_s"].astype(float).to_numpy().tolist()
+    for level, rank, sequence, key, length, count, share, median, examples in zip(
+        variants["level"].tolist(),
+        variants["rank"].tolist(),
+        variants["sequence"].tolist(),
+        variants["sequence_key"].tolist(),
+        variants["length"].tolist(),
+        variants["case_count"].tolist(),
+        variants["share"].tolist(),
+        medians,
+        variants["example_case_ids"].tolist(),
+        strict=True,
+    ):
+        yield (
+            log_id,
+            level,
+            int(rank),
+            _json_strings(sequence),
+            key,
+            int(length),
+            int(count),
+            float(share),
+            None if median != median else median,
+            _json_strings(examples),
         )
-    ]
 
 
 def _insert_materialised(session: Session, log_id: int, mat) -> None:
-    session.execute(insert(_RAW_VARIANTS), _variant_rows(log_id, mat.variants))
-    session.execute(
-        insert(LogDirectlyFollows),
+    bulk_insert(
+        session, LogVariant.__tablename__, _VARIANT_COLUMNS, _variant_rows(log_id, mat.variants)
+    )
+    bulk_insert(
+        session,
+        LogDirectlyFollows.__tablename__,
+        ("log_id", "source", "target", "count"),
         [
-            {
-                "log_id": log_id,
-                "source": str(r.source),
-                "target": str(r.target),
-                "count": int(r.count),
-            }
+            (log_id, str(r.source), str(r.target), int(r.count))
             for r in mat.df_pairs.itertuples(index=False)
         ],
     )
-    session.execute(
-        insert(LogActivity),
+    bulk_insert(
+        session,
+        LogActivity.__tablename__,
+        ("log_id", "name", "event_count", "case_count"),
         [
-            {
-                "log_id": log_id,
-                "name": str(r.name),
-                "event_count": int(r.event_count),
-                "case_count": int(r.case_count),
-            }
+            (log_id, str(r.name), int(r.event_count), int(r.case_count))
             for r in mat.activities.itertuples(index=False)
         ],
     )
-    if len(mat.role_values):
-        session.execute(
-            insert(LogRoleValue),
-            [
-                {
-                    "log_id": log_id,
-                    "attribute": str(r.attribute),
-                    "value": str(r.value),
-                    "event_count": int(r.event_count),
-                    "case_count": int(r.case_count),
-                }
-                for r in mat.role_values.itertuples(index=False)
-            ],
-        )
+    bulk_insert(
+        session,
+        LogRoleValue.__tablename__,
+        ("log_id", "attribute", "value", "event_count", "case_count"),
+        [
+            (log_id, str(r.attribute), str(r.value), int(r.event_count), int(r.case_count))
+            for r in mat.role_values.itertuples(index=False)
+        ],
+    )

@@ -70,7 +70,6 @@ def _variant_ids(starts: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.nd
     """Per case, the id of its activity sequence (ids in order of first appearance), and
     each id's first case. Sequences are grouped by a 64-bit polynomial hash and then
     verified element by element, so the result is exact."""
-    n_cases = len(starts)
     lengths = np.diff(np.append(starts, len(act)))
     position = np.arange(len(act)) - np.repeat(starts, lengths)
     powers = np.cumprod(np.full(int(lengths.max()), _MULTIPLIER, dtype=np.uint64), dtype=np.uint64)
@@ -78,8 +77,7 @@ def _variant_ids(starts: np.ndarray, act: np.ndarray) -> tuple[np.ndarray, np.nd
         terms = (act.astype(np.uint64) + np.uint64(1)) * powers[position]
         hashes = np.add.reduceat(terms, starts) + lengths.astype(np.uint64)
     ids, _ = pd.factorize(hashes, sort=False)
-    first_case = np.full(ids.max() + 1, n_cases, dtype=np.int64)
-    np.minimum.at(first_case, ids, np.arange(n_cases))
+    first_case = _first_occurrences(ids)
     representative = first_case[ids]
     same_length = lengths == lengths[representative]
     same_codes = (
@@ -96,9 +94,16 @@ def _variant_ids_exact(starts: np.ndarray, act: np.ndarray) -> tuple[np.ndarray,
     """The slow path, used only if two different sequences ever share a hash."""
     sequences = [tuple(x) for x in np.split(act, starts[1:])]
     ids, _ = pd.factorize(pd.Series(sequences, dtype=object), sort=False)
-    first_case = np.full(ids.max() + 1, len(starts), dtype=np.int64)
-    np.minimum.at(first_case, ids, np.arange(len(starts)))
-    return ids.astype(np.int64), first_case
+    return ids.astype(np.int64), _first_occurrences(ids)
+
+
+def _first_occurrences(ids: np.ndarray) -> np.ndarray:
+    """Where each id first occurs, for ids numbered in order of first appearance (as
+    `pd.factorize(sort=False)` numbers them): exactly the places where the running maximum grows."""
+    running = np.maximum.accumulate(ids)
+    grows = np.ones(len(ids), dtype=bool)
+    grows[1:] = running[1:] > running[:-1]
+    return np.flatnonzero(grows)
 
 
 def _variant_table(
@@ -173,9 +178,13 @@ def materialise(events: pd.DataFrame) -> Materialised:
     boundary = np.ones(len(case_codes), dtype=bool)
     boundary[1:] = case_codes[1:] != case_codes[:-1]
     starts = np.flatnonzero(boundary)
-    if len(np.unique(case_codes[starts])) != len(starts):
+    if case_codes.min() < 0:
+        raise ValueError("events without a case id; normalise the log first")
+    if np.bincount(case_codes[starts]).max() > 1:
         raise ValueError("events are not grouped by case; normalise the log first")
-    case_ids = case_labels[case_codes[starts]].astype(str)
+    case_ids = case_labels[case_codes[starts]]
+    if not all(type(label) is str for label in case_labels):
+        case_ids = case_ids.astype(str).astype(object)
     n_cases = len(starts)
 
     stamps = events["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64)
@@ -211,8 +220,8 @@ def materialise(events: pd.DataFrame) -> Materialised:
             "started_at": pd.to_datetime(started, unit="ns", utc=True),
             "ended_at": pd.to_datetime(ended, unit="ns", utc=True),
             "throughput_s": throughput,
-            "variant_key": raw_keys[raw_ids],
-            "collapsed_variant_key": collapsed_keys[collapsed_ids],
+            "variant_key": pd.Categorical.from_codes(raw_ids, raw_keys),
+            "collapsed_variant_key": pd.Categorical.from_codes(collapsed_ids, collapsed_keys),
         }
     )
 

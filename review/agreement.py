@@ -4,7 +4,7 @@ confidence interval, leave-one-rater-out alpha, rater bias, item dispersion and 
 Reliability data is a (raters x units) float array with NaN for a missing rating, as in
 Krippendorff (2011) and the `krippendorff` package. The point estimate of alpha comes from
 that package; the bootstrap resamples units and reuses per-unit coincidence matrices, so
-1,000 samples cost about one alpha computation.
+1,000 samples cost a few alpha computations, not 1,000.
 
 Krippendorff's worked example ("Computing Krippendorff's Alpha-Reliability", 2011):
 
@@ -65,11 +65,26 @@ def value_counts(data) -> tuple[np.ndarray, np.ndarray]:
     """Per unit, how many ratings took each value: (units x values) counts, and the values."""
     array = _as_array(data)
     present = ~np.isnan(array)
-    values = np.unique(array[present])
+    if present.any():
+        low, high = np.nanmin(array), np.nanmax(array)
+        if high - low < SMALL_INTEGER_RANGE:
+            # integer scales (Likert, verdict codes): one comparison per scale point, kept
+            # when the points account for every rating
+            levels = low + np.arange(int(high - low) + 1, dtype=float)
+            counts = np.stack([(array == level).sum(axis=0) for level in levels], axis=1)
+            if counts.sum() == present.sum():
+                used = counts.any(axis=0)
+                return counts[:, used].astype(float), levels[used]
     _, units = np.nonzero(present)
-    codes = np.searchsorted(values, array[present])
-    flat = np.bincount(units * len(values) + codes, minlength=array.shape[1] * len(values))
-    return flat.reshape(array.shape[1], len(values)).astype(float), values
+    ratings = array[present]
+    values = np.unique(ratings)
+    codes = np.searchsorted(values, ratings)
+    n_units = array.shape[1]
+    flat = np.bincount(units * len(values) + codes, minlength=n_units * len(values))
+    return flat.reshape(n_units, len(values)).astype(float), values
+
+
+SMALL_INTEGER_RANGE = 32
 
 
 def unit_coincidences(counts: np.ndarray) -> np.ndarray:
@@ -157,16 +172,7 @@ def alpha(
     point = float(krippendorff.alpha(reliability_data=array, level_of_measurement=level))
     if not bootstrap:
         return Alpha(point, level, units, pairable_values)
-    per_unit = unit_coincidences(counts[pairable]).reshape(units, -1)
-    samples = np.empty((bootstrap, per_unit.shape[1]))
-    done = 0
-    for draws in bootstrap_draws(seed, bootstrap, units):
-        n = len(draws)
-        draws += (np.arange(n, dtype=np.int64) * units)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=n * units).reshape(n, units)
-        samples[done : done + n] = weights @ per_unit
-        done += n
-    samples = samples.reshape(bootstrap, len(values), len(values))
+    samples = _resampled_coincidences(unit_coincidences(counts[pairable]), bootstrap, seed)
     estimates = alpha_from_coincidences(samples, values, level)
     estimates = estimates[~np.isnan(estimates)]
     tail = (1 - confidence) / 2 * 100
@@ -175,23 +181,62 @@ def alpha(
 
 
 BOOTSTRAP_BLOCK = 25
+_LOW_32 = np.uint64(0xFFFFFFFF)
+_SHIFT_32 = np.uint64(32)
+
+
+def _resampled_coincidences(per_unit: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """Coincidence matrices (samples, V, V) of `samples` resamples of the units, each the sum
+    of the drawn units' matrices: per block, the draws are counted per unit and the counts
+    multiplied with the units' matrices (upper triangles only: they are symmetric)."""
+    units, n_values = per_unit.shape[0], per_unit.shape[1]
+    upper = np.triu_indices(n_values)
+    features = np.ascontiguousarray(per_unit[:, upper[0], upper[1]])
+    sums = np.empty((samples, features.shape[1]))
+    offsets = np.repeat(np.arange(BOOTSTRAP_BLOCK, dtype=np.int64) * units, units)
+    weights = np.empty((BOOTSTRAP_BLOCK, units))
+    done = 0
+    for draws in _draw_blocks(seed, samples, units):
+        n = len(draws)
+        flat = draws.reshape(-1)
+        np.add(flat, offsets[: flat.size], out=flat)
+        weights[:n] = np.bincount(flat, minlength=n * units).reshape(n, units)
+        np.matmul(weights[:n], features, out=sums[done : done + n])
+        done += n
+    matrices = np.empty((samples, n_values, n_values))
+    matrices[:, upper[0], upper[1]] = sums
+    matrices[:, upper[1], upper[0]] = sums
+    return matrices
+
+
+def _draw_blocks(seed: int, samples: int, units: int):
+    """Blocks of resampled unit indices (samples x units in total), uniform with replacement,
+    written into one reused buffer (copy a block to keep it).
+
+    Each index comes from 32 random bits r as (r * units) >> 32 (Lemire's multiply-shift
+    without rejection: a unit's probability is off by at most units / 2**32, about 2e-6
+    relative for 10,000 units); one 64-bit word gives two indices."""
+    generator = np.random.Generator(np.random.SFC64(seed))
+    buffer = np.empty(BOOTSTRAP_BLOCK * units + 1, dtype=np.uint64)
+    scale = np.uint64(units)
+    for start in range(0, samples, BOOTSTRAP_BLOCK):
+        n = min(BOOTSTRAP_BLOCK, samples - start)
+        size = n * units
+        words = generator.bit_generator.random_raw((size + 1) // 2)
+        half = len(words)
+        np.bitwise_and(words, _LOW_32, out=buffer[:half])
+        np.right_shift(words, _SHIFT_32, out=buffer[half : 2 * half])
+        draws = buffer[:size]
+        np.multiply(draws, scale, out=draws)
+        np.right_shift(draws, _SHIFT_32, out=draws)
+        yield draws.view(np.int64).reshape(n, units)
 
 
 def bootstrap_draws(seed: int, samples: int, units: int):
-    """Blocks of resampled unit indices (samples x units in total), uniform with replacement.
-
-    Each index is the top 32 bits of a 64-bit random word scaled by `units` (Lemire's
-    multiply-shift without rejection: a unit's probability is off by at most units / 2**32,
-    about 2e-6 relative for 10,000 units), computed in place, in blocks that stay in cache."""
-    generator = np.random.default_rng(seed)
-    shift, scale = np.uint64(32), np.uint64(units)
-    for start in range(0, samples, BOOTSTRAP_BLOCK):
-        n = min(BOOTSTRAP_BLOCK, samples - start)
-        words = generator.bit_generator.random_raw(size=n * units)
-        np.right_shift(words, shift, out=words)
-        np.multiply(words, scale, out=words)
-        np.right_shift(words, shift, out=words)
-        yield words.view(np.int64).reshape(n, units)
+    """The resampled unit indices `alpha(..., bootstrap=samples, seed=seed)` uses, in blocks
+    of up to BOOTSTRAP_BLOCK resamples (rows) over `units` pairable units (columns)."""
+    for block in _draw_blocks(seed, samples, units):
+        yield block.copy()
 
 
 def leave_one_rater_out(data, level: Level = "ordinal") -> list[float | None]:

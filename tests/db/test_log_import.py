@@ -1,8 +1,10 @@
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from itsmreview.coverage import queries
-from itsmreview.coverage.models import EventLog, LogVariant
+from itsmreview.coverage import queries, service
+from itsmreview.coverage.eventlog import ColumnMapping
+from itsmreview.coverage.models import EventLog, LogRoleValue, LogVariant
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.errors import InvalidInput
@@ -80,3 +82,43 @@ def test_bpi2013_preset_imports_the_real_file_with_no_options(session, tmp_path,
         )
     ).one()
     assert stored == 7554
+
+
+def test_text_with_quotes_backslashes_tabs_and_unicode_round_trips(session, tmp_path):
+    # variants go to the database in bulk (COPY on PostgreSQL): every character must survive
+    activities = ['say "hi"', "back\\slash", "tab\there", "Zürich → 東京", "new\nline", "a,b"]
+    frame = pd.DataFrame(
+        {
+            "case": ['c"1', 'c"1', 'c"1', "c\\2", "c\\2", "c\\2"],
+            "activity": activities,
+            "time": pd.date_range("2024-01-01", periods=6, freq="h").strftime("%Y-%m-%d %H:%M"),
+            "team": ["L1", "L2 \\ ops", "L1", "é", "L1", "L1"],
+        }
+    )
+    path = tmp_path / "tricky.csv"
+    frame.to_csv(path, index=False)
+    mapping = ColumnMapping(case="case", activity="activity", timestamp="time", roles=("team",))
+    log = import_log(path, session=session, mapping=mapping, data_dir=tmp_path / "d").log
+    session.commit()
+    variants = queries.variants_frame(session=session, log_id=log.id)
+    assert sorted(map(list, variants["sequence"])) == sorted([activities[:3], activities[3:]])
+    assert sorted(x for ids in variants["example_case_ids"] for x in ids) == ['c"1', "c\\2"]
+    roles = session.exec(select(LogRoleValue.value).where(LogRoleValue.log_id == log.id)).all()
+    assert sorted(roles) == ["L1", "L2 \\ ops", "é"]
+
+
+def test_an_import_failing_while_storing_leaves_no_rows_and_no_files(
+    session, tmp_path, monkeypatch
+):
+    path = write_csv(generate_log(60, seed=3), tmp_path / "log.csv")
+    before = _row_counts(session)
+
+    def broken(*_args):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(service, "_insert_materialised", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    session.rollback()
+    assert _row_counts(session) == before
+    assert list((tmp_path / "d" / "logs").iterdir()) == []

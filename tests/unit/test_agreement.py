@@ -83,6 +83,27 @@ def test_bootstrap_equals_a_slow_reference_bootstrap(level):
     assert fast.ci_low <= fast.value <= fast.ci_high
 
 
+@pytest.mark.parametrize(
+    "scale",
+    [
+        [-3.0, 0.0, 7.0],  # integers with gaps and a negative: counted per scale point
+        [0.5, 1.25, 2.0],  # not integers: sorted
+        [1.0, 2.0, 2.5],  # mostly integers
+        [1.0, 5000.0],  # integers too far apart to count per scale point
+    ],
+)
+def test_value_counts_equals_counting_by_hand(scale):
+    rng = np.random.default_rng(5)
+    data = rng.choice(scale, size=(6, 40))
+    data[rng.random(data.shape) < 0.3] = nan
+    counts, values = value_counts(data)
+    present = sorted({v for v in data.ravel() if v == v})
+    assert values.tolist() == present
+    for unit in range(data.shape[1]):
+        column = data[:, unit]
+        assert counts[unit].tolist() == [float(np.sum(column == v)) for v in present]
+
+
 def test_bootstrap_draws_are_uniform():
     draws = np.concatenate(list(bootstrap_draws(3, 400, 50)))
     counts = np.bincount(draws.ravel(), minlength=50)
