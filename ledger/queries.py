@@ -11,9 +11,13 @@ def last_entry(*, session: Session) -> LedgerEntry | None:
 
 
 def lock_chain(*, session: Session) -> None:
-    """Serialise appends on PostgreSQL (SQLite serialises writers by itself)."""
+    """Serialise appends until the transaction ends: an advisory lock on PostgreSQL; on
+    SQLite, a write that changes nothing but takes the database's single write lock (waiting
+    up to the busy timeout), so the last entry is read by one writer at a time."""
     if session.get_bind().dialect.name == "postgresql":
         session.exec(text("SELECT pg_advisory_xact_lock(727001)"))
+    else:
+        session.exec(text("UPDATE ledger_entries SET seq = seq WHERE 0 = 1"))
 
 
 def iter_entries(*, session: Session, batch: int = 5000) -> Iterator[LedgerEntry]:

@@ -44,13 +44,14 @@ def release_expired(*, session: Session, round_id: int) -> int:
 
 
 def _lock_round_task(session: Session, round_task_id: int) -> None:
-    """Serialise claims of one task: a row lock on PostgreSQL; SQLite has a single writer."""
+    """Serialise claims of one task until the transaction ends: a row lock on PostgreSQL; on
+    SQLite, a no-op write that takes the database's single write lock (waiting up to the busy
+    timeout) before the places left are counted."""
     if session.get_bind().dialect.name == "postgresql":
-        session.exec(
-            text("SELECT id FROM round_tasks WHERE id = :id FOR UPDATE").bindparams(
-                id=round_task_id
-            )
-        )
+        statement = "SELECT id FROM round_tasks WHERE id = :id FOR UPDATE"
+    else:
+        statement = "UPDATE round_tasks SET id = id WHERE id = :id"
+    session.exec(text(statement).bindparams(id=round_task_id))
 
 
 def active_count(*, session: Session, round_id: int, task_version_id: int) -> int:
