@@ -84,6 +84,9 @@ def _root(
         raise typer.Exit()
 
 
+LOCAL_ADDRESS = "127.0.0.1"
+
+
 @app.command()
 @boundary
 def demo(
@@ -95,6 +98,13 @@ def demo(
     ] = False,
     seed: Annotated[int | None, typer.Option(help="Seed of the synthetic log.")] = None,
     cases: Annotated[int | None, typer.Option(help="Cases in the synthetic log.")] = None,
+    address: Annotated[
+        str,
+        typer.Option(
+            help="Address to serve on; the demo's passwords are public, so this machine only "
+            "by default."
+        ),
+    ] = LOCAL_ADDRESS,
 ) -> None:
     """Create or upgrade the database, load the demo content (idempotent), then serve."""
     from itsmreview.db import describe_url
@@ -120,7 +130,7 @@ def demo(
     for username, role, display, _ in DEMO_USERS:
         typer.echo(f"  {username:<9} {role.value:<7} {display}")
     if not no_serve:
-        serve(port=port)
+        serve(port=port, address=address)
 
 
 @app.command()
@@ -129,7 +139,13 @@ def serve(
     port: Annotated[
         int | None, typer.Option(help="Port (default: ITSMREVIEW_PORT or 8501).")
     ] = None,
-    address: Annotated[str, typer.Option(help="Address to listen on.")] = "0.0.0.0",
+    address: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on: this machine only by default; 0.0.0.0 for a team "
+            "(behind a TLS proxy)."
+        ),
+    ] = LOCAL_ADDRESS,
 ) -> None:
     """Serve the Streamlit app on the configured database."""
     settings = get_settings()

@@ -122,3 +122,15 @@ def test_round_create_list_close(configured, tmp_path):
     assert rounds == [{"name": "Pilot", "status": "open", "k": 2, "assigned": 0, "submitted": 0}]
     assert run("round", "close", "Pilot").exit_code == 0
     assert json.loads(run("round", "list", "--json").output)[0]["status"] == "closed"
+
+
+def test_serve_listens_on_this_machine_unless_told(configured, monkeypatch):
+    import itsmreview.cli as cli
+
+    launched = []
+    monkeypatch.setattr(cli.os, "execve", lambda _exe, command, _env: launched.append(command))
+    assert run("serve", "--port", "8765").exit_code == 0
+    assert run("serve", "--address", "0.0.0.0").exit_code == 0
+    addresses = [c[c.index("--server.address") + 1] for c in launched]
+    assert addresses == ["127.0.0.1", "0.0.0.0"]
+    assert launched[0][launched[0].index("--server.port") + 1] == "8765"
