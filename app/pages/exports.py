@@ -10,8 +10,9 @@ with session_scope() as session:
     exports = list_exports(session=session, actor=user)
 if exports.empty:
     st.info(
-        "No task set exported yet. Approved tasks can be exported once the approval gate "
-        "has approved some."
+        "No task set exported yet. Exporting approved task sets with their ratings, agreement "
+        "and provenance is not built yet; until it is, `itsmreview tasks export DEST --id ID` "
+        "writes chosen tasks back in their own formats."
     )
 else:
     st.dataframe(exports, hide_index=True)

@@ -22,18 +22,19 @@ def alpha_chart(frame: pd.DataFrame) -> go.Figure:
         },
         hovertemplate="%{y}: %{x:.3f}<extra></extra>",
     )
-    for value, label in ((TENTATIVE, "0.667"), (RELIABLE, "0.800")):
+    for value, label, side in ((TENTATIVE, "0.667", "left"), (RELIABLE, "0.800", "right")):
         figure.add_vline(
             x=value,
             line_dash="dash",
             line_color="#9e9e9e",
             annotation_text=label,
-            annotation_position="top",
+            annotation_position=f"bottom {side}",
         )
+    lowest = defined["ci_low"].fillna(defined["alpha"]).min() if len(defined) else 0.0
     figure.update_layout(
-        height=80 + 30 * len(defined),
-        margin={"t": 30, "b": 10},
-        xaxis={"title": "Krippendorff's alpha", "range": [-0.2, 1.0]},
+        height=100 + 30 * len(defined),
+        margin={"t": 40, "b": 10},
+        xaxis={"title": "Krippendorff's alpha", "range": [min(-0.2, lowest - 0.05), 1.03]},
         yaxis={"autorange": "reversed", "title": ""},
     )
     return figure
