@@ -8,8 +8,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from itsmreview.settings import get_settings
-from sqlalchemy import Engine, create_engine, event, inspect
+from itsmreview.settings import get_settings, normalise_database_url
+from sqlalchemy import Engine, create_engine, event, insert, inspect
+from sqlalchemy import column as sa_column
+from sqlalchemy import table as sa_table
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -32,6 +34,7 @@ def _set_sqlite_pragmas(dbapi_connection, _record) -> None:
 
 def create_db_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, foreign keys and a busy timeout on every connection."""
+    url = normalise_database_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -73,10 +76,14 @@ def bulk_insert(
     connection = session.connection()
     raw = connection.connection.dbapi_connection
     names = ", ".join(f'"{name}"' for name in columns)
-    if connection.dialect.name == "postgresql":
+    dialect = connection.dialect
+    if dialect.name == "postgresql" and dialect.driver == "psycopg":
         with raw.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
             for row in rows:
                 copy.write_row(row)
+        return
+    if dialect.name != "sqlite":
+        insert_rows(session, table, columns, rows)
         return
     marks = ", ".join("?" * len(columns))
     cursor = raw.cursor()
@@ -84,6 +91,14 @@ def bulk_insert(
         cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)
     finally:
         cursor.close()
+
+
+def insert_rows(
+    session: Session, table: str, columns: Sequence[str], rows: Iterable[tuple]
+) -> None:
+    """The portable way (SQLAlchemy's executemany), for drivers without a faster one."""
+    target = sa_table(table, *(sa_column(name) for name in columns))
+    session.execute(insert(target), [dict(zip(columns, row, strict=True)) for row in rows])
 
 
 def alembic_config(url: str | None = None) -> Config:

@@ -34,8 +34,23 @@ class Settings(BaseSettings):
 
     def resolved_database_url(self) -> str:
         if self.database_url:
-            return self.database_url
+            return normalise_database_url(self.database_url)
         return f"sqlite:///{(self.data_dir / 'itsmreview.db').resolve()}"
+
+
+def normalise_database_url(url: str) -> str:
+    """PostgreSQL URLs without a driver (`postgresql://`, `postgres://`) get psycopg 3, the
+    driver itsmreview ships with; SQLAlchemy would otherwise look for psycopg2.
+
+    >>> normalise_database_url("postgres://u@db:5432/itsm")
+    'postgresql+psycopg://u@db:5432/itsm'
+    >>> normalise_database_url("postgresql+psycopg2://u@db/itsm")
+    'postgresql+psycopg2://u@db/itsm'
+    """
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
 
 
 @lru_cache

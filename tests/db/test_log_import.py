@@ -4,9 +4,10 @@ import pandas as pd
 import pytest
 from itsmreview.coverage import queries, service
 from itsmreview.coverage.eventlog import ColumnMapping
-from itsmreview.coverage.models import EventLog, LogRoleValue, LogVariant
+from itsmreview.coverage.models import EventLog, LogActivity, LogRoleValue, LogVariant
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
+from itsmreview.db import insert_rows
 from itsmreview.errors import InvalidInput
 from itsmreview.schema import metadata
 from sqlalchemy import func
@@ -122,3 +123,20 @@ def test_an_import_failing_while_storing_leaves_no_rows_and_no_files(
     session.rollback()
     assert _row_counts(session) == before
     assert list((tmp_path / "d" / "logs").iterdir()) == []
+
+
+def test_the_portable_bulk_insert_for_other_drivers(session, tmp_path):
+    log = import_log(
+        write_csv(generate_log(5, seed=2), tmp_path / "x.csv"),
+        session=session,
+        preset="bpi2013",
+        data_dir=tmp_path / "d",
+    ).log
+    rows = [(log.id, 'say "hi"', 3, 2), (log.id, "back\\slash", 1, 1)]
+    insert_rows(session, "log_activities", ("log_id", "name", "event_count", "case_count"), rows)
+    stored = session.exec(
+        select(LogActivity.name, LogActivity.event_count).where(
+            LogActivity.log_id == log.id, LogActivity.name.in_(['say "hi"', "back\\slash"])
+        )
+    ).all()
+    assert sorted(stored) == [("back\\slash", 1), ('say "hi"', 3)]

@@ -1,7 +1,7 @@
 import pytest
 from itsmreview.accounts.models import Role, User
 from itsmreview.catalog.models import Task, TaskVersion, Track, Transcript
-from itsmreview.db import utcnow
+from itsmreview.db import create_db_engine, utcnow
 from itsmreview.review.models import Rubric
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
@@ -78,3 +78,14 @@ def test_rubric_name_version_unique(session):
         session.add(Rubric(name="r", version=1, title="R", definition={}, content_hash="h"))
     with pytest.raises(IntegrityError):
         session.commit()
+
+
+def test_a_url_without_a_driver_gets_the_shipped_one(database_url):
+    plain = database_url.replace("postgresql+psycopg://", "postgresql://")
+    engine = create_db_engine(plain)
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT 1").scalar() == 1
+        assert engine.dialect.driver in ("psycopg", "pysqlite")
+    finally:
+        engine.dispose()

@@ -10,6 +10,8 @@ MODULES = [
     "itsmreview.coverage.metrics",
     "itsmreview.coverage.synthetic",
     "itsmreview.ledger.chain",
+    "itsmreview.review.agreement",
+    "itsmreview.settings",
 ]
 
 
