@@ -9,6 +9,7 @@ from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, PermissionDenied
+from itsmreview.ledger.service import verify_chain
 from itsmreview.review.assignment import claim_next, close_round, reassign, release_expired
 from itsmreview.review.models import Assignment, AssignmentStatus
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
@@ -242,3 +243,41 @@ def test_editing_a_rubric_makes_a_new_version_and_ratings_keep_theirs(session):
         session=session, actor=experts[0], assignment_id=mine.id, scores=scores, verdict="accept"
     )
     assert rating.rubric_id == review_round.rubric_id == first.id
+
+
+def test_experts_claiming_and_rating_at_once_all_succeed(engine):
+    with Session(engine, expire_on_commit=False) as session:
+        _, experts, _ = setup_round(session, n_tasks=6, n_experts=6, k=1)
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    barrier = threading.Barrier(len(experts))
+    errors = []
+
+    def work(expert):
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                barrier.wait()
+                assignment = claim_next(session=session, actor=expert)
+                session.commit()
+                submit_rating(
+                    session=session,
+                    actor=expert,
+                    assignment_id=assignment.id,
+                    scores=scores,
+                    verdict="accept",
+                )
+                session.commit()
+        except Exception as exc:  # noqa: BLE001 - every failure is reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(e,)) for e in experts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    with Session(engine) as session:
+        submitted = session.exec(
+            select(Assignment).where(Assignment.status == AssignmentStatus.submitted)
+        ).all()
+        assert len({a.task_version_id for a in submitted}) == len(experts)
+        assert verify_chain(session=session).ok
