@@ -204,21 +204,30 @@ def round_agreement(
 
 
 def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
-    """The gate's view of each task: human ratings only."""
-    out = {}
+    """The gate's view of each task: human ratings only (grouped once, not per task)."""
     humans = data.ratings[data.ratings["rater_kind"].isin(HUMAN)]
+    if humans.empty:
+        return {}
     scores = data.scores.merge(humans[["rating_id", "task_version_id"]], on="rating_id")
-    by_task_scores = {tv: group for tv, group in scores.groupby("task_version_id")}
-    for tv, group in humans.groupby("task_version_id"):
-        task_scores = by_task_scores.get(tv, pd.DataFrame(columns=["dimension", "value"]))
-        out[int(tv)] = TaskRatings(
-            scores={
-                d: rows["value"].dropna().tolist() for d, rows in task_scores.groupby("dimension")
-            },
-            verdicts=[v for v in group["verdict"] if v],
-            flags=[list(f or []) for f in group["flags"]],
+    per_task_scores: dict[int, dict[str, list[float]]] = {}
+    grouped_scores = scores.groupby(["task_version_id", "dimension"], sort=False)["value"]
+    for (tv, dimension), values in grouped_scores.agg(list).items():
+        per_task_scores.setdefault(int(tv), {})[dimension] = [
+            float(v)
+            for v in values
+            if v == v  # NaN: not scored
+        ]
+    grouped = humans.groupby("task_version_id", sort=False)
+    verdicts = grouped["verdict"].agg(list)
+    flags = grouped["flags"].agg(list)
+    return {
+        int(tv): TaskRatings(
+            scores=per_task_scores.get(int(tv), {}),
+            verdicts=[v for v in verdicts[tv] if v],
+            flags=[list(f or []) for f in flags[tv]],
         )
-    return out
+        for tv in verdicts.index
+    }
 
 
 def gate_config(data: RoundData) -> GateConfig:
