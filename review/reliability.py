@@ -204,30 +204,30 @@ def round_agreement(
 
 
 def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
-    """The gate's view of each task: human ratings only (grouped once, not per task)."""
+    """The gate's view of each task: human ratings only, gathered in one pass over the rows."""
     humans = data.ratings[data.ratings["rater_kind"].isin(HUMAN)]
-    if humans.empty:
-        return {}
     scores = data.scores.merge(humans[["rating_id", "task_version_id"]], on="rating_id")
-    per_task_scores: dict[int, dict[str, list[float]]] = {}
-    grouped_scores = scores.groupby(["task_version_id", "dimension"], sort=False)["value"]
-    for (tv, dimension), values in grouped_scores.agg(list).items():
-        per_task_scores.setdefault(int(tv), {})[dimension] = [
-            float(v)
-            for v in values
-            if v == v  # NaN: not scored
-        ]
-    grouped = humans.groupby("task_version_id", sort=False)
-    verdicts = grouped["verdict"].agg(list)
-    flags = grouped["flags"].agg(list)
-    return {
-        int(tv): TaskRatings(
-            scores=per_task_scores.get(int(tv), {}),
-            verdicts=[v for v in verdicts[tv] if v],
-            flags=[list(f or []) for f in flags[tv]],
-        )
-        for tv in verdicts.index
-    }
+    per_task: dict[int, TaskRatings] = {}
+    for tv, verdict, flags in zip(
+        humans["task_version_id"].tolist(),
+        humans["verdict"].tolist(),
+        humans["flags"].tolist(),
+        strict=True,
+    ):
+        task = per_task.setdefault(int(tv), TaskRatings({}, [], []))
+        if verdict:
+            task.verdicts.append(verdict)
+        task.flags.append(list(flags or []))
+    for tv, dimension, value in zip(
+        scores["task_version_id"].tolist(),
+        scores["dimension"].tolist(),
+        scores["value"].tolist(),
+        strict=True,
+    ):
+        values = per_task[int(tv)].scores.setdefault(dimension, [])
+        if value == value:  # NaN: not scored
+            values.append(float(value))
+    return per_task
 
 
 def gate_config(data: RoundData) -> GateConfig:
