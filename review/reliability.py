@@ -215,7 +215,7 @@ def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
         strict=True,
     ):
         task = per_task.setdefault(int(tv), TaskRatings({}, [], []))
-        if verdict:
+        if isinstance(verdict, str) and verdict:  # missing: None or NaN
             task.verdicts.append(verdict)
         task.flags.append(list(flags or []))
     for tv, dimension, value in zip(
