@@ -1,5 +1,7 @@
 """Numbers for the lead's dashboard."""
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -7,7 +9,12 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
 from itsmreview.review import queries
-from itsmreview.review.reliability import ItemAgreement, disagreements, round_agreement
+from itsmreview.review.reliability import (
+    ItemAgreement,
+    disagreements,
+    find_round,
+    round_agreement,
+)
 from sqlmodel import Session
 
 
@@ -63,7 +70,7 @@ def dashboard(
     )
     if not rounds:
         return board
-    review_round, items = round_agreement(
+    review_round, items = _round_agreement_cached(
         session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
     )
     board.round_name = review_round.name
@@ -71,3 +78,33 @@ def dashboard(
     board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
     board.task_status = status_counts(session=session)
     return board
+
+
+_AGREEMENT_CACHE: OrderedDict[tuple, tuple] = OrderedDict()
+_AGREEMENT_CACHE_SIZE = 16
+_AGREEMENT_LOCK = threading.Lock()
+
+
+def _round_agreement_cached(*, session: Session, actor: User, round_name, bootstrap: int):
+    """round_agreement, reused while the round's current ratings stay the same: a lead's
+    clicks on the dashboard rerun the page, and bootstraps of large rounds take a while."""
+    review_round = find_round(session, round_name)
+    key = (
+        session.get_bind().url.render_as_string(hide_password=False),
+        review_round.id,
+        review_round.rubric_id,
+        bootstrap,
+        queries.ratings_fingerprint(session=session, round_id=review_round.id),
+    )
+    with _AGREEMENT_LOCK:
+        if key in _AGREEMENT_CACHE:
+            _AGREEMENT_CACHE.move_to_end(key)
+            return _AGREEMENT_CACHE[key]
+    result = round_agreement(
+        session=session, actor=actor, round_name=review_round.id, bootstrap=bootstrap
+    )
+    with _AGREEMENT_LOCK:
+        _AGREEMENT_CACHE[key] = result
+        while len(_AGREEMENT_CACHE) > _AGREEMENT_CACHE_SIZE:
+            _AGREEMENT_CACHE.popitem(last=False)
+    return result

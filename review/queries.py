@@ -120,6 +120,20 @@ def scores_of(*, session: Session, rating_id: int) -> dict[str, float | None]:
     return {dimension: value for dimension, value in rows}
 
 
+def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
+    """Changes whenever the round's set of current submitted ratings changes (a revision is
+    a new row; the newest submission time tells a rebuilt database from the one before)."""
+    row = session.exec(
+        select(
+            func.count(Rating.id),
+            func.max(Rating.id),
+            func.sum(Rating.id),
+            func.max(Rating.submitted_at),
+        ).where(Rating.round_id == round_id, Rating.is_current, Rating.status == "submitted")
+    ).one()
+    return int(row[0]), int(row[1] or 0), int(row[2] or 0), str(row[3])
+
+
 def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
     """One row per current submitted rating (human or model): ids, verdict, flags, time."""
     rows = session.exec(

@@ -28,7 +28,7 @@ class RoundData:
     scores: pd.DataFrame  # rating_id, dimension, value
 
 
-def _round(session: Session, name_or_id: str | int | None) -> ReviewRound:
+def find_round(session: Session, name_or_id: str | int | None) -> ReviewRound:
     rounds = queries.list_rounds(session=session)
     if not rounds:
         raise NotFound("no review round exists yet")
@@ -41,7 +41,7 @@ def _round(session: Session, name_or_id: str | int | None) -> ReviewRound:
 
 
 def load_round(*, session: Session, round_name: str | int | None = None) -> RoundData:
-    review_round = _round(session, round_name)
+    review_round = find_round(session, round_name)
     rubric = session.get(Rubric, review_round.rubric_id)
     return RoundData(
         review_round,
@@ -316,7 +316,7 @@ def adjudicate(
         decision = Verdict(decision)
     except ValueError:
         raise InvalidInput(f"decision {decision!r} is not one of accept, revise, reject") from None
-    review_round = _round(session, round_name)
+    review_round = find_round(session, round_name)
     if task_version_id not in queries.round_task_ids(session=session, round_id=review_round.id):
         raise NotFound(f"task version {task_version_id} is not in round {review_round.name!r}")
     session.add(

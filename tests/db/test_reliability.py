@@ -254,3 +254,28 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     paired = np.vstack([consensus, matrix[raters.index(model.id)]])
     expected = krippendorff.alpha(reliability_data=paired, level_of_measurement="ordinal")
     assert fit.models["models"][model.id] == pytest.approx(expected)
+
+
+def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo):
+    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.models import Assignment, AssignmentStatus
+    from itsmreview.review.service import submit_rating
+
+    first = dashboard(session=session, actor=demo["lead"], bootstrap=50)
+    again = dashboard(session=session, actor=demo["lead"], bootstrap=50)
+    assert again.agreement is first.agreement  # nothing changed: not recomputed
+    expert = demo["expert1"]
+    open_one = session.exec(
+        select(Assignment).where(
+            Assignment.expert_id == expert.id, Assignment.status == AssignmentStatus.reserved
+        )
+    ).first()
+    scores = {d: 1 for d in ("scenario_realism", "persona_fit", "instruction_clarity")}
+    scores |= {d: 1 for d in ("ground_truth_correctness", "verifier_alignment", "log_fidelity")}
+    submit_rating(
+        session=session, actor=expert, assignment_id=open_one.id, scores=scores, verdict="reject"
+    )
+    after = dashboard(session=session, actor=demo["lead"], bootstrap=50)
+    assert after.agreement is not first.agreement
+    fresh = round_agreement(session=session, actor=demo["lead"], bootstrap=50)[1]
+    assert [a.alpha for a in after.agreement] == [a.alpha for a in fresh]
