@@ -6,6 +6,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.errors import PermissionDenied
 from itsmreview.ui.auth import adopt_sso_identity, current_user, log_out
+from itsmreview.ui.notice import show_announcements
 
 PAGES = Path(__file__).parent / "pages"
 
@@ -64,4 +65,5 @@ else:
         if st.button("Log out", key="logout"):
             log_out()
             st.rerun()
+show_announcements()
 navigation.run()

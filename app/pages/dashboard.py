@@ -7,6 +7,7 @@ from itsmreview.review.dashboard import dashboard
 from itsmreview.review.reliability import adjudicate, alpha_over_time
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
+from itsmreview.ui.notice import announce
 
 user = require(Role.lead)
 st.title("Dashboard")
@@ -86,7 +87,7 @@ else:
         except ItsmReviewError as exc:
             st.error(str(exc))
         else:
-            st.success(f"Recorded: task is now {result.status.replace('_', ' ')}.")
+            announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
             st.rerun()
 
 st.subheader("Progress per expert")

@@ -6,6 +6,7 @@ from itsmreview.review.assignment import claim_next
 from itsmreview.review.service import save_draft, submit_rating
 from itsmreview.review.view import assignment_view, expert_queue
 from itsmreview.ui.auth import require
+from itsmreview.ui.notice import announce
 from itsmreview.ui.rating import rating_form, task_panel, turn_note_form, variant_panel
 from itsmreview.ui.transcript import render_transcript
 
@@ -75,5 +76,5 @@ if answers is not None:
     except ItsmReviewError as exc:
         st.error(str(exc))
     else:
-        st.success("Rating submitted.")
+        announce("Rating submitted.")
         st.rerun()

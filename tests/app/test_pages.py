@@ -60,6 +60,7 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
         radio.set_value(radio.options[-1])
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["_notices"] == ["Rating submitted."]  # shown by the next app run
     at.run()
     assert at.get("progress")[0].value > before
 
@@ -158,6 +159,7 @@ def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
     at.text_area[0].input("Checked the ground truth against the vendor contract.")
     at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [n.startswith("Recorded: task is now") for n in at.session_state["_notices"]] == [True]
     left = [int(m.value) for m in at.metric if m.label == "Adjudication"]
     assert left == ([waiting - 1] if waiting > 1 else [])
 

@@ -227,4 +227,6 @@ def test_an_expert_rates_a_task_with_the_keyboard_alone(server, browser, tmp_pat
     wait.until(
         lambda b: b.find_element(By.CSS_SELECTOR, "[data-testid='stProgress']").text != progress
     )
+    toast = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "[data-testid='stToast']")))
+    assert "Rating submitted." in toast.text  # the confirmation survives the page's rerun
     _screenshot(browser, tmp_path, "keyboard.png")
