@@ -178,9 +178,10 @@ def _ensure(folder: Path) -> Path:
 def _json_strings(items) -> str:
     """json.dumps of a list of strings, without building an encoder per call (an import
     encodes two lists per variant)."""
-    if all(type(item) is str for item in items):
+    try:
         return "[" + ", ".join(map(encode_basestring_ascii, items)) + "]"
-    return json.dumps(list(items))
+    except TypeError:  # not all text
+        return json.dumps(list(items))
 
 
 _VARIANT_COLUMNS = (

@@ -128,10 +128,9 @@ def _variant_table(
     nth = np.arange(n_cases) - np.searchsorted(sorted_ids, sorted_ids)
     keep = by_variant[nth < EXAMPLE_CASES_PER_VARIANT]
     kept_ids = ids[keep]
-    examples = [
-        part.tolist()
-        for part in np.split(case_ids[keep], np.flatnonzero(kept_ids[1:] != kept_ids[:-1]) + 1)
-    ]
+    kept_case_ids = case_ids[keep].tolist()
+    bounds = [0, *(np.flatnonzero(kept_ids[1:] != kept_ids[:-1]) + 1).tolist(), len(keep)]
+    examples = [kept_case_ids[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     ends = np.append(starts, len(act))
     sequences = [names[act[ends[c] : ends[c + 1]]].tolist() for c in first_case]
     table = pd.DataFrame(
