@@ -80,7 +80,7 @@ def dashboard(
     return board
 
 
-_AGREEMENT_CACHE: OrderedDict[tuple, tuple] = OrderedDict()
+_AGREEMENT_CACHE: OrderedDict[tuple, list[ItemAgreement]] = OrderedDict()
 _AGREEMENT_CACHE_SIZE = 16
 _AGREEMENT_LOCK = threading.Lock()
 
@@ -99,12 +99,12 @@ def _round_agreement_cached(*, session: Session, actor: User, round_name, bootst
     with _AGREEMENT_LOCK:
         if key in _AGREEMENT_CACHE:
             _AGREEMENT_CACHE.move_to_end(key)
-            return _AGREEMENT_CACHE[key]
-    result = round_agreement(
+            return review_round, _AGREEMENT_CACHE[key]
+    _, items = round_agreement(
         session=session, actor=actor, round_name=review_round.id, bootstrap=bootstrap
     )
     with _AGREEMENT_LOCK:
-        _AGREEMENT_CACHE[key] = result
+        _AGREEMENT_CACHE[key] = items  # plain data, no database objects
         while len(_AGREEMENT_CACHE) > _AGREEMENT_CACHE_SIZE:
             _AGREEMENT_CACHE.popitem(last=False)
-    return result
+    return review_round, items
