@@ -61,6 +61,20 @@ with left:
             turn_note_form(view, transcript, user)
 
 
+def _next_task(expert) -> str:
+    """After a submit, the expert's next task is open without another click: an open
+    reservation of theirs, or a new claim."""
+    try:
+        with session_scope() as session:
+            following = claim_next(session=session, actor=expert)
+            if following is None:
+                return "Every task of the round has its experts. Thank you!"
+            view = assignment_view(session=session, actor=expert, assignment_id=following.id)
+    except ItsmReviewError:  # the round closed, or the expert left it
+        return ""
+    return f"Next: {view.version.title}."
+
+
 def keep_draft(answers: dict) -> None:
     with session_scope() as session:
         save_draft(session=session, actor=user, assignment_id=chosen, **answers)
@@ -76,5 +90,5 @@ if answers is not None:
     except ItsmReviewError as exc:
         st.error(str(exc))
     else:
-        announce("Rating submitted.")
+        announce(f"Rating submitted. {_next_task(user)}")
         st.rerun()

@@ -60,9 +60,13 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
         radio.set_value(radio.options[-1])
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert at.session_state["_notices"] == ["Rating submitted."]  # shown by the next app run
+    [notice] = at.session_state["_notices"]  # shown as a toast by the next app run
+    assert notice.startswith("Rating submitted. Next: ")
     at.run()
     assert at.get("progress")[0].value > before
+    task = next(box for box in at.selectbox if box.label == "Task")
+    assert task.options[task.index].startswith("To rate")  # the next task, without a click
+    assert notice.endswith(task.options[task.index].split(" · ", 1)[1].rsplit(" (", 1)[0] + ".")
 
 
 def test_lead_lands_on_the_dashboard_and_opens_lead_pages(demo_configured):
