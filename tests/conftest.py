@@ -6,6 +6,7 @@ missing, and fails instead when ITSMREVIEW_REQUIRE_ALL_TESTS=1 (as .ci/run sets 
 
 import os
 import shutil
+import threading
 import uuid
 from pathlib import Path
 
@@ -205,3 +206,30 @@ def real_file():
 def requirement():
     """requirement(condition, reason): skip locally, fail in CI when unmet."""
     return need
+
+
+def _run_at_once(work, arguments) -> list[Exception]:
+    """Run work(argument) for every argument, one thread each, all released at the same
+    moment; returns what they raised."""
+    barrier = threading.Barrier(len(arguments))
+    errors: list[Exception] = []
+
+    def run(argument):
+        barrier.wait()
+        try:
+            work(argument)
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(a,)) for a in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return errors
+
+
+@pytest.fixture
+def at_once():
+    """at_once(work, arguments): run work concurrently on each argument; the errors raised."""
+    return _run_at_once

@@ -1,6 +1,5 @@
 """Experts claim tasks: k per task even under concurrent claims, reservations lapse."""
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -14,7 +13,6 @@ from itsmreview.review.assignment import claim_next, close_round, reassign, rele
 from itsmreview.review.models import Assignment, AssignmentStatus
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
-from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, select
 
 
@@ -109,33 +107,23 @@ def test_reassign_and_close(session):
     assert moved.status == AssignmentStatus.released
 
 
-def test_concurrent_claims_never_exceed_k_and_never_fail(engine):
+def test_concurrent_claims_never_exceed_k_and_never_fail(engine, at_once):
     with Session(engine, expire_on_commit=False) as session:
         _, experts, _ = setup_round(session, n_tasks=1, n_experts=8, k=3)
-    barrier = threading.Barrier(len(experts))
-    results, errors = [], []
+    results = []
 
     def claim(expert):
         with Session(engine, expire_on_commit=False) as session:
-            barrier.wait()
-            try:
-                results.append(claim_next(session=session, actor=expert))
-                session.commit()
-            except OperationalError as exc:
-                errors.append(exc)
-                session.rollback()
+            results.append(claim_next(session=session, actor=expert))
+            session.commit()
 
-    threads = [threading.Thread(target=claim, args=(e,)) for e in experts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    assert at_once(claim, experts) == []
     with Session(engine) as session:
         active = session.exec(
             select(Assignment).where(Assignment.status == AssignmentStatus.reserved)
         ).all()
     assert len(active) == 3
-    assert sum(r is not None for r in results) == 3 and not errors
+    assert sum(r is not None for r in results) == 3
 
 
 def test_round_members_and_removal(session):
@@ -245,36 +233,25 @@ def test_editing_a_rubric_makes_a_new_version_and_ratings_keep_theirs(session):
     assert rating.rubric_id == review_round.rubric_id == first.id
 
 
-def test_experts_claiming_and_rating_at_once_all_succeed(engine):
+def test_experts_claiming_and_rating_at_once_all_succeed(engine, at_once):
     with Session(engine, expire_on_commit=False) as session:
         _, experts, _ = setup_round(session, n_tasks=6, n_experts=6, k=1)
     scores = {d.key: 4 for d in load_rubric().dimensions}
-    barrier = threading.Barrier(len(experts))
-    errors = []
 
     def work(expert):
-        try:
-            with Session(engine, expire_on_commit=False) as session:
-                barrier.wait()
-                assignment = claim_next(session=session, actor=expert)
-                session.commit()
-                submit_rating(
-                    session=session,
-                    actor=expert,
-                    assignment_id=assignment.id,
-                    scores=scores,
-                    verdict="accept",
-                )
-                session.commit()
-        except Exception as exc:  # noqa: BLE001 - every failure is reported below
-            errors.append(exc)
+        with Session(engine, expire_on_commit=False) as session:
+            assignment = claim_next(session=session, actor=expert)
+            session.commit()
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores=scores,
+                verdict="accept",
+            )
+            session.commit()
 
-    threads = [threading.Thread(target=work, args=(e,)) for e in experts]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert errors == []
+    assert at_once(work, experts) == []
     with Session(engine) as session:
         submitted = session.exec(
             select(Assignment).where(Assignment.status == AssignmentStatus.submitted)
