@@ -121,6 +121,26 @@ ARROW_UTF8 = {"utf-8", "utf8", "utf-8-sig", "utf_8", "utf_8_sig"}
 SMALL_CSV_BYTES = 64 * 2**20
 
 
+def csv_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
+    """The column names in the header of a CSV log (plain or compressed)."""
+    try:
+        return [str(c) for c in pd.read_csv(path, sep=sep, encoding=encoding, nrows=0).columns]
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path}: not readable as {encoding} ({exc.reason} at byte {exc.start}); "
+            "pass the file's encoding, e.g. --encoding latin-1"
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty; a CSV log starts with a header row") from None
+
+
+def log_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
+    """The columns a mapping can name: a CSV header or a parquet schema."""
+    if log_format(path) == "parquet":
+        return list(pq.read_schema(path).names)
+    return csv_columns(path, sep, encoding)
+
+
 def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
     """The file as an Arrow table: CSV columns as text, XES and parquet columns as typed."""
     fmt = log_format(path)
@@ -142,14 +162,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
         raise ValueError(f"{path}: a CSV log needs a column mapping or a preset")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
     wanted = list(dict.fromkeys(c for c in wanted if c))
-    try:
-        header = pd.read_csv(path, sep=mapping.sep, encoding=mapping.encoding, nrows=0)
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path}: not readable as {mapping.encoding} ({exc.reason} at byte {exc.start}); "
-            "pass the file's encoding, e.g. --encoding latin-1"
-        ) from None
-    _check_columns(path, wanted, list(header.columns), mapping.sep)
+    _check_columns(path, wanted, csv_columns(path, mapping.sep, mapping.encoding), mapping.sep)
     encoding = "utf8" if mapping.encoding.lower() in ARROW_UTF8 else mapping.encoding
     # text columns are dictionary-encoded while parsing (in parallel), timestamps stay text
     dictionary = pa.dictionary(pa.int32(), pa.string())

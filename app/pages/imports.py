@@ -4,7 +4,7 @@ from pathlib import Path
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.importing import FORMAT_CHOICES, import_as
-from itsmreview.coverage.eventlog import PRESETS
+from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, log_columns, log_format
 from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log
 from itsmreview.db import session_scope
@@ -23,23 +23,118 @@ def _upload_dir() -> Path:
 
 st.title("Imports")
 log_tab, task_tab = st.tabs(["Event logs", "Tasks"])
+
+
+def _stored_upload(upload) -> Path:
+    """The uploaded file on disk, written once per upload (not on every rerun)."""
+    stored = st.session_state.setdefault("uploaded-logs", {})
+    if upload.file_id not in stored:
+        target = Path(tempfile.mkdtemp(dir=_upload_dir())) / Path(upload.name).name
+        target.write_bytes(upload.getvalue())
+        stored[upload.file_id] = target
+    return stored[upload.file_id]
+
+
+SEPARATORS = {",": ",", ";": ";", "tab": "\t", "|": "|"}
+CUSTOM = "(my own columns)"
+
+
+def _guess(columns: list[str], taken: set[int], *words: str) -> int:
+    """The first column whose name contains one of `words`, else the first one left."""
+    free = [i for i in range(len(columns)) if i not in taken]
+    for word in words:
+        for index in free:
+            if word in columns[index].lower():
+                return index
+    return free[0]
+
+
+def _mapping_form(source: Path) -> ColumnMapping | None:
+    """Column choices for a CSV or parquet log without a preset; None until they are valid."""
+    try:
+        kind = log_format(source)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    if kind == "xes":
+        st.info("XES logs are read with their standard keys: choose the preset (XES keys).")
+        return None
+    sep, encoding = ",", "utf-8-sig"
+    if kind == "csv":
+        left, right = st.columns(2)
+        sep = SEPARATORS[left.selectbox("Separator", list(SEPARATORS), key="map-sep")]
+        encoding = right.selectbox("Encoding", ["utf-8-sig", "latin-1", "cp1252"], key="map-enc")
+    try:
+        columns = log_columns(source, sep, encoding)
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    if len(columns) < 3:
+        st.error(
+            f"{source.name}: {len(columns)} column(s) found ({', '.join(columns)}); a log needs "
+            "a case id, an activity and a timestamp: is the separator right?"
+        )
+        return None
+    guesses: list[int] = []
+    for words in (("case", "number", "id"), ("activity", "status", "event"), ("time", "date")):
+        guesses.append(_guess(columns, set(guesses), *words))
+    first, second, third = st.columns(3)
+    case = first.selectbox("Case id", columns, index=guesses[0])
+    activity = second.selectbox("Activity", columns, index=guesses[1])
+    timestamp = third.selectbox("Timestamp", columns, index=guesses[2])
+    first, second = st.columns(2)
+    timestamp_format = first.text_input(
+        "Timestamp format",
+        placeholder="ISO 8601 when empty",
+        help="strftime codes, e.g. %d/%m/%Y %H:%M for day-first dates. A format that does not "
+        "read every timestamp stops the import and names the rows.",
+    )
+    resource = second.selectbox("Resource (optional)", ["(none)", *columns])
+    roles = st.multiselect("Role attributes (optional)", columns)
+    missing = st.text_input("Missing-value tokens (optional, comma-separated)", placeholder="?")
+    if len({case, activity, timestamp}) < 3:
+        st.error("Case id, activity and timestamp must be three different columns.")
+        return None
+    return ColumnMapping(
+        case=case,
+        activity=activity,
+        timestamp=timestamp,
+        timestamp_format=timestamp_format.strip() or None,
+        resource=None if resource == "(none)" else resource,
+        roles=tuple(roles),
+        sep=sep,
+        na_values=tuple(t.strip() for t in missing.split(",") if t.strip()),
+        encoding=encoding,
+    )
+
+
 with log_tab:
     with session_scope() as session:
         st.dataframe(logs_table(session=session), hide_index=True)
     upload = st.file_uploader("Event log (CSV, CSV.gz, XES, XES.gz, parquet)", key="log-upload")
-    preset = st.selectbox("Preset", ["(XES keys)"] + sorted(PRESETS))
-    name = st.text_input("Log name", value=Path(upload.name).name.split(".")[0] if upload else "")
-    if upload and st.button("Import log", type="primary"):
-        target = Path(tempfile.mkdtemp(dir=_upload_dir())) / Path(upload.name).name
-        target.write_bytes(upload.getvalue())
+    server_log = st.text_input("... or a path on the server", key="log-path")
+    source = _stored_upload(upload) if upload else Path(server_log) if server_log else None
+    if source is not None and not source.is_file():
+        st.error(f"{source}: no such file on the server")
+        source = None
+    preset = st.selectbox("Preset", ["(XES keys)", *sorted(PRESETS), CUSTOM])
+    mapping = None
+    if source is not None and preset == CUSTOM:
+        mapping = _mapping_form(source)
+    name = st.text_input(
+        "Log name", value=source.name.split(".")[0] if source else "", key="log-name"
+    )
+    ready = source is not None and (preset != CUSTOM or mapping is not None)
+    if ready and st.button("Import log", type="primary"):
         bar = st.progress(0.0, text="starting")
         try:
             with session_scope() as session:
                 result = import_log(
-                    target,
+                    source,
                     session=session,
                     name=name or None,
-                    preset=None if preset.startswith("(") else preset,
+                    preset=preset if preset in PRESETS else None,
+                    mapping=mapping,
                     actor_id=user.id,
                     progress=lambda stage, f: bar.progress(f, text=stage),
                 )

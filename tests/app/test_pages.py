@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import itsmreview
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -295,3 +296,51 @@ def test_single_sign_on_button_and_identity_mapping(demo_configured):
     stranger.user = {"is_logged_in": True, "email": "nobody@example.org"}
     stranger.run()
     assert any("no itsmreview account for nobody@example.org" in e.value for e in stranger.error)
+
+
+def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_path):
+    from itsmreview.coverage.synthetic import generate_log
+
+    frame = generate_log(40, seed=9)
+    stamps = pd.to_datetime(frame["Change Date+Time"], utc=True).dt.strftime("%d/%m/%Y %H:%M")
+    mine = pd.DataFrame(
+        {
+            "Ticket": frame["SR Number"],
+            "Step": frame["Activity"],
+            "When": stamps,
+            "Team": frame["Involved ST"].where(frame.index % 7 != 0, "?"),
+        }
+    )
+    path = tmp_path / "tickets.csv"
+    mine.to_csv(path, sep=";", index=False)
+
+    def widget(kind, label):
+        return next(w for w in getattr(at, kind) if w.label == label)
+
+    at = open_page(log_in("admin"), "imports")
+    at.text_input(key="log-path").input(str(path)).run()
+    widget("selectbox", "Preset").set_value("(my own columns)").run()
+    assert any("column(s) found" in e.value for e in at.error)  # still the comma separator
+    widget("selectbox", "Separator").set_value(";").run()
+    assert not at.error, [e.value for e in at.error]
+    # three different columns are proposed (the first free ones when names say nothing)
+    assert [widget("selectbox", x).value for x in ("Case id", "Activity", "Timestamp")] == [
+        "Ticket",
+        "Step",
+        "When",
+    ]
+    widget("text_input", "Timestamp format").input("%d/%m/%Y %H:%M")
+    widget("multiselect", "Role attributes (optional)").set_value(["Team"])
+    widget("text_input", "Missing-value tokens (optional, comma-separated)").input("?").run()
+    at.button(key=next(b.key for b in at.button if b.label == "Import log")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(s.value.startswith("tickets v1: 40 cases") for s in at.success)
+    from itsmreview.coverage.models import EventLog, LogRoleValue
+    from itsmreview.db import session_scope
+    from sqlmodel import select
+
+    with session_scope() as session:
+        log = session.exec(select(EventLog).where(EventLog.name == "tickets")).one()
+        teams = session.exec(select(LogRoleValue).where(LogRoleValue.log_id == log.id)).all()
+    assert log.mapping["timestamp_format"] == "%d/%m/%Y %H:%M" and log.mapping["sep"] == ";"
+    assert teams and "?" not in {t.value for t in teams}  # the token counts as missing
