@@ -121,9 +121,8 @@ with log_tab:
     mapping = None
     if source is not None and preset == CUSTOM:
         mapping = _mapping_form(source)
-    name = st.text_input(
-        "Log name", value=source.name.split(".")[0] if source else "", key="log-name"
-    )
+    # no key: the proposed name follows the chosen file
+    name = st.text_input("Log name", value=source.name.split(".")[0] if source else "")
     ready = source is not None and (preset != CUSTOM or mapping is not None)
     if ready and st.button("Import log", type="primary"):
         bar = st.progress(0.0, text="starting")
