@@ -27,7 +27,7 @@ log_tab, task_tab = st.tabs(["Event logs", "Tasks"])
 
 def _stored_upload(upload) -> Path:
     """The uploaded file on disk, written once per upload (not on every rerun)."""
-    stored = st.session_state.setdefault("uploaded-logs", {})
+    stored = st.session_state.setdefault("uploaded-files", {})
     if upload.file_id not in stored:
         target = Path(tempfile.mkdtemp(dir=_upload_dir())) / Path(upload.name).name
         target.write_bytes(upload.getvalue())
@@ -158,9 +158,7 @@ with task_tab:
     attach_to = options[2].text_input("Attach transcripts to task (optional)") or None
     target = None
     if upload is not None:
-        folder = Path(tempfile.mkdtemp(dir=_upload_dir()))
-        target = folder / Path(upload.name).name
-        target.write_bytes(upload.getvalue())
+        target = _stored_upload(upload)
     elif server_path:
         target = Path(server_path)
     if target is not None:
