@@ -12,10 +12,13 @@ from itsmreview.ui.notice import announce
 user = require(Role.lead)
 st.title("Dashboard")
 with session_scope() as session:
-    data = dashboard(session=session, actor=user)
+    data = dashboard(session=session, actor=user, round_name=st.session_state.get("round"))
 if not data.rounds:
     st.info("No review round yet. `itsmreview demo` creates one.")
     st.stop()
+if len(data.rounds) > 1:
+    names = [r["name"] for r in data.rounds]
+    st.selectbox("Round", names, index=names.index(data.round_name), key="round")
 status = data.task_status
 columns = st.columns(len(status) or 1)
 for column, (label, value) in zip(columns, sorted(status.items()), strict=False):

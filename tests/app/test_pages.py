@@ -344,3 +344,26 @@ def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_pat
         teams = session.exec(select(LogRoleValue).where(LogRoleValue.log_id == log.id)).all()
     assert log.mapping["timestamp_format"] == "%d/%m/%Y %H:%M" and log.mapping["sep"] == ";"
     assert teams and "?" not in {t.value for t in teams}  # the token counts as missing
+
+
+def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.models import TaskVersion
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rubric
+    from itsmreview.review.service import create_round
+    from sqlmodel import select
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        versions = session.exec(select(TaskVersion.id).limit(3)).all()
+        rubric = session.exec(select(Rubric)).first()
+        create_round(
+            session=session, actor=lead, name="Round 2", rubric=rubric, task_version_ids=versions
+        )
+    at = log_in("lead")
+    assert [h.value for h in at.subheader][0] == "Agreement in Round 2"  # the newest
+    round_box = next(b for b in at.selectbox if b.label == "Round")
+    round_box.set_value("Demo round 1").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert [h.value for h in at.subheader][0] == "Agreement in Demo round 1"
