@@ -696,6 +696,65 @@ def round_create(
     )
 
 
+@round_app.command("gate")
+@boundary
+def round_gate(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    k_min: Annotated[int | None, typer.Option(help="Human ratings a task needs.")] = None,
+    dimension_min: Annotated[
+        float | None, typer.Option(help="Median each gating dimension must reach.")
+    ] = None,
+    alpha_min: Annotated[
+        float | None, typer.Option(help="Round alpha each gating dimension must reach.")
+    ] = None,
+    disagreement_range: Annotated[
+        float | None, typer.Option(help="Rating spread that sends a task to a lead.")
+    ] = None,
+    gating: Annotated[
+        list[str] | None, typer.Option(help="Gating dimension (repeatable; replaces the list).")
+    ] = None,
+    blocking: Annotated[
+        list[str] | None, typer.Option(help="Blocking flag (repeatable; replaces the list).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show a round's approval gate, or change it and re-decide every task of the round."""
+    from collections import Counter
+    from dataclasses import asdict
+
+    from itsmreview.review.reliability import gate_config, load_round, set_gate
+
+    changes = {
+        key: value
+        for key, value in {
+            "k_min": k_min,
+            "dimension_min": dimension_min,
+            "alpha_min": alpha_min,
+            "disagreement_range": disagreement_range,
+            "gating_dimensions": gating,
+            "blocking_flags": blocking,
+        }.items()
+        if value is not None
+    }
+    _ensure_schema()
+    with _session() as session:
+        if changes:
+            config, decisions = set_gate(
+                session=session, actor=_operator(), round_name=name, changes=changes
+            )
+            statuses = dict(Counter(d.status for d in decisions.values()))
+        else:
+            config, statuses = gate_config(load_round(session=session, round_name=name)), None
+    shown = {**asdict(config), "statuses": statuses}
+    if as_json:
+        _echo_json(shown)
+        return
+    for key, value in asdict(config).items():
+        typer.echo(f"{key:<20} {', '.join(value) if isinstance(value, tuple) else value}")
+    if statuses is not None:
+        typer.echo("tasks now: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+
+
 @round_app.command("close")
 @boundary
 def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> None:

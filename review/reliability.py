@@ -374,3 +374,72 @@ def alpha_over_time(
         value = agreement.alpha(matrix, level).value if matrix.size else None
         rows.append({"day": day, "ratings": len(kept), "alpha": np.nan if value is None else value})
     return pd.DataFrame(rows)
+
+
+GATE_NUMBERS = ("k_min", "dimension_min", "alpha_min", "disagreement_range")
+
+
+def set_gate(
+    *, session: Session, actor: User, round_name: str, changes: dict
+) -> tuple[GateConfig, dict[int, Decision]]:
+    """Change a round's approval gate (keys of GateConfig; absent keys keep their value),
+    then re-decide every task of the round. Leads only. Raises InvalidInput naming the bad
+    value and what is allowed. Returns the gate in force and the new decisions."""
+    require_role(actor, Role.lead)
+    data = load_round(session=session, round_name=round_name)
+    rubric = data.rubric
+    unknown = sorted(set(changes) - {*GATE_NUMBERS, "gating_dimensions", "blocking_flags"})
+    if unknown:
+        raise InvalidInput(f"unknown gate setting(s): {', '.join(unknown)}")
+    scale_low = min(d.scale[0] for d in rubric.dimensions)
+    scale_high = max(d.scale[1] for d in rubric.dimensions)
+    limits = {
+        "k_min": (1, None, "at least 1"),
+        "dimension_min": (
+            scale_low,
+            scale_high,
+            f"on the rubric's scale, {scale_low}-{scale_high}",
+        ),
+        "alpha_min": (-1.0, 1.0, "between -1 and 1"),
+        "disagreement_range": (0.0, None, "more than 0"),
+    }
+    for key in GATE_NUMBERS:
+        if key not in changes:
+            continue
+        low, high, allowed = limits[key]
+        value = changes[key]
+        if (
+            value is None
+            or value < low
+            or (high is not None and value > high)
+            or (key == "disagreement_range" and value == 0)
+        ):
+            raise InvalidInput(f"{key} must be {allowed}, got {value}")
+    for key, known in (
+        ("gating_dimensions", [d.key for d in rubric.dimensions]),
+        ("blocking_flags", [f.key for f in rubric.flags]),
+    ):
+        bad = sorted(set(changes.get(key, ())) - set(known))
+        if bad:
+            raise InvalidInput(
+                f"{key}: {', '.join(bad)} not in rubric {rubric.name!r}; choose from "
+                f"{', '.join(known)}"
+            )
+    review_round = data.review_round
+    before = dict(review_round.approval or {})
+    review_round.approval = {
+        **before,
+        **{k: list(v) if isinstance(v, list | tuple) else v for k, v in changes.items()},
+    }
+    session.flush()
+    append_entry(
+        session=session,
+        artifact_type="review_round",
+        artifact_id=review_round.name,
+        action="gate",
+        source_kind="expert",
+        actor_id=actor.id,
+        payload={"from": before, "to": review_round.approval},
+    )
+    decisions = recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
+    return gate_config(load_round(session=session, round_name=review_round.id)), decisions

@@ -279,3 +279,47 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo):
     assert after.agreement is not first.agreement
     fresh = round_agreement(session=session, actor=demo["lead"], bootstrap=50)[1]
     assert [a.alpha for a in after.agreement] == [a.alpha for a in fresh]
+
+
+def test_a_lead_changes_the_gate_and_every_task_is_re_decided(session, demo):
+    from itsmreview.review.reliability import set_gate
+
+    lead = demo["lead"]
+    before = recompute_statuses(session=session, actor_id=lead.id)
+    config, after = set_gate(
+        session=session,
+        actor=lead,
+        round_name="Demo round 1",
+        changes={"k_min": 1, "alpha_min": -1.0, "dimension_min": 1.0},
+    )
+    assert (config.k_min, config.alpha_min, config.dimension_min) == (1, -1.0, 1.0)
+    pending = lambda decisions: sum(d.status == "pending" for d in decisions.values())  # noqa: E731
+    assert pending(after) < pending(before)  # one rating is enough now
+    stored = dict(session.exec(select(TaskVersion.id, Task.status).join(Task)).all())
+    assert {v: d.status for v, d in after.items()} == {v: stored[v] for v in after}
+    gate_entries = session.exec(select(LedgerEntry).where(LedgerEntry.action == "gate")).all()
+    assert [e.payload["to"]["alpha_min"] for e in gate_entries] == [-1.0]
+    for changes, message in [
+        ({"alpha_min": 1.5}, "alpha_min must be between -1 and 1"),
+        ({"dimension_min": 9}, "dimension_min must be on the rubric's scale, 1-5"),
+        ({"gating_dimensions": ["vibes"]}, "vibes not in rubric"),
+        ({"quorum": 2}, "unknown gate setting"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            set_gate(session=session, actor=lead, round_name="Demo round 1", changes=changes)
+    with pytest.raises(PermissionDenied):
+        set_gate(session=session, actor=demo["expert1"], round_name="Demo round 1", changes={})
+
+
+def test_round_gate_command(session, demo, configured):
+    session.commit()
+    runner = CliRunner()
+    shown = runner.invoke(app, ["round", "gate", "Demo round 1", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["alpha_min"] == 0.667
+    changed = runner.invoke(app, ["round", "gate", "Demo round 1", "--k-min", "2", "--json"])
+    assert changed.exit_code == 0, changed.output
+    result = json.loads(changed.output)
+    assert result["k_min"] == 2 and sum(result["statuses"].values()) == 24
+    bad = runner.invoke(app, ["round", "gate", "Demo round 1", "--k-min", "0"])
+    assert bad.exit_code == 1 and "k_min must be at least 1" in bad.output
