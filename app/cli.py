@@ -722,7 +722,7 @@ def round_gate(
     from collections import Counter
     from dataclasses import asdict
 
-    from itsmreview.review.reliability import gate_config, load_round, set_gate
+    from itsmreview.review.reliability import current_gate, set_gate
 
     changes = {
         key: value
@@ -744,7 +744,7 @@ def round_gate(
             )
             statuses = dict(Counter(d.status for d in decisions.values()))
         else:
-            config, statuses = gate_config(load_round(session=session, round_name=name)), None
+            config, statuses = current_gate(session=session, round_name=name)[0], None
     shown = {**asdict(config), "statuses": statuses}
     if as_json:
         _echo_json(shown)

@@ -379,6 +379,15 @@ def alpha_over_time(
 GATE_NUMBERS = ("k_min", "dimension_min", "alpha_min", "disagreement_range")
 
 
+def current_gate(
+    *, session: Session, round_name: str | int | None = None
+) -> tuple[GateConfig, RubricDefinition]:
+    """A round's gate in force and its rubric, without loading any rating."""
+    review_round = find_round(session, round_name)
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    return gate_config(RoundData(review_round, rubric, pd.DataFrame(), pd.DataFrame())), rubric
+
+
 def set_gate(
     *, session: Session, actor: User, round_name: str, changes: dict
 ) -> tuple[GateConfig, dict[int, Decision]]:
@@ -442,4 +451,4 @@ def set_gate(
         payload={"from": before, "to": review_round.approval},
     )
     decisions = recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
-    return gate_config(load_round(session=session, round_name=review_round.id)), decisions
+    return current_gate(session=session, round_name=review_round.id)[0], decisions

@@ -4,7 +4,12 @@ from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
 from itsmreview.errors import ItsmReviewError
 from itsmreview.review.dashboard import dashboard
-from itsmreview.review.reliability import adjudicate, alpha_over_time
+from itsmreview.review.reliability import (
+    adjudicate,
+    alpha_over_time,
+    current_gate,
+    set_gate,
+)
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
 from itsmreview.ui.notice import announce
@@ -91,6 +96,68 @@ else:
             st.error(str(exc))
         else:
             announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
+            st.rerun()
+
+with st.expander(f"Approval gate of {data.round_name}"):
+    with session_scope() as session:
+        gate, rubric = current_gate(session=session, round_name=data.round_name)
+    with st.form("gate"):
+        left, right = st.columns(2)
+        k_min = left.number_input("Human ratings a task needs", 1, value=gate.k_min)
+        low, high = (
+            min(d.scale[0] for d in rubric.dimensions),
+            max(d.scale[1] for d in rubric.dimensions),
+        )
+        dimension_min = right.number_input(
+            "Median each gating dimension must reach",
+            float(low),
+            float(high),
+            value=float(gate.dimension_min),
+            step=0.5,
+        )
+        alpha_min = left.number_input(
+            "Round alpha each gating dimension must reach",
+            -1.0,
+            1.0,
+            value=float(gate.alpha_min),
+            step=0.01,
+        )
+        spread = right.number_input(
+            "Rating spread that sends a task to a lead", 0.5, value=float(gate.disagreement_range)
+        )
+        labels = {d.key: d.label for d in rubric.dimensions}
+        gating = st.multiselect(
+            "Gating dimensions", list(labels), list(gate.gating_dimensions), format_func=labels.get
+        )
+        flag_labels = {f.key: f.label for f in rubric.flags}
+        blocking = st.multiselect(
+            "Blocking flags",
+            list(flag_labels),
+            list(gate.blocking_flags),
+            format_func=flag_labels.get,
+        )
+        changed = st.form_submit_button("Apply to every task of the round")
+    if changed:
+        try:
+            with session_scope() as session:
+                _, decisions = set_gate(
+                    session=session,
+                    actor=user,
+                    round_name=data.round_name,
+                    changes={
+                        "k_min": int(k_min),
+                        "dimension_min": dimension_min,
+                        "alpha_min": alpha_min,
+                        "disagreement_range": spread,
+                        "gating_dimensions": gating,
+                        "blocking_flags": blocking,
+                    },
+                )
+        except ItsmReviewError as exc:
+            st.error(str(exc))
+        else:
+            approved = sum(d.status == "approved" for d in decisions.values())
+            announce(f"Gate applied: {approved} of {len(decisions)} tasks approved.")
             st.rerun()
 
 st.subheader("Progress per expert")

@@ -367,3 +367,19 @@ def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
     round_box.set_value("Demo round 1").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [h.value for h in at.subheader][0] == "Agreement in Demo round 1"
+
+
+def test_a_lead_changes_the_approval_gate_on_the_dashboard(demo_configured):
+    at = log_in("lead")
+    approved = int(next(m.value for m in at.metric if m.label == "Approved"))
+    next(n for n in at.number_input if n.label == "Human ratings a task needs").set_value(1)
+    alpha = next(n for n in at.number_input if n.label.startswith("Round alpha"))
+    alpha.set_value(-1.0)
+    median = next(n for n in at.number_input if n.label.startswith("Median each"))
+    median.set_value(1.0)
+    at.button(key="FormSubmitter:gate-Apply to every task of the round").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [notice] = at.session_state["_notices"]
+    assert notice.startswith("Gate applied:")
+    at.run()
+    assert int(next(m.value for m in at.metric if m.label == "Approved")) > approved
