@@ -120,7 +120,8 @@ with st.expander(f"Approval gate of {data.round_name}"):
             -1.0,
             1.0,
             value=float(gate.alpha_min),
-            step=0.01,
+            step=0.001,
+            format="%.3f",
         )
         spread = right.number_input(
             "Rating spread that sends a task to a lead", 0.5, value=float(gate.disagreement_range)
