@@ -101,6 +101,19 @@ else:
 with st.expander(f"Approval gate of {data.round_name}"):
     with session_scope() as session:
         gate, rubric = current_gate(session=session, round_name=data.round_name)
+    agreement_now = frame.set_index("key")
+    gating_now = [d for d in gate.gating_dimensions if d in agreement_now.index]
+    if gating_now:
+        st.caption(
+            "The round's alpha on the gating dimensions now, with the lower bound of its 95% "
+            f"interval; the gate asks for {gate.alpha_min:.3f}."
+        )
+        st.dataframe(
+            agreement_now.loc[gating_now, ["item", "alpha", "ci_low", "ci_high"]].assign(
+                reaches=lambda f: f["alpha"] >= gate.alpha_min
+            ),
+            hide_index=True,
+        )
     with st.form("gate"):
         left, right = st.columns(2)
         k_min = left.number_input("Human ratings a task needs", 1, value=gate.k_min)
