@@ -109,9 +109,9 @@ with st.expander(f"Approval gate of {data.round_name}"):
             f"interval; the gate asks for {gate.alpha_min:.3f}."
         )
         st.dataframe(
-            agreement_now.loc[gating_now, ["item", "alpha", "ci_low", "ci_high"]].assign(
-                reaches=lambda f: f["alpha"] >= gate.alpha_min
-            ),
+            agreement_now.loc[gating_now, ["item", "alpha", "ci_low", "ci_high"]]
+            .assign(reaches=lambda f: f["alpha"] >= gate.alpha_min)
+            .rename(columns={"ci_low": "95% low", "ci_high": "95% high"}),
             hide_index=True,
         )
     with st.form("gate"):
