@@ -4,17 +4,21 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.coverage.explorer import VariantDetail, source_details
+from itsmreview.coverage.queries import latest_log
 from itsmreview.db import session_scope
 from itsmreview.settings import get_settings
 
 # variant details read parquet files; a page rerun (every answer on the rating page is one)
-# must not read them again
-DETAIL_TTL_SECONDS = 600
+# must not read them again. The key holds the log's newest version, so a new import shows at once.
+DETAIL_TTL_SECONDS = 3600
 
 
-@st.cache_data(ttl=DETAIL_TTL_SECONDS, show_spinner=False)
+@st.cache_data(ttl=DETAIL_TTL_SECONDS, show_spinner=False, max_entries=256)
 def _cached_details(
-    database_url: str, log_name: str | None, sequences: tuple[tuple[str, ...], ...]
+    database_url: str,
+    log_name: str | None,
+    log_id: int | None,
+    sequences: tuple[tuple[str, ...], ...],
 ) -> list[VariantDetail]:
     with session_scope() as session:
         return source_details(
@@ -23,9 +27,17 @@ def _cached_details(
 
 
 def variant_details(log_name: str | None, sequences: list[list[str]]) -> list[VariantDetail]:
-    """Details of the declared sequences, cached per database, log and sequences."""
+    """Details of the declared sequences, cached per database, log version and sequences."""
+    log_id = None
+    if log_name:
+        with session_scope() as session:
+            log = latest_log(session=session, name=log_name)
+            log_id = log.id if log else None
     return _cached_details(
-        get_settings().resolved_database_url(), log_name, tuple(tuple(s) for s in sequences)
+        get_settings().resolved_database_url(),
+        log_name,
+        log_id,
+        tuple(tuple(s) for s in sequences),
     )
 
 
