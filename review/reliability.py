@@ -395,35 +395,22 @@ def set_gate(
     then re-decide every task of the round. Leads only. Raises InvalidInput naming the bad
     value and what is allowed. Returns the gate in force and the new decisions."""
     require_role(actor, Role.lead)
-    data = load_round(session=session, round_name=round_name)
-    rubric = data.rubric
+    review_round = find_round(session, round_name)
+    _, rubric = current_gate(session=session, round_name=review_round.id)
     unknown = sorted(set(changes) - {*GATE_NUMBERS, "gating_dimensions", "blocking_flags"})
     if unknown:
         raise InvalidInput(f"unknown gate setting(s): {', '.join(unknown)}")
-    scale_low = min(d.scale[0] for d in rubric.dimensions)
-    scale_high = max(d.scale[1] for d in rubric.dimensions)
-    limits = {
-        "k_min": (1, None, "at least 1"),
-        "dimension_min": (
-            scale_low,
-            scale_high,
-            f"on the rubric's scale, {scale_low}-{scale_high}",
-        ),
-        "alpha_min": (-1.0, 1.0, "between -1 and 1"),
-        "disagreement_range": (0.0, None, "more than 0"),
+    low = min(d.scale[0] for d in rubric.dimensions)
+    high = max(d.scale[1] for d in rubric.dimensions)
+    checks = {
+        "k_min": (lambda v: v >= 1, "at least 1"),
+        "dimension_min": (lambda v: low <= v <= high, f"on the rubric's scale, {low}-{high}"),
+        "alpha_min": (lambda v: -1 <= v <= 1, "between -1 and 1"),
+        "disagreement_range": (lambda v: v > 0, "more than 0"),
     }
-    for key in GATE_NUMBERS:
-        if key not in changes:
-            continue
-        low, high, allowed = limits[key]
-        value = changes[key]
-        if (
-            value is None
-            or value < low
-            or (high is not None and value > high)
-            or (key == "disagreement_range" and value == 0)
-        ):
-            raise InvalidInput(f"{key} must be {allowed}, got {value}")
+    for key, (valid, allowed) in checks.items():
+        if key in changes and (changes[key] is None or not valid(changes[key])):
+            raise InvalidInput(f"{key} must be {allowed}, got {changes[key]}")
     for key, known in (
         ("gating_dimensions", [d.key for d in rubric.dimensions]),
         ("blocking_flags", [f.key for f in rubric.flags]),
@@ -434,7 +421,6 @@ def set_gate(
                 f"{key}: {', '.join(bad)} not in rubric {rubric.name!r}; choose from "
                 f"{', '.join(known)}"
             )
-    review_round = data.review_round
     before = dict(review_round.approval or {})
     review_round.approval = {
         **before,
