@@ -17,6 +17,18 @@ def log_by_digest(*, session: Session, sha256: str, mapping_hash: str) -> EventL
     ).first()
 
 
+def imported_from(*, session: Session, source_path: str, mapping_hash: str) -> bool:
+    """Whether a log was imported from this path with this mapping before."""
+    return (
+        session.exec(
+            select(EventLog.id).where(
+                EventLog.source_path == source_path, EventLog.mapping_hash == mapping_hash
+            )
+        ).first()
+        is not None
+    )
+
+
 def latest_version(*, session: Session, name: str) -> int:
     return session.exec(select(func.max(EventLog.version)).where(EventLog.name == name)).one() or 0
 

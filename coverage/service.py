@@ -88,8 +88,10 @@ def import_log(
             # the worker hashes the file while it is parsed, then writes the parquet files while
             # variants are materialised and stored: all of them release the GIL for long spells
             hashing = pool.submit(file_sha256, path)
-            if path.stat().st_size < PARALLEL_HASH_BYTES:
-                hashing.result()
+            if path.stat().st_size < PARALLEL_HASH_BYTES or queries.imported_from(
+                session=session, source_path=str(path.resolve()), mapping_hash=mapping_hash
+            ):
+                hashing.result()  # small, or likely a re-import: hash first, maybe parse nothing
             existing = (
                 queries.log_by_digest(
                     session=session, sha256=hashing.result(), mapping_hash=mapping_hash

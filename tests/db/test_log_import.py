@@ -140,3 +140,16 @@ def test_the_portable_bulk_insert_for_other_drivers(session, tmp_path):
         )
     ).all()
     assert sorted(stored) == [("back\\slash", 1), ('say "hi"', 3)]
+
+
+def test_reimporting_a_large_file_from_the_same_path_reads_nothing(session, tmp_path, monkeypatch):
+    path = write_csv(generate_log(30, seed=4), tmp_path / "big.csv")
+    monkeypatch.setattr(service, "PARALLEL_HASH_BYTES", 0)  # treat every file as large
+    first = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+
+    def no_parsing(*_args, **_kwargs):
+        raise AssertionError("the file was parsed although it was imported before")
+
+    monkeypatch.setattr(service, "read_log", no_parsing)
+    again = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    assert not again.created and again.log.id == first.log.id
