@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
+import pandas as pd
 from alembic import command
 from alembic.config import Config
 from itsmreview.settings import get_settings, normalise_database_url
@@ -65,6 +66,12 @@ def session_scope(engine: Engine | None = None) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def frame_of(session: Session, query) -> pd.DataFrame:
+    """The rows of a select() as a DataFrame named by its columns (label one to rename it)."""
+    result = session.exec(query)
+    return pd.DataFrame([tuple(row) for row in result], columns=list(result.keys()))
 
 
 def bulk_insert(

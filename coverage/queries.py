@@ -7,6 +7,7 @@ from itsmreview.coverage.models import (
     LogVariant,
     VariantLevel,
 )
+from itsmreview.db import frame_of
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -66,39 +67,30 @@ def variants_frame(
     )
     if limit:
         query = query.limit(limit)
-    columns = [
-        "rank",
-        "sequence",
-        "sequence_key",
-        "length",
-        "case_count",
-        "share",
-        "median_throughput_s",
-        "example_case_ids",
-    ]
-    return pd.DataFrame([tuple(r) for r in session.exec(query).all()], columns=columns)
+    return frame_of(session, query)
 
 
 def activities_frame(*, session: Session, log_id: int) -> pd.DataFrame:
-    rows = session.exec(
+    return frame_of(
+        session,
         select(LogActivity.name, LogActivity.event_count, LogActivity.case_count)
         .where(LogActivity.log_id == log_id)
-        .order_by(LogActivity.event_count.desc())
-    ).all()
-    return pd.DataFrame([tuple(r) for r in rows], columns=["name", "event_count", "case_count"])
+        .order_by(LogActivity.event_count.desc()),
+    )
 
 
 def df_pairs_frame(*, session: Session, log_id: int) -> pd.DataFrame:
-    rows = session.exec(
+    return frame_of(
+        session,
         select(LogDirectlyFollows.source, LogDirectlyFollows.target, LogDirectlyFollows.count)
         .where(LogDirectlyFollows.log_id == log_id)
-        .order_by(LogDirectlyFollows.count.desc())
-    ).all()
-    return pd.DataFrame([tuple(r) for r in rows], columns=["source", "target", "count"])
+        .order_by(LogDirectlyFollows.count.desc()),
+    )
 
 
 def role_values_frame(*, session: Session, log_id: int) -> pd.DataFrame:
-    rows = session.exec(
+    return frame_of(
+        session,
         select(
             LogRoleValue.attribute,
             LogRoleValue.value,
@@ -106,10 +98,7 @@ def role_values_frame(*, session: Session, log_id: int) -> pd.DataFrame:
             LogRoleValue.case_count,
         )
         .where(LogRoleValue.log_id == log_id)
-        .order_by(LogRoleValue.attribute, LogRoleValue.event_count.desc())
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows], columns=["attribute", "value", "event_count", "case_count"]
+        .order_by(LogRoleValue.attribute, LogRoleValue.event_count.desc()),
     )
 
 
@@ -129,13 +118,11 @@ def log_tables_frames(*, session: Session, log_id: int) -> dict[str, pd.DataFram
     """The frames `metrics.LogTables` is built from, straight from the materialised tables."""
     frames = {}
     for level in (VariantLevel.raw, VariantLevel.collapsed):
-        rows = session.exec(
+        frames[level.value] = frame_of(
+            session,
             select(LogVariant.sequence, LogVariant.case_count, LogVariant.sequence_key)
             .where(LogVariant.log_id == log_id, LogVariant.level == level)
-            .order_by(LogVariant.rank)
-        ).all()
-        frames[level.value] = pd.DataFrame(
-            [tuple(r) for r in rows], columns=["sequence", "case_count", "sequence_key"]
+            .order_by(LogVariant.rank),
         )
     frames["df_pairs"] = df_pairs_frame(session=session, log_id=log_id)
     frames["activities"] = activities_frame(session=session, log_id=log_id)

@@ -1,6 +1,7 @@
 from collections.abc import Iterator
 
 import pandas as pd
+from itsmreview.db import frame_of
 from itsmreview.ledger.models import LedgerEntry
 from sqlalchemy import func, text
 from sqlmodel import Session, select
@@ -61,19 +62,7 @@ def entries_frame(
         query = query.where(LedgerEntry.artifact_type == artifact_type)
     if source_kind:
         query = query.where(LedgerEntry.source_kind == source_kind)
-    rows = session.exec(query).all()
-    columns = [
-        "seq",
-        "created_at",
-        "artifact_type",
-        "artifact_id",
-        "field",
-        "source_kind",
-        "reference",
-        "action",
-        "actor_id",
-    ]
-    return pd.DataFrame([tuple(r) for r in rows], columns=columns)
+    return frame_of(session, query)
 
 
 def source_kind_counts(*, session: Session) -> dict[str, int]:

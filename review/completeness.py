@@ -12,7 +12,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Task
 from itsmreview.coverage import queries as coverage_queries
-from itsmreview.db import utcnow
+from itsmreview.db import frame_of, utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
 from itsmreview.review.models import CompletenessReview, PersonaActivity
@@ -109,11 +109,12 @@ def checklist(*, session: Session, actor: User, persona: str) -> Checklist:
     """What an expert judges for a persona: its activities and its tasks, with their own
     current review. Experts and leads."""
     require_role(actor, Role.expert, Role.lead)
-    rows = session.exec(
-        select(Task.external_id, Task.title, Task.track, Task.status)
+    tasks = frame_of(
+        session,
+        select(Task.external_id.label("id"), Task.title, Task.track, Task.status)
         .where(Task.persona == persona)
-        .order_by(Task.external_id)
-    ).all()
+        .order_by(Task.external_id),
+    )
     mine = session.exec(
         select(CompletenessReview).where(
             CompletenessReview.persona == persona,
@@ -124,7 +125,7 @@ def checklist(*, session: Session, actor: User, persona: str) -> Checklist:
     return Checklist(
         persona,
         activities_of(session, persona),
-        pd.DataFrame([tuple(r) for r in rows], columns=["id", "title", "track", "status"]),
+        tasks,
         mine,
     )
 

@@ -1,6 +1,7 @@
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.db import frame_of
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -55,11 +56,12 @@ def assignments_of_task(
 
 
 def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
-    rows = session.exec(
+    return frame_of(
+        session,
         select(
-            Assignment.id,
-            ReviewRound.name,
-            Task.external_id,
+            Assignment.id.label("assignment_id"),
+            ReviewRound.name.label("round"),
+            Task.external_id.label("task"),
             Task.title,
             Task.persona,
             Task.track,
@@ -70,36 +72,26 @@ def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
         .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
         .join(Task, Task.id == TaskVersion.task_id)
         .where(Assignment.expert_id == expert_id, Assignment.status != AssignmentStatus.released)
-        .order_by(Assignment.status.desc(), Assignment.id)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=[
-            "assignment_id",
-            "round",
-            "task",
-            "title",
-            "persona",
-            "track",
-            "version",
-            "status",
-        ],
+        .order_by(Assignment.status.desc(), Assignment.id),
     )
 
 
 def progress_frame(*, session: Session) -> pd.DataFrame:
     """Per round and expert: assigned and submitted counts."""
     submitted = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
-    rows = session.exec(
-        select(ReviewRound.name, User.username, func.count(Assignment.id), submitted)
+    return frame_of(
+        session,
+        select(
+            ReviewRound.name.label("round"),
+            User.username.label("expert"),
+            func.count(Assignment.id).label("assigned"),
+            submitted.label("submitted"),
+        )
         .join(ReviewRound, ReviewRound.id == Assignment.round_id)
         .join(User, User.id == Assignment.expert_id)
         .where(Assignment.status != AssignmentStatus.released)
         .group_by(ReviewRound.name, User.username)
-        .order_by(ReviewRound.name, User.username)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows], columns=["round", "expert", "assigned", "submitted"]
+        .order_by(ReviewRound.name, User.username),
     )
 
 
@@ -136,9 +128,10 @@ def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
 
 def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
     """One row per current submitted rating (human or model): ids, verdict, flags, time."""
-    rows = session.exec(
+    return frame_of(
+        session,
         select(
-            Rating.id,
+            Rating.id.label("rating_id"),
             Rating.task_version_id,
             Rating.expert_id,
             Rating.verdict,
@@ -151,33 +144,21 @@ def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
             Rating.is_current,
             Rating.status == "submitted",
         )
-        .order_by(Rating.id)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=[
-            "rating_id",
-            "task_version_id",
-            "expert_id",
-            "verdict",
-            "flags",
-            "submitted_at",
-            "rater_kind",
-        ],
+        .order_by(Rating.id),
     )
 
 
 def scores_long(*, session: Session, round_id: int) -> pd.DataFrame:
-    rows = session.exec(
+    return frame_of(
+        session,
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
         .join(Rating, Rating.id == RatingScore.rating_id)
         .where(
             Rating.round_id == round_id,
             Rating.is_current,
             Rating.status == "submitted",
-        )
-    ).all()
-    return pd.DataFrame([tuple(r) for r in rows], columns=["rating_id", "dimension", "value"])
+        ),
+    )
 
 
 def adjudications_of_round(*, session: Session, round_id: int) -> dict[int, str]:
@@ -193,16 +174,19 @@ def adjudications_of_round(*, session: Session, round_id: int) -> dict[int, str]
 
 
 def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
-    rows = session.exec(
-        select(TaskVersion.id, Task.id, Task.external_id, Task.title, Task.status)
+    return frame_of(
+        session,
+        select(
+            TaskVersion.id.label("task_version_id"),
+            Task.id.label("task_id"),
+            Task.external_id,
+            Task.title,
+            Task.status,
+        )
         .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
         .join(Task, Task.id == TaskVersion.task_id)
         .where(RoundTask.round_id == round_id)
-        .order_by(Task.external_id)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["task_version_id", "task_id", "external_id", "title", "status"],
+        .order_by(Task.external_id),
     )
 
 
@@ -221,14 +205,15 @@ def draft_of(*, session: Session, assignment_id: int) -> Rating | None:
 
 def history_frame(*, session: Session, external_id: str) -> pd.DataFrame:
     """Every submitted revision of every rating of a task (all versions), newest first."""
-    rows = session.exec(
+    frame = frame_of(
+        session,
         select(
-            Rating.id,
-            ReviewRound.name,
-            User.username,
+            Rating.id.label("rating_id"),
+            ReviewRound.name.label("round"),
+            User.username.label("expert"),
             TaskVersion.version,
             Rating.revision,
-            Rating.is_current,
+            Rating.is_current.label("current"),
             Rating.verdict,
             Rating.flags,
             Rating.comment,
@@ -239,31 +224,16 @@ def history_frame(*, session: Session, external_id: str) -> pd.DataFrame:
         .join(ReviewRound, ReviewRound.id == Rating.round_id)
         .join(User, User.id == Rating.expert_id)
         .where(Task.external_id == external_id, Rating.status == "submitted")
-        .order_by(Rating.submitted_at.desc(), Rating.id.desc())
-    ).all()
-    frame = pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=[
-            "rating_id",
-            "round",
-            "expert",
-            "version",
-            "revision",
-            "current",
-            "verdict",
-            "flags",
-            "comment",
-            "submitted_at",
-        ],
+        .order_by(Rating.submitted_at.desc(), Rating.id.desc()),
     )
     if frame.empty:
         return frame
-    scores = session.exec(
+    wide = frame_of(
+        session,
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
             RatingScore.rating_id.in_(frame["rating_id"].tolist())
-        )
-    ).all()
-    wide = pd.DataFrame([tuple(s) for s in scores], columns=["rating_id", "dimension", "value"])
+        ),
+    )
     if not wide.empty:
         wide = wide.pivot_table(index="rating_id", columns="dimension", values="value")
         frame = frame.merge(wide, left_on="rating_id", right_index=True, how="left")
@@ -280,8 +250,8 @@ def turn_notes(
     query = (
         select(
             TurnNote.id,
-            User.username,
-            Transcript.external_id,
+            User.username.label("expert"),
+            Transcript.external_id.label("transcript"),
             TurnNote.turn,
             TurnNote.flag,
             TurnNote.comment,
@@ -300,21 +270,18 @@ def turn_notes(
             .join(Task, Task.id == TaskVersion.task_id)
             .where(Task.external_id == external_id)
         )
-    rows = session.exec(query).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["id", "expert", "transcript", "turn", "flag", "comment", "created_at"],
-    )
+    return frame_of(session, query)
 
 
 def open_assignments_frame(*, session: Session) -> pd.DataFrame:
     """Reserved (unsubmitted) assignments with their expert and task, for leads."""
-    rows = session.exec(
+    return frame_of(
+        session,
         select(
-            Assignment.id,
-            ReviewRound.name,
-            User.username,
-            Task.external_id,
+            Assignment.id.label("assignment"),
+            ReviewRound.name.label("round"),
+            User.username.label("expert"),
+            Task.external_id.label("task"),
             Assignment.reserved_until,
         )
         .join(ReviewRound, ReviewRound.id == Assignment.round_id)
@@ -322,9 +289,5 @@ def open_assignments_frame(*, session: Session) -> pd.DataFrame:
         .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
         .join(Task, Task.id == TaskVersion.task_id)
         .where(Assignment.status == AssignmentStatus.reserved)
-        .order_by(ReviewRound.name, User.username, Assignment.id)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["assignment", "round", "expert", "task", "reserved_until"],
+        .order_by(ReviewRound.name, User.username, Assignment.id),
     )

@@ -1,5 +1,6 @@
 import pandas as pd
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.db import frame_of
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -35,13 +36,19 @@ def transcripts_of(*, session: Session, task_version_id: int) -> list[Transcript
     )
 
 
-def tasks_frame(*, session: Session) -> pd.DataFrame:
-    latest = (
+def _latest_versions():
+    """Subquery: each task's newest version number (columns task_id, version)."""
+    return (
         select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
         .group_by(TaskVersion.task_id)
         .subquery()
     )
-    rows = session.exec(
+
+
+def tasks_frame(*, session: Session) -> pd.DataFrame:
+    latest = _latest_versions()
+    return frame_of(
+        session,
         select(
             Task.id,
             Task.external_id,
@@ -52,11 +59,7 @@ def tasks_frame(*, session: Session) -> pd.DataFrame:
             latest.c.version,
         )
         .join(latest, latest.c.task_id == Task.id)
-        .order_by(Task.persona, Task.external_id)
-    ).all()
-    return pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["id", "external_id", "title", "persona", "track", "status", "version"],
+        .order_by(Task.persona, Task.external_id),
     )
 
 
@@ -79,11 +82,7 @@ def task_sources(
     """
     from itsmreview.review.models import Rating
 
-    latest = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
-        .group_by(TaskVersion.task_id)
-        .subquery()
-    )
+    latest = _latest_versions()
     query = (
         select(Task.external_id, TaskVersion.source)
         .join(TaskVersion, TaskVersion.task_id == Task.id)
@@ -118,11 +117,7 @@ def version_number(*, session: Session, task_id: int, number: int) -> TaskVersio
 def latest_versions_of(
     *, session: Session, external_ids: list[str] | None = None
 ) -> list[tuple[Task, TaskVersion]]:
-    latest = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
-        .group_by(TaskVersion.task_id)
-        .subquery()
-    )
+    latest = _latest_versions()
     query = (
         select(Task, TaskVersion)
         .join(TaskVersion, TaskVersion.task_id == Task.id)
@@ -142,11 +137,7 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
     sequences."""
     from itsmreview.review.models import Rating
 
-    latest = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
-        .group_by(TaskVersion.task_id)
-        .subquery()
-    )
+    latest = _latest_versions()
     rated = (
         select(TaskVersion.task_id, func.max(TaskVersion.version).label("rated_version"))
         .join(Rating, Rating.task_version_id == TaskVersion.id)
@@ -154,9 +145,10 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
         .group_by(TaskVersion.task_id)
         .subquery()
     )
-    rows = session.exec(
+    frame = frame_of(
+        session,
         select(
-            Task.external_id,
+            Task.external_id.label("id"),
             Task.title,
             Task.persona,
             Task.track,
@@ -171,11 +163,7 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
             (TaskVersion.task_id == Task.id) & (TaskVersion.version == latest.c.version),
         )
         .outerjoin(rated, rated.c.task_id == Task.id)
-        .order_by(Task.persona, Task.external_id)
-    ).all()
-    frame = pd.DataFrame(
-        [tuple(r) for r in rows],
-        columns=["id", "title", "persona", "track", "status", "version", "rated_version", "source"],
+        .order_by(Task.persona, Task.external_id),
     )
     frame["log"] = frame["source"].map(lambda s: (s or {}).get("log"))
     frame["changed_after_rating"] = frame["rated_version"].notna() & (
