@@ -3,7 +3,6 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.coverage.overview import log_names
 from itsmreview.db import session_scope
-from itsmreview.errors import ItsmReviewError
 from itsmreview.review.completeness import (
     add_activities,
     checklist,
@@ -12,6 +11,7 @@ from itsmreview.review.completeness import (
     report,
     submit_review,
 )
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 
 user = require(Role.expert, Role.lead)
@@ -50,19 +50,15 @@ if user.role == Role.expert:
         comment = st.text_area("Comment", data.mine.comment if data.mine else "")
         sent = st.form_submit_button("Submit judgement", type="primary")
     if sent:
-        try:
-            with session_scope() as session:
-                submit_review(
-                    session=session,
-                    actor=user,
-                    persona=persona,
-                    captured_ids=ticked,
-                    missing=missing.splitlines(),
-                    comment=comment,
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        recorded = perform(
+            submit_review,
+            actor=user,
+            persona=persona,
+            captured_ids=ticked,
+            missing=missing.splitlines(),
+            comment=comment,
+        )
+        if recorded is not FAILED:
             st.success("Thank you: your judgement is recorded.")
     st.stop()
 
@@ -113,18 +109,14 @@ with st.expander("Edit a persona's work activities"):
         format_func=lambda n: "(none)" if n is None else n,
     )
     if st.button("Add"):
-        try:
-            with session_scope() as session:
-                added = add_activities(
-                    session=session,
-                    actor=user,
-                    persona=persona,
-                    activities=lines.splitlines(),
-                    log_name=seed,
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        added = perform(
+            add_activities,
+            actor=user,
+            persona=persona,
+            activities=lines.splitlines(),
+            log_name=seed,
+        )
+        if added is not FAILED:
             st.success(f"Added {added} activit{'y' if added == 1 else 'ies'}.")
     with session_scope() as session:
         current = checklist(session=session, actor=user, persona=persona).activities

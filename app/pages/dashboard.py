@@ -2,7 +2,6 @@ import plotly.express as px
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.errors import ItsmReviewError
 from itsmreview.review.dashboard import dashboard
 from itsmreview.review.reliability import (
     adjudicate,
@@ -10,6 +9,7 @@ from itsmreview.review.reliability import (
     current_gate,
     set_gate,
 )
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
 from itsmreview.ui.notice import announce
@@ -82,19 +82,15 @@ else:
         reason = st.text_area("Reason (kept in the ledger)")
         submitted = st.form_submit_button("Record decision", type="primary")
     if submitted:
-        try:
-            with session_scope() as session:
-                result = adjudicate(
-                    session=session,
-                    actor=user,
-                    task_version_id=int(choice),
-                    decision=decision,
-                    reason=reason,
-                    round_name=data.round_name,
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        result = perform(
+            adjudicate,
+            actor=user,
+            task_version_id=int(choice),
+            decision=decision,
+            reason=reason,
+            round_name=data.round_name,
+        )
+        if result is not FAILED:
             announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
             st.rerun()
 
@@ -152,24 +148,21 @@ with st.expander(f"Approval gate of {data.round_name}"):
         )
         changed = st.form_submit_button("Apply to every task of the round")
     if changed:
-        try:
-            with session_scope() as session:
-                _, decisions = set_gate(
-                    session=session,
-                    actor=user,
-                    round_name=data.round_name,
-                    changes={
-                        "k_min": int(k_min),
-                        "dimension_min": dimension_min,
-                        "alpha_min": alpha_min,
-                        "disagreement_range": spread,
-                        "gating_dimensions": gating,
-                        "blocking_flags": blocking,
-                    },
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        applied = perform(
+            set_gate,
+            actor=user,
+            round_name=data.round_name,
+            changes={
+                "k_min": int(k_min),
+                "dimension_min": dimension_min,
+                "alpha_min": alpha_min,
+                "disagreement_range": spread,
+                "gating_dimensions": gating,
+                "blocking_flags": blocking,
+            },
+        )
+        if applied is not FAILED:
+            _, decisions = applied
             approved = sum(d.status == "approved" for d in decisions.values())
             announce(f"Gate applied: {approved} of {len(decisions)} tasks approved.")
             st.rerun()

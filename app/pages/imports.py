@@ -8,8 +8,8 @@ from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, log_columns, lo
 from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log
 from itsmreview.db import session_scope
-from itsmreview.errors import ItsmReviewError
 from itsmreview.settings import get_settings
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 
 user = require(Role.admin)
@@ -33,6 +33,13 @@ def _stored_upload(upload) -> Path:
         target.write_bytes(upload.getvalue())
         stored[upload.file_id] = target
     return stored[upload.file_id]
+
+
+def _chosen_path(upload, server_path: str) -> Path | None:
+    """The uploaded file (stored), else the path typed on the server, else None."""
+    if upload is not None:
+        return _stored_upload(upload)
+    return Path(server_path) if server_path else None
 
 
 SEPARATORS = {",": ",", ";": ";", "tab": "\t", "|": "|"}
@@ -113,7 +120,7 @@ with log_tab:
         st.dataframe(logs_table(session=session), hide_index=True)
     upload = st.file_uploader("Event log (CSV, CSV.gz, XES, XES.gz, parquet)", key="log-upload")
     server_log = st.text_input("... or a path on the server", key="log-path")
-    source = _stored_upload(upload) if upload else Path(server_log) if server_log else None
+    source = _chosen_path(upload, server_log)
     if source is not None and not source.is_file():
         st.error(f"{source}: no such file on the server")
         source = None
@@ -126,20 +133,16 @@ with log_tab:
     ready = source is not None and (preset != CUSTOM or mapping is not None)
     if ready and st.button("Import log", type="primary"):
         bar = st.progress(0.0, text="starting")
-        try:
-            with session_scope() as session:
-                result = import_log(
-                    source,
-                    session=session,
-                    name=name or None,
-                    preset=preset if preset in PRESETS else None,
-                    mapping=mapping,
-                    actor_id=user.id,
-                    progress=lambda stage, f: bar.progress(f, text=stage),
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        result = perform(
+            import_log,
+            path=source,
+            name=name or None,
+            preset=preset if preset in PRESETS else None,
+            mapping=mapping,
+            actor_id=user.id,
+            progress=lambda stage, f: bar.progress(f, text=stage),
+        )
+        if result is not FAILED:
             log = result.log
             st.success(
                 f"{log.name} v{log.version}: {log.n_cases:,} cases, {log.n_events:,} "
@@ -156,26 +159,18 @@ with task_tab:
     fmt = options[0].selectbox("Format", list(FORMAT_CHOICES))
     log_name = options[1].text_input("Derived from log (optional)") or None
     attach_to = options[2].text_input("Attach transcripts to task (optional)") or None
-    target = None
-    if upload is not None:
-        target = _stored_upload(upload)
-    elif server_path:
-        target = Path(server_path)
+    target = _chosen_path(upload, server_path)
     if target is not None:
-        try:
-            with session_scope() as session:
-                preview = import_as(
-                    target,
-                    session=session,
-                    actor=user,
-                    dry_run=True,
-                    fmt=fmt,
-                    log=log_name,
-                    task=attach_to,
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
-        else:
+        preview = perform(
+            import_as,
+            path=target,
+            actor=user,
+            dry_run=True,
+            fmt=fmt,
+            log=log_name,
+            task=attach_to,
+        )
+        if preview is not FAILED:
             report = preview.report
             st.write(
                 f"**{preview.format}**: would create **{len(report.created)}**, add new "

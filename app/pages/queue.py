@@ -5,6 +5,7 @@ from itsmreview.errors import ItsmReviewError
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.service import save_draft, submit_rating
 from itsmreview.review.view import assignment_view, expert_queue
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.notice import announce
 from itsmreview.ui.rating import rating_form, task_panel, turn_note_form, variant_panel
@@ -19,16 +20,11 @@ if st.button(
     help="Reserve the next task of the open round that "
     "still needs experts, best matching your expertise first.",
 ):
-    try:
-        with session_scope() as session:
-            taken = claim_next(session=session, actor=user)
-    except ItsmReviewError as exc:
-        st.error(str(exc))
-    else:
-        if taken is None:
-            st.info("Every task of the round has its experts. Thank you!")
-        else:
-            st.rerun()
+    taken = perform(claim_next, actor=user)
+    if taken is None:
+        st.info("Every task of the round has its experts. Thank you!")
+    elif taken is not FAILED:
+        st.rerun()
 if queue.empty:
     st.info("Nothing is assigned to you yet: take the next task above.")
     st.stop()
@@ -83,12 +79,9 @@ def keep_draft(answers: dict) -> None:
 with right:
     variant_panel(view)
     answers = rating_form(view, keep_draft)
-if answers is not None:
-    try:
-        with session_scope() as session:
-            submit_rating(session=session, actor=user, assignment_id=chosen, **answers)
-    except ItsmReviewError as exc:
-        st.error(str(exc))
-    else:
-        announce(f"Rating submitted. {_next_task(user)}")
-        st.rerun()
+submitted = answers is not None and (
+    perform(submit_rating, actor=user, assignment_id=chosen, **answers) is not FAILED
+)
+if submitted:
+    announce(f"Rating submitted. {_next_task(user)}")
+    st.rerun()

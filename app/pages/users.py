@@ -3,7 +3,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.accounts.service import add_user, users_overview
 from itsmreview.db import session_scope
-from itsmreview.errors import ItsmReviewError
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 
 user = require(Role.admin)
@@ -33,17 +33,14 @@ with st.form("add-user", clear_on_submit=True):
     expertise = st.text_input("Expertise (personas, comma-separated)")
     submitted = st.form_submit_button("Add user", type="primary")
 if submitted:
-    try:
-        with session_scope() as session:
-            created, password = add_user(
-                session=session,
-                actor=user,
-                username=username.strip(),
-                role=role,
-                display_name=display_name.strip() or None,
-                expertise=[e.strip() for e in expertise.split(",") if e.strip()],
-            )
-    except ItsmReviewError as exc:
-        st.error(str(exc))
-    else:
+    added = perform(
+        add_user,
+        actor=user,
+        username=username.strip(),
+        role=role,
+        display_name=display_name.strip() or None,
+        expertise=[e.strip() for e in expertise.split(",") if e.strip()],
+    )
+    if added is not FAILED:
+        created, password = added
         st.success(f"Added {created.username}. Password (shown once): `{password}`")

@@ -2,6 +2,7 @@
 
 import streamlit as st
 from itsmreview.review.view import AssignmentView
+from itsmreview.ui.action import perform
 from itsmreview.ui.transcript import escape_markdown
 from itsmreview.ui.variant import render_variant, variant_details
 
@@ -118,7 +119,6 @@ def rating_form(view: AssignmentView, on_draft) -> dict | None:
 def turn_note_form(view: AssignmentView, transcript, user) -> None:
     """Flag or comment one turn of a transcript; the expert's notes are listed below."""
     from itsmreview.db import session_scope
-    from itsmreview.errors import ItsmReviewError
     from itsmreview.review.queries import turn_notes
     from itsmreview.review.service import add_turn_note
 
@@ -137,19 +137,15 @@ def turn_note_form(view: AssignmentView, transcript, user) -> None:
         comment = cols[2].text_input("Comment on this turn", key=f"{key}-comment")
         sent = st.form_submit_button("Add note")
     if sent:
-        try:
-            with session_scope() as session:
-                add_turn_note(
-                    session=session,
-                    actor=user,
-                    assignment_id=view.assignment.id,
-                    transcript_id=transcript.id,
-                    turn=int(turn),
-                    flag=flag,
-                    comment=comment,
-                )
-        except ItsmReviewError as exc:
-            st.error(str(exc))
+        perform(
+            add_turn_note,
+            actor=user,
+            assignment_id=view.assignment.id,
+            transcript_id=transcript.id,
+            turn=int(turn),
+            flag=flag,
+            comment=comment,
+        )
     with session_scope() as session:
         notes = turn_notes(session=session, assignment_id=view.assignment.id)
     notes = notes[notes["transcript"] == transcript.external_id]
