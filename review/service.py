@@ -148,6 +148,18 @@ def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | 
             )
 
 
+def _rating_of(assignment: Assignment, rubric_id: int, **fields) -> Rating:
+    """A rating row of the assignment's expert, round and task version."""
+    return Rating(
+        assignment_id=assignment.id,
+        round_id=assignment.round_id,
+        task_version_id=assignment.task_version_id,
+        expert_id=assignment.expert_id,
+        rubric_id=rubric_id,
+        **fields,
+    )
+
+
 def submit_rating(
     *,
     session: Session,
@@ -192,19 +204,14 @@ def submit_rating(
     if draft is not None:
         session.delete(draft)
         session.flush()
-    previous = session.exec(
-        select(Rating).where(Rating.assignment_id == assignment.id, Rating.is_current)
-    ).first()
+    previous = queries.current_rating(session=session, assignment_id=assignment.id)
     if previous is not None:
         previous.is_current = False
         session.flush()
     now = utcnow()
-    rating = Rating(
-        assignment_id=assignment.id,
-        round_id=assignment.round_id,
-        task_version_id=assignment.task_version_id,
-        expert_id=actor.id,
-        rubric_id=rubric.id,
+    rating = _rating_of(
+        assignment,
+        rubric.id,
         revision=(previous.revision + 1) if previous else 1,
         is_current=True,
         status=RatingStatus.submitted,
@@ -265,12 +272,9 @@ def save_draft(
     draft = queries.draft_of(session=session, assignment_id=assignment.id)
     review_round = session.get(ReviewRound, assignment.round_id)
     if draft is None:
-        draft = Rating(
-            assignment_id=assignment.id,
-            round_id=assignment.round_id,
-            task_version_id=assignment.task_version_id,
-            expert_id=actor.id,
-            rubric_id=review_round.rubric_id,
+        draft = _rating_of(
+            assignment,
+            review_round.rubric_id,
             revision=DRAFT_REVISION,
             is_current=False,
             status=RatingStatus.draft,

@@ -10,6 +10,8 @@ from itsmreview.coverage.overview import LogOverview
 
 COVERED, UNCOVERED = "#2e7d32", "#9e9e9e"
 
+WEIGHT_AS_PERCENT = {"weight": st.column_config.NumberColumn(format="percent")}
+
 
 def pareto(variants: pd.DataFrame, top: int = 100) -> go.Figure:
     head = variants.head(top)
@@ -55,7 +57,7 @@ def gap_tables(view: LogOverview) -> None:
     st.dataframe(
         variants,
         hide_index=True,
-        column_config={"weight": st.column_config.NumberColumn(format="percent")},
+        column_config=WEIGHT_AS_PERCENT,
     )
     left, right = st.columns(2)
     with left:
@@ -63,14 +65,14 @@ def gap_tables(view: LogOverview) -> None:
         st.dataframe(
             pd.DataFrame(gaps["df_pairs"]),
             hide_index=True,
-            column_config={"weight": st.column_config.NumberColumn(format="percent")},
+            column_config=WEIGHT_AS_PERCENT,
         )
     with right:
         st.subheader("Uncovered role values")
         st.dataframe(
             pd.DataFrame(gaps["role_values"]),
             hide_index=True,
-            column_config={"weight": st.column_config.NumberColumn(format="percent")},
+            column_config=WEIGHT_AS_PERCENT,
         )
     if view.report.absent_sequences:
         st.subheader("Declared sequences that do not occur in the log")
