@@ -1,7 +1,7 @@
 """Agreement of a review round and the approval gate applied to its tasks (service layer)."""
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -230,11 +230,11 @@ def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
     return per_task
 
 
-def gate_config(data: RoundData) -> GateConfig:
-    required = tuple(d.key for d in data.rubric.dimensions if d.required)
-    blocking = tuple(f.key for f in data.rubric.flags if f.blocking)
-    config = dict(data.review_round.approval or {})
-    config.setdefault("k_min", data.review_round.k)
+def gate_config(review_round: ReviewRound, rubric: RubricDefinition) -> GateConfig:
+    required = tuple(d.key for d in rubric.dimensions if d.required)
+    blocking = tuple(f.key for f in rubric.flags if f.blocking)
+    config = dict(review_round.approval or {})
+    config.setdefault("k_min", review_round.k)
     return GateConfig.from_dict(config, required=required, blocking=blocking)
 
 
@@ -243,7 +243,7 @@ def gate_decisions(
 ) -> tuple[pd.DataFrame, dict[int, Decision]]:
     """The gate's decision for every task of the round, without storing anything: the
     round's tasks with their stored status, and task version id -> decision."""
-    config = gate_config(data)
+    config = gate_config(data.review_round, data.rubric)
     round_alpha = {}
     for item in config.gating_dimensions:
         matrix, _, _ = reliability_matrix(data, item)
@@ -376,16 +376,13 @@ def alpha_over_time(
     return pd.DataFrame(rows)
 
 
-GATE_NUMBERS = ("k_min", "dimension_min", "alpha_min", "disagreement_range")
-
-
 def current_gate(
     *, session: Session, round_name: str | int | None = None
 ) -> tuple[GateConfig, RubricDefinition]:
     """A round's gate in force and its rubric, without loading any rating."""
     review_round = find_round(session, round_name)
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
-    return gate_config(RoundData(review_round, rubric, pd.DataFrame(), pd.DataFrame())), rubric
+    return gate_config(review_round, rubric), rubric
 
 
 def set_gate(
@@ -397,7 +394,7 @@ def set_gate(
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
     _, rubric = current_gate(session=session, round_name=review_round.id)
-    unknown = sorted(set(changes) - {*GATE_NUMBERS, "gating_dimensions", "blocking_flags"})
+    unknown = sorted(set(changes) - {f.name for f in fields(GateConfig)})
     if unknown:
         raise InvalidInput(f"unknown gate setting(s): {', '.join(unknown)}")
     low = min(d.scale[0] for d in rubric.dimensions)
