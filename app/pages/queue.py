@@ -65,10 +65,11 @@ def _next_task(expert) -> str:
             following = claim_next(session=session, actor=expert)
             if following is None:
                 return "Every task of the round has its experts. Thank you!"
-            view = assignment_view(session=session, actor=expert, assignment_id=following.id)
+            mine = expert_queue(session=session, actor=expert)
     except ItsmReviewError:  # the round closed, or the expert left it
         return ""
-    return f"Next: {view.version.title}."
+    title = mine.loc[mine["assignment_id"] == following.id, "title"].iloc[0]
+    return f"Next: {title}."
 
 
 def keep_draft(answers: dict) -> None:
