@@ -33,20 +33,28 @@ def demo(session, tmp_path):
     }
 
 
-def test_round_alpha_equals_the_package_on_the_stored_ratings(session, demo):
-    review_round, items = round_agreement(session=session, actor=demo["lead"], bootstrap=200)
-    by_item = {i.item: i for i in items}
-    # independent: rebuild the reliability matrix straight from the rating tables
+def _persona_fit_matrix(session):
+    """Independent of the code under test: the raters x tasks matrix of the current submitted
+    persona_fit scores, straight from the rating tables, and the rater ids (rows)."""
     rows = session.exec(
         select(Rating.expert_id, Rating.task_version_id, RatingScore.value)
         .join(RatingScore, RatingScore.rating_id == Rating.id)
-        .where(RatingScore.dimension == "persona_fit", Rating.is_current)
+        .where(
+            RatingScore.dimension == "persona_fit", Rating.is_current, Rating.status == "submitted"
+        )
     ).all()
-    experts = sorted({r[0] for r in rows})
-    tasks = sorted({r[1] for r in rows})
-    matrix = np.full((len(experts), len(tasks)), np.nan)
-    for expert, task, value in rows:
-        matrix[experts.index(expert), tasks.index(task)] = value
+    raters = sorted({r[0] for r in rows})
+    units = sorted({r[1] for r in rows})
+    matrix = np.full((len(raters), len(units)), np.nan)
+    for rater, unit, value in rows:
+        matrix[raters.index(rater), units.index(unit)] = value
+    return matrix, raters
+
+
+def test_round_alpha_equals_the_package_on_the_stored_ratings(session, demo):
+    review_round, items = round_agreement(session=session, actor=demo["lead"], bootstrap=200)
+    by_item = {i.item: i for i in items}
+    matrix, _ = _persona_fit_matrix(session)
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     result = by_item["persona_fit"].alpha
     assert result.value == pytest.approx(expected)
@@ -234,18 +242,7 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     fit_before = next(i for i in before if i.item == "persona_fit")
     fit = next(i for i in after if i.item == "persona_fit")
     assert fit.alpha.value == fit_before.alpha.value  # humans only
-    rows = session.exec(
-        select(Rating.expert_id, Rating.task_version_id, RatingScore.value)
-        .join(RatingScore, RatingScore.rating_id == Rating.id)
-        .where(
-            RatingScore.dimension == "persona_fit", Rating.is_current, Rating.status == "submitted"
-        )
-    ).all()
-    raters = sorted({r[0] for r in rows})
-    units = sorted({r[1] for r in rows})
-    matrix = np.full((len(raters), len(units)), np.nan)
-    for rater, unit, value in rows:
-        matrix[raters.index(rater), units.index(unit)] = value
+    matrix, raters = _persona_fit_matrix(session)
     both = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     assert fit.models["alpha_humans_and_models"] == pytest.approx(both)
     humans = np.delete(matrix, raters.index(model.id), axis=0)
