@@ -50,6 +50,9 @@ def boundary(command):
             _fail(str(exc))
         except ValueError as exc:
             _fail(str(exc))
+        except OSError as exc:  # a file the command was pointed at: name it, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
 
     return wrapper
 
@@ -506,13 +509,20 @@ def alpha_command(
     level: Annotated[str, typer.Option(help="nominal, ordinal, interval or ratio.")] = "ordinal",
     bootstrap: Annotated[int, typer.Option(help="Bootstrap samples for the CI (0: none).")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    header: Annotated[
+        bool,
+        typer.Option(
+            "--header/--no-header",
+            help="Whether the first row names the units (default); --no-header numbers them.",
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Krippendorff's alpha of a reliability-data CSV file."""
     from itsmreview.review.agreement import alpha
     from itsmreview.review.reliability_csv import read_reliability_csv
 
-    data = read_reliability_csv(path, level)
+    data = read_reliability_csv(path, level, header=header)
     result = alpha(data, level, bootstrap=bootstrap, seed=seed)
     if as_json:
         _echo_json(result.as_dict())

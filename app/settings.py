@@ -27,6 +27,37 @@ class Settings(BaseSettings):
     demo_cases: int = Field(
         default=2000, description="Number of incident cases in the synthetic demo log."
     )
+    max_task_file_bytes: int = Field(
+        default=256 * 2**20,
+        description="Largest task or transcript file (bytes) read by an import; larger files are "
+        "refused before parsing.",
+    )
+    max_log_bytes: int = Field(
+        default=4 * 2**30,
+        description="Largest event log (bytes, after decompression) read by an import; larger "
+        "logs are refused before or while reading, never after filling memory.",
+    )
+    max_log_row_bytes: int = Field(
+        default=4 * 2**20,
+        description="Longest row of a CSV event log (bytes); a longer row is refused with its "
+        "position (real event-log rows are a few hundred bytes).",
+    )
+    timestamp_min_year: int = Field(
+        default=1970, description="Earliest year an event-log timestamp may have."
+    )
+    timestamp_max_year: int = Field(
+        default=2100, description="Latest year an event-log timestamp may have."
+    )
+    login_free_failures: int = Field(
+        default=5,
+        description="Wrong passwords allowed per account and per address before logins from "
+        "them are delayed.",
+    )
+    login_max_delay_s: int = Field(
+        default=900,
+        description="Longest wait imposed after repeated wrong passwords (the wait doubles with "
+        "each failure past the free ones, up to this).",
+    )
     anthropic_api_key: str | None = Field(
         default=None,
         description="Key for the Anthropic API; model raters run only when it is set.",

@@ -5,8 +5,14 @@ The canonical table has the columns `case_id`, `activity`, `timestamp` (UTC),
 case order of first appearance, then timestamp, ties kept in file order.
 """
 
+import bz2
+import codecs
+import csv
+import gzip
 import hashlib
+import io
 import json
+import lzma
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -121,17 +127,142 @@ ARROW_UTF8 = {"utf-8", "utf8", "utf-8-sig", "utf_8", "utf_8_sig"}
 SMALL_CSV_BYTES = 64 * 2**20
 
 
-def csv_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
-    """The column names in the header of a CSV log (plain or compressed)."""
+@dataclass(frozen=True)
+class Limits:
+    """Bounds checked while reading a log, before they can fill memory."""
+
+    max_bytes: int = 4 * 2**30
+    max_row_bytes: int = 4 * 2**20
+    min_year: int = 1970
+    max_year: int = 2100
+
+    @classmethod
+    def from_settings(cls) -> "Limits":
+        from itsmreview.settings import get_settings
+
+        settings = get_settings()
+        return cls(
+            settings.max_log_bytes,
+            settings.max_log_row_bytes,
+            settings.timestamp_min_year,
+            settings.timestamp_max_year,
+        )
+
+
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
+def _compression(path: Path):
+    return _OPENERS.get(path.suffix.lower())
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressing reader that stops once more than `limit` bytes came out: a 1 MB
+    archive can hold terabytes of zeros."""
+
+    def __init__(self, raw, limit: int, source: Path):
+        self._raw, self._limit, self._source, self._count = raw, limit, source, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        try:
+            n = self._raw.readinto(buffer)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise ValueError(_corrupt(self._source, exc)) from None
+        self._count += n
+        if self._count > self._limit:
+            raise ValueError(
+                f"{self._source}: decompresses to more than {self._limit:,} bytes; raise "
+                "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
+            )
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _corrupt(path: Path, exc: BaseException) -> str:
+    return (
+        f"{path}: the compressed file is truncated or corrupt ({exc}); download or compress it "
+        "again"
+    )
+
+
+def _check_size(path: Path, limits: Limits) -> None:
+    size = path.stat().st_size
+    if size > limits.max_bytes:
+        raise ValueError(
+            f"{path}: {size:,} bytes, over the limit of {limits.max_bytes:,}; raise "
+            "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
+        )
+
+
+def check_encoding(encoding: str) -> None:
     try:
-        return [str(c) for c in pd.read_csv(path, sep=sep, encoding=encoding, nrows=0).columns]
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ValueError(
+            f"unknown encoding {encoding!r}; use a Python codec name such as utf-8, latin-1 or "
+            "cp1252"
+        ) from None
+
+
+def _header_sample(path: Path, limits: Limits) -> bytes:
+    """The file's first row (decompressed), read in a bounded amount."""
+    opener = _compression(path)
+    try:
+        with opener(path, "rb") if opener else open(path, "rb") as handle:
+            sample = handle.read(min(limits.max_row_bytes, 1 << 20))
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ValueError(_corrupt(path, exc)) from None
+    if not sample.strip():
+        raise ValueError(f"{path}: the file is empty; a CSV log starts with a header row")
+    end = sample.find(b"\n")
+    header = sample if end < 0 else sample[:end]
+    if b"\x00" in header:
+        raise ValueError(
+            f"{path}: the first row holds NUL bytes, so this is not a text CSV file (a binary "
+            "or sparse file?); export the log as CSV text"
+        )
+    if end < 0 and len(sample) >= min(limits.max_row_bytes, 1 << 20):
+        raise ValueError(
+            f"{path}: the header row is longer than {len(sample):,} bytes; is this a CSV log?"
+        )
+    return header
+
+
+def csv_columns(
+    path: Path, sep: str = ",", encoding: str = "utf-8-sig", limits: Limits | None = None
+) -> list[str]:
+    """The column names in the header of a CSV log (plain or compressed), read from a bounded
+    sample. Raises ValueError for an unknown encoding, an undecodable or binary header, and a
+    column name that appears twice."""
+    check_encoding(encoding)
+    if len(sep) != 1:
+        raise ValueError(f"separator {sep!r} must be a single character, e.g. ',' or ';'")
+    header = _header_sample(path, limits or Limits.from_settings())
+    try:
+        text = header.decode(encoding).rstrip("\r")
     except UnicodeDecodeError as exc:
         raise ValueError(
-            f"{path}: not readable as {encoding} ({exc.reason} at byte {exc.start}); "
-            "pass the file's encoding, e.g. --encoding latin-1"
+            f"{path}: not readable as {encoding} ({exc.reason} at byte {exc.start} of the "
+            "header); pass the file's encoding, e.g. --encoding latin-1"
         ) from None
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path}: the file is empty; a CSV log starts with a header row") from None
+    columns = next(csv.reader([text.lstrip("\ufeff")], delimiter=sep), [])
+    counts: dict[str, list[int]] = {}
+    for index, name in enumerate(columns, start=1):
+        counts.setdefault(name, []).append(index)
+    repeated = {name: at for name, at in counts.items() if len(at) > 1}
+    if repeated:
+        name, at = next(iter(repeated.items()))
+        raise ValueError(
+            f"{path}: column name {name!r} appears {len(at)} times in the header (columns "
+            f"{', '.join(map(str, at))}); rename the copies so that each column is named once"
+        )
+    return columns
 
 
 def log_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
@@ -141,11 +272,13 @@ def log_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list
     return csv_columns(path, sep, encoding)
 
 
-def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
+def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = None) -> pa.Table:
     """The file as an Arrow table: CSV columns as text, XES and parquet columns as typed."""
+    limits = limits or Limits.from_settings()
     fmt = log_format(path)
+    _check_size(path, limits)
     if fmt == "xes":
-        frame = _read_xes(path)
+        frame = _read_xes(path, limits)
         if mapping is not None:
             wanted = [
                 mapping.case,
@@ -157,12 +290,17 @@ def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
             frame = frame[[c for c in dict.fromkeys(wanted) if c and c in frame.columns]]
         return pa.Table.from_pandas(frame, preserve_index=False)
     if fmt == "parquet":
-        return pq.read_table(path)
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
     if mapping is None:
         raise ValueError(f"{path}: a CSV log needs a column mapping or a preset")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
     wanted = list(dict.fromkeys(c for c in wanted if c))
-    _check_columns(path, wanted, csv_columns(path, mapping.sep, mapping.encoding), mapping.sep)
+    _check_columns(
+        path, wanted, csv_columns(path, mapping.sep, mapping.encoding, limits), mapping.sep
+    )
     encoding = "utf8" if mapping.encoding.lower() in ARROW_UTF8 else mapping.encoding
     # text columns are dictionary-encoded while parsing (in parallel), timestamps stay text
     dictionary = pa.dictionary(pa.int32(), pa.string())
@@ -170,13 +308,14 @@ def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
     # small logs: smaller blocks from the system allocator, so reading a 1 MiB file does not
     # reserve tens of MiB of parsing buffers (large ones parse faster in 4 MiB blocks)
     small = path.stat().st_size < SMALL_CSV_BYTES
+    block_size = min((1 << 20) if small else (1 << 22), limits.max_row_bytes)
+    opener = _compression(path)
+    source = _Bounded(opener(path, "rb"), limits.max_bytes, path) if opener else path
     try:
         table = pacsv.read_csv(
-            path,
+            source,
             memory_pool=pa.system_memory_pool() if small else None,
-            read_options=pacsv.ReadOptions(
-                encoding=encoding, block_size=(1 << 20) if small else (1 << 22)
-            ),
+            read_options=pacsv.ReadOptions(encoding=encoding, block_size=block_size),
             parse_options=pacsv.ParseOptions(delimiter=mapping.sep),
             convert_options=pacsv.ConvertOptions(
                 include_columns=wanted,
@@ -193,17 +332,66 @@ def read_raw(path: Path, mapping: ColumnMapping | None) -> pa.Table:
                 f"{path}: not readable as {mapping.encoding} ({text.splitlines()[0]}); "
                 "pass the file's encoding, e.g. --encoding latin-1"
             ) from None
+        if "straddl" in text:
+            raise ValueError(
+                f"{path}: a row is longer than {block_size:,} bytes (a quote left open, or "
+                "binary data); fix the row, or raise ITSMREVIEW_MAX_LOG_ROW_BYTES"
+            ) from None
         raise ValueError(f"{path}: cannot parse the CSV: {text.splitlines()[0]}") from None
+    except (OSError, EOFError) as exc:
+        raise ValueError(_corrupt(path, exc)) from None
+    finally:
+        if opener:
+            source.close()
     return table.unify_dictionaries()
 
 
-def _read_xes(path: Path) -> pd.DataFrame:
-    import pm4py
-
+def _check_xes(path: Path, limits: Limits) -> None:
+    """Refuse an XES with a DTD (entity expansion, external entities: XES never needs one)
+    and, for a compressed file, one that inflates past the size limit, before pm4py parses."""
+    opener = _compression(path)
     try:
-        return pm4py.read_xes(str(path), return_legacy_log_object=False, show_progress_bar=False)
-    except TypeError:
-        return pm4py.read_xes(str(path))
+        with opener(path, "rb") if opener else open(path, "rb") as handle:
+            prolog = handle.read(1 << 16)
+            root = prolog.find(b"<log")
+            head = prolog if root < 0 else prolog[:root]
+            if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
+                raise ValueError(
+                    f"{path}: declares a DTD or entities (<!DOCTYPE/<!ENTITY>), which XES never "
+                    "needs and which can expand or read other files; remove the declaration"
+                )
+            if opener:
+                total = len(prolog)
+                while block := handle.read(1 << 20):
+                    total += len(block)
+                    if total > limits.max_bytes:
+                        raise ValueError(
+                            f"{path}: decompresses to more than {limits.max_bytes:,} bytes; "
+                            "raise ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
+                        )
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ValueError(_corrupt(path, exc)) from None
+
+
+def _read_xes(path: Path, limits: Limits) -> pd.DataFrame:
+    import pm4py
+    from lxml import etree
+
+    _check_xes(path, limits)
+    try:
+        try:
+            frame = pm4py.read_xes(
+                str(path), return_legacy_log_object=False, show_progress_bar=False
+            )
+        except TypeError:
+            frame = pm4py.read_xes(str(path))
+    except etree.XMLSyntaxError as exc:
+        raise ValueError(f"{path}: not a well-formed XES (XML) file: {exc}") from None
+    except (OSError, EOFError) as exc:
+        raise ValueError(_corrupt(path, exc)) from None
+    if frame is None or len(frame) == 0:
+        raise ValueError(f"{path}: the XES file holds no events")
+    return frame
 
 
 def _check_columns(path: Path, wanted: list[str], present: list[str], sep: str) -> None:
@@ -268,12 +456,25 @@ def encode(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
     return remap[indices].astype(np.int32), [str(x) for x in labels]
 
 
+def _encode_checked(table: pa.Table, column: str, source: str) -> tuple[np.ndarray, list[str]]:
+    """`encode` of a column whose values may be stored as text: no NUL characters."""
+    codes, labels = encode(table.column(column))
+    bad = next((label for label in labels if "\x00" in label), None)
+    if bad is not None:
+        raise ValueError(
+            f"{source}: column {column!r} has a value with a NUL character ({bad[:40]!r}); "
+            "text with NUL cannot be stored: clean the export"
+        )
+    return codes, labels
+
+
 def normalise(
     raw: pd.DataFrame | pa.Table,
     mapping: ColumnMapping,
     *,
     source: str = "log",
     header_rows: int = 1,
+    limits: Limits | None = None,
 ) -> pd.DataFrame:
     """The canonical, ordered event table of `raw`, or ValueError naming the bad rows.
 
@@ -285,8 +486,8 @@ def normalise(
         raise ValueError(f"{source}: the log has no events")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
     _check_columns(Path(source), [c for c in wanted if c], table.column_names, mapping.sep)
-    case_codes, case_labels = encode(table.column(mapping.case))
-    act_codes, act_labels = encode(table.column(mapping.activity))
+    case_codes, case_labels = _encode_checked(table, mapping.case, source)
+    act_codes, act_labels = _encode_checked(table, mapping.activity, source)
     for label, column, codes in (
         ("case id", mapping.case, case_codes),
         ("activity", mapping.activity, act_codes),
@@ -297,7 +498,7 @@ def normalise(
                 f"{source}: {int(missing.sum())} event(s) have no {label} (column {column!r}); "
                 f"first at row(s) {_rows(missing, header_rows)}; fill them or drop those rows"
             )
-    stamps = parse_timestamps(table.column(mapping.timestamp), mapping, source, header_rows)
+    stamps = parse_timestamps(table.column(mapping.timestamp), mapping, source, header_rows, limits)
     same_case = case_codes[1:] == case_codes[:-1]
     ordered = bool(np.all(case_codes[1:] >= case_codes[:-1])) and bool(
         np.all(stamps[1:][same_case] >= stamps[:-1][same_case])
@@ -320,11 +521,11 @@ def normalise(
         }
     )
     if mapping.resource:
-        events["resource"] = categorical(*encode(table.column(mapping.resource)))
+        events["resource"] = categorical(*_encode_checked(table, mapping.resource, source))
     else:
         events["resource"] = pd.Categorical.from_codes(np.full(len(events), -1), categories=[])
     for role in mapping.roles:
-        events[ROLE_PREFIX + role] = categorical(*encode(table.column(role)))
+        events[ROLE_PREFIX + role] = categorical(*_encode_checked(table, role, source))
     return events
 
 
@@ -355,16 +556,56 @@ def _bad_timestamps(
         )
 
 
-def parse_timestamps(
-    values: pa.ChunkedArray, mapping: ColumnMapping, source: str, header_rows: int = 1
+def _bounded_ns(
+    micros: pa.Array | pa.ChunkedArray,
+    values: pa.ChunkedArray,
+    mapping: ColumnMapping,
+    source: str,
+    header_rows: int,
+    limits: Limits,
 ) -> np.ndarray:
-    """Timestamps as int64 nanoseconds since the epoch, UTC. A format that fails on any row is
-    an error listing the first bad rows, never a guess; text without an offset is UTC."""
+    """Microsecond timestamps checked against the year bounds, as int64 nanoseconds (inside
+    the bounds the conversion cannot overflow)."""
+    us = pc.cast(micros, pa.int64()).to_numpy(zero_copy_only=False)
+    low = int(pd.Timestamp(year=limits.min_year, month=1, day=1).value // 1000)
+    high = int(pd.Timestamp(year=limits.max_year + 1, month=1, day=1).value // 1000)
+    outside = (us < low) | (us >= high)
+    if outside.any():
+        examples = [
+            f"row {int(i) + 1 + header_rows}: {values[int(i)].as_py()!r}"
+            for i in np.flatnonzero(outside)[:MAX_BAD_ROWS_SHOWN]
+        ]
+        raise ValueError(
+            f"{source}: {int(outside.sum())} timestamp(s) in column {mapping.timestamp!r} lie "
+            f"outside the years {limits.min_year}-{limits.max_year} ({', '.join(examples)}); "
+            "correct them, or widen ITSMREVIEW_TIMESTAMP_MIN_YEAR / _MAX_YEAR"
+        )
+    return us * 1000
+
+
+def parse_timestamps(
+    values: pa.ChunkedArray,
+    mapping: ColumnMapping,
+    source: str,
+    header_rows: int = 1,
+    limits: Limits | None = None,
+) -> np.ndarray:
+    """Timestamps as int64 nanoseconds since the epoch, UTC. A format that fails on any row,
+    or a year outside the bounds, is an error listing the first bad rows, never a guess or a
+    wrap-around; text without an offset is UTC."""
+    limits = limits or Limits.from_settings()
+
+    def bounded(micros):
+        return _bounded_ns(micros, values, mapping, source, header_rows, limits)
+
     if pa.types.is_timestamp(values.type):
         unit_values = values if values.type.tz else pc.assume_timezone(values, "UTC")
-        parsed = pc.cast(unit_values, pa.timestamp("ns", tz="UTC"))
+        try:
+            parsed = pc.cast(unit_values, pa.timestamp("us", tz="UTC"), safe=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValueError(f"{source}: unreadable timestamps: {exc}") from None
         _bad_timestamps(values, _null_mask(parsed), mapping, "timestamp", source, header_rows)
-        return pc.cast(parsed, pa.int64()).to_numpy(zero_copy_only=False)
+        return bounded(parsed)
     values = _text(values)
     fmt = mapping.timestamp_format or "ISO8601"
     parsed = None
@@ -372,7 +613,7 @@ def parse_timestamps(
         for candidate in (values, None):
             if candidate is None:
                 candidate = values = pc.utf8_trim_whitespace(values)
-            for target in (pa.timestamp("ns", tz="UTC"), pa.timestamp("ns")):
+            for target in (pa.timestamp("us", tz="UTC"), pa.timestamp("us")):
                 try:
                     parsed = pc.cast(candidate, target)
                     break
@@ -384,15 +625,15 @@ def parse_timestamps(
             as_pandas = pd.Series(values.to_numpy(zero_copy_only=False), dtype=object)
             converted = pd.to_datetime(as_pandas, format="ISO8601", utc=True, errors="coerce")
             _bad_timestamps(values, converted.isna().to_numpy(), mapping, fmt, source, header_rows)
-            return converted.to_numpy(dtype="datetime64[ns]").view(np.int64)
+            return bounded(pa.array(converted.dt.as_unit("us")))
     else:
         values = pc.utf8_trim_whitespace(values)
         try:
-            parsed = pc.strptime(values, format=fmt, unit="ns", error_is_null=True)
+            parsed = pc.strptime(values, format=fmt, unit="us", error_is_null=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise ValueError(f"{source}: timestamp format {fmt!r} is not usable: {exc}") from None
     _bad_timestamps(values, _null_mask(parsed), mapping, fmt, source, header_rows)
-    return pc.cast(parsed, pa.int64()).to_numpy(zero_copy_only=False)
+    return bounded(parsed)
 
 
 def read_log(
@@ -400,21 +641,26 @@ def read_log(
     mapping: ColumnMapping | None = None,
     *,
     progress: Callable[[str], None] | None = None,
+    limits: Limits | None = None,
 ) -> tuple[pd.DataFrame, ColumnMapping]:
     """Read and normalise the log at `path`; XES without a mapping uses the standard keys."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder; give the log file inside it")
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
+    limits = limits or Limits.from_settings()
     fmt = log_format(path)
     if mapping is None and fmt in ("xes", "parquet"):
         mapping = XES_DEFAULT
     if progress:
         progress("reading")
-    raw = read_raw(path, mapping)
+    raw = read_raw(path, mapping, limits)
     if progress:
         progress("ordering events")
     header_rows = 1 if fmt == "csv" else 0
-    return normalise(raw, mapping, source=str(path), header_rows=header_rows), mapping
+    events = normalise(raw, mapping, source=str(path), header_rows=header_rows, limits=limits)
+    return events, mapping
 
 
 def role_columns(events: pd.DataFrame) -> list[str]:

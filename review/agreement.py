@@ -58,6 +58,8 @@ def _as_array(data) -> np.ndarray:
     array = np.asarray(data, dtype=float)
     if array.ndim != 2:
         raise ValueError(f"reliability data must be 2-D (raters x units), got shape {array.shape}")
+    if np.isinf(array).any():
+        raise ValueError("reliability data holds an infinite value; ratings must be finite")
     return array
 
 
@@ -152,6 +154,12 @@ def alpha(
     """
     if level not in LEVELS:
         raise ValueError(f"level of measurement {level!r} is not one of {', '.join(LEVELS)}")
+    if bootstrap < 0:
+        raise ValueError(
+            f"bootstrap must be 0 (no interval) or a number of samples, not {bootstrap}"
+        )
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie between 0 and 1, e.g. 0.95, not {confidence}")
     array = _as_array(data)
     counts, values = value_counts(array)
     m = counts.sum(axis=1)

@@ -50,7 +50,7 @@ class Dashboard:
     def bias_frame(self) -> pd.DataFrame:
         """Rater x rubric dimension: mean deviation from the other raters (ordinal items)."""
         rows = {a.label: a.bias for a in self.agreement if a.bias and a.alpha.level != "nominal"}
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, dtype=float)  # a rater sharing no unit is None -> NaN
 
 
 def dashboard(

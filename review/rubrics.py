@@ -4,7 +4,7 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-import yaml
+from itsmreview.files import parse_yaml, read_text_bounded
 from itsmreview.ledger.chain import canonical_json
 from itsmreview.review.models import Rubric
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -72,14 +72,21 @@ class RubricDefinition(BaseModel):
         return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
 
 
+MAX_RUBRIC_BYTES = 2**20
+
+
 def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> RubricDefinition:
     """Read and validate a rubric YAML file. Raises ValueError naming the file and field."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder; give the rubric's YAML file")
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: no such rubric file; omit --rubric for the default ITSM realism rubric"
+        )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = parse_yaml(read_text_bounded(path, MAX_RUBRIC_BYTES, what="rubric"), path)
         return RubricDefinition.model_validate(data)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: invalid YAML: {exc}") from None
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()

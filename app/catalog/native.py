@@ -1,10 +1,9 @@
 """The native task bundle (YAML, JSON or JSONL): validation with precise error locations."""
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from itsmreview.catalog.formats.common import find_nul, parse_json, parse_yaml, read_task_text
 from itsmreview.catalog.models import SourceKind, Track
 from itsmreview.ledger.chain import canonical_json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -130,6 +129,12 @@ def parse_bundle(data: Any, source: str) -> list[NativeTask]:
         items, prefix = data, "$"
     if not isinstance(items, list) or not items:
         raise ValueError(f"{source}: expected a list of tasks or an object with 'tasks'")
+    nul = find_nul(items, prefix)
+    if nul:
+        raise ValueError(
+            f"{source}: {nul} holds a NUL character (\\u0000), which no task text may contain; "
+            "remove it (it usually means a binary file was pasted in)"
+        )
     tasks, problems, seen = [], [], {}
     for index, item in enumerate(items):
         where = f"{prefix}[{index}]" if prefix != "$" or len(items) > 1 else "$"
@@ -150,21 +155,18 @@ def parse_bundle(data: Any, source: str) -> list[NativeTask]:
 def load_bundle(path: Path | str) -> list[NativeTask]:
     """Read and validate a native bundle file (.json, .jsonl, .yaml, .yml)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_task_text(path)
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-        elif suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: invalid YAML: {exc}") from None
+    if suffix == ".jsonl":
+        data = [
+            parse_json(line, f"{path}: line {number}")
+            for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+    elif suffix in (".yaml", ".yml"):
+        data = parse_yaml(text, path)
+    else:
+        data = parse_json(text, path)
     return parse_bundle(data, str(path))
 
 

@@ -1,5 +1,6 @@
 """Plotly figures of the dashboard."""
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -41,10 +42,12 @@ def alpha_chart(frame: pd.DataFrame) -> go.Figure:
 
 
 def bias_heatmap(bias: pd.DataFrame) -> go.Figure:
-    limit = max(0.5, float(bias.abs().max().max()))
+    values = bias.to_numpy(dtype=float)
+    defined = np.abs(values[np.isfinite(values)])
+    limit = max(0.5, float(defined.max())) if defined.size else 0.5
     figure = go.Figure(
         go.Heatmap(
-            z=bias.to_numpy(),
+            z=values,
             x=list(bias.columns),
             y=list(bias.index),
             colorscale="RdBu",

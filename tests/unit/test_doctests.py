@@ -12,6 +12,7 @@ MODULES = [
     "itsmreview.ledger.chain",
     "itsmreview.review.agreement",
     "itsmreview.settings",
+    "itsmreview.files",
 ]
 
 

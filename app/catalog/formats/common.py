@@ -2,6 +2,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from itsmreview.files import parse_json, parse_yaml, read_text_bounded
+
+__all__ = ["parse_json", "parse_yaml"]
+
 ORIGINAL = "original"  # key under which a task keeps the document it was imported from
 ORIGINAL_FORMAT = "original_format"
 
@@ -10,15 +14,41 @@ class FormatError(ValueError):
     """Input that does not follow its format; the message names file, path and fix."""
 
 
-def load_json(path: Path) -> Any:
+def read_task_text(path: Path) -> str:
+    """A task file's text, refused before reading when larger than the configured limit."""
+    from itsmreview.settings import get_settings
+
+    if path.is_dir():
+        raise FormatError(f"{path}: is a folder; give a task file (or a Harbor task folder)")
+    if not path.is_file():
+        raise FormatError(f"{path}: no such file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 text ({exc.reason})") from None
+        return read_text_bounded(path, get_settings().max_task_file_bytes, what="task file")
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
+
+
+def load_json(path: Path) -> Any:
+    return parse_json(read_task_text(path), path)
+
+
+def find_nul(data: Any, where: str = "$") -> str | None:
+    """The JSON path of the first text (key or value) holding a NUL character, else None.
+    NUL cannot be stored in PostgreSQL text and is never part of a real task."""
+    stack = [(data, where)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return f"{path} (a key)"
+                stack.append((item, f"{path}.{key}"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+    return None
 
 
 def need(mapping: Any, key: str, where: str, kind: type | tuple = object) -> Any:

@@ -4,8 +4,10 @@ import tomllib
 from pathlib import Path
 
 from itsmreview.catalog.formats.common import ORIGINAL, ORIGINAL_FORMAT, FormatError, text_block
+from itsmreview.files import UnsafePath, is_within, safe_join, walk_files
 
 TEXT_LIMIT = 200_000  # characters of one file kept in the task (binary files are listed only)
+MAX_FILES = 2_000  # files in one task folder
 
 
 def is_task_dir(path: Path) -> bool:
@@ -13,11 +15,25 @@ def is_task_dir(path: Path) -> bool:
 
 
 def _files(folder: Path) -> dict[str, str | None]:
+    """Relative name -> text of every file below `folder` (None: binary or too large to keep).
+    Links are never followed out of the folder; sizes are checked before reading."""
     out = {}
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
+        if folder.is_symlink():
+            raise FormatError(
+                f"{folder} is a link to {folder.resolve()}; links to folders are not followed: "
+                "copy the files into the task folder"
+            )
         return out
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+    try:
+        files = list(walk_files(folder, max_files=MAX_FILES))
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
+    for file in files:
         name = file.relative_to(folder).as_posix()
+        if file.stat().st_size > 4 * TEXT_LIMIT:  # 4 bytes per character at the most
+            out[name] = None
+            continue
         try:
             text = file.read_text(encoding="utf-8")
             out[name] = text if len(text) <= TEXT_LIMIT else None
@@ -26,16 +42,28 @@ def _files(folder: Path) -> dict[str, str | None]:
     return out
 
 
+def _read_small(path: Path) -> str:
+    if path.is_symlink() and not is_within(path.parent, path):
+        raise FormatError(f"{path} is a link to {path.resolve()}, outside the task folder")
+    if path.stat().st_size > 4 * TEXT_LIMIT:
+        raise FormatError(f"{path}: {path.stat().st_size:,} bytes, over {4 * TEXT_LIMIT:,}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
     toml_path = folder / "task.toml"
+    toml_text = _read_small(toml_path)
     try:
-        config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        config = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"{toml_path}: invalid TOML: {exc}") from None
     instruction_path = folder / "instruction.md"
     if not instruction_path.is_file():
         raise FormatError(f"{folder}: instruction.md is missing (every Harbor task has one)")
-    instruction = instruction_path.read_text(encoding="utf-8")
+    instruction = _read_small(instruction_path)
     task_table = config.get("task") if isinstance(config.get("task"), dict) else {}
     metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
     for table in ("task", "metadata", "verifier", "agent", "environment"):
@@ -71,7 +99,7 @@ def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
         ORIGINAL_FORMAT: "harbor",
         ORIGINAL: {
             "folder": folder.name,
-            "task.toml": toml_path.read_text(encoding="utf-8"),
+            "task.toml": toml_text,
             "instruction.md": instruction,
             "files": {
                 **{f"environment/{k}": v for k, v in environment.items()},
@@ -100,9 +128,12 @@ def registry_folders(path: Path, data: list) -> list[Path]:
     folders = []
     for d, dataset in enumerate(data):
         for t, task in enumerate(dataset.get("tasks") or []):
-            folder = (path.parent / str(task["path"])).resolve()
+            where = f"{path}: $[{d}].tasks[{t}]"
+            try:
+                folder = safe_join(path.parent, str(task["path"])).resolve()
+            except UnsafePath as exc:
+                raise FormatError(f"{where}.path: {exc}") from None
             if not is_task_dir(folder):
-                where = f"{path}: $[{d}].tasks[{t}]"
                 if task.get("git_url"):
                     raise FormatError(
                         f"{where}: task {task.get('name')!r} lives in {task['git_url']} "
@@ -131,22 +162,45 @@ def read(
     if is_task_dir(path):
         return [read_task(path, persona=persona, log=log)]
     folders = sorted(p for p in path.iterdir() if is_task_dir(p)) if path.is_dir() else []
+    outside = [p for p in folders if not is_within(path, p)]
+    if outside:
+        raise FormatError(
+            f"{outside[0]} is a link to {outside[0].resolve()}, outside {path}; links are not "
+            "followed out of an imported folder: copy the task folder in instead"
+        )
     if not folders:
         raise FormatError(f"{path}: no Harbor task folder (a folder with task.toml) found")
     return [read_task(folder, persona=persona, log=log) for folder in folders]
 
 
-def write(tasks: list[dict], path: Path) -> None:
-    """Recreate each task folder under `path` from the original files."""
+def _planned_files(tasks: list[dict], path: Path) -> list[tuple[Path, str]]:
+    """Every (target, text) the export writes, each joined safely under `path`; a stored
+    folder or file name that would leave it is an error before anything is written."""
+    planned = []
     for task in tasks:
         original = task[ORIGINAL]
-        folder = path / original["folder"]
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "task.toml").write_text(original["task.toml"], encoding="utf-8")
-        (folder / "instruction.md").write_text(original["instruction.md"], encoding="utf-8")
-        for name, text in original["files"].items():
-            if text is None:
-                continue
-            target = folder / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        where = f"task {task.get('id')!r}"
+        try:
+            folder = safe_join(path, str(original["folder"]))
+            if folder.parent != path:
+                raise UnsafePath(f"{original['folder']!r} is not a single folder name")
+            planned.append((folder / "task.toml", original["task.toml"]))
+            planned.append((folder / "instruction.md", original["instruction.md"]))
+            for name, text in original["files"].items():
+                if text is not None:
+                    planned.append((safe_join(folder, str(name)), text))
+        except UnsafePath as exc:
+            raise FormatError(
+                f"{where}: stored Harbor file name {exc}; fix the task (re-import it) and "
+                "export again"
+            ) from None
+    return planned
+
+
+def write(tasks: list[dict], path: Path) -> None:
+    """Recreate each task folder under `path` from the original files."""
+    for target, text in _planned_files(tasks, path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not is_within(path, target.parent):
+            raise FormatError(f"{target.parent} resolves outside {path} through a link")
+        target.write_text(text, encoding="utf-8")

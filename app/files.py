@@ -1,0 +1,189 @@
+"""Safe file handling for everything read from or written to paths that come from outside:
+joins that cannot leave their folder, folder walks that never follow a link out, and reads
+bounded before they start."""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import yaml
+
+
+class UnsafePath(ValueError):
+    """A path from outside that would reach beyond the folder it belongs to."""
+
+
+def safe_join(root: Path, relative: str) -> Path:
+    """`root / relative` when `relative` is a plain relative path that stays inside `root`.
+
+    Raises UnsafePath for an absolute path, a drive, a `..` segment, an empty or NUL-bearing
+    name, or a path whose existing part resolves (through links) outside `root`.
+
+    >>> safe_join(Path("/out"), "tests/test.sh").as_posix()
+    '/out/tests/test.sh'
+    >>> safe_join(Path("/out"), "../etc/passwd")
+    Traceback (most recent call last):
+    ...
+    itsmreview.files.UnsafePath: '../etc/passwd' leaves its folder ...
+    """
+    text = str(relative)
+    if not text or "\x00" in text:
+        raise UnsafePath(f"{text!r} is not a usable file name (empty or with a NUL character)")
+    posix, windows = PurePosixPath(text.replace("\\", "/")), PureWindowsPath(text)
+    if posix.is_absolute() or windows.drive or windows.root:
+        raise UnsafePath(f"{text!r} is an absolute path; use a path relative to its folder")
+    if ".." in posix.parts:
+        raise UnsafePath(f"{text!r} leaves its folder (a '..' segment); use a path inside it")
+    parts = [p for p in posix.parts if p not in ("", ".")]
+    if not parts:
+        raise UnsafePath(f"{text!r} names the folder itself, not a file in it")
+    target = root.joinpath(*parts)
+    if not is_within(root, target):
+        raise UnsafePath(f"{text!r} resolves outside {root} through a link")
+    return target
+
+
+def is_within(root: Path, path: Path) -> bool:
+    """Whether `path`, with every link resolved, lies inside `root` (resolved too)."""
+    base = root.resolve()
+    resolved = path.resolve()
+    return resolved == base or base in resolved.parents
+
+
+def walk_files(folder: Path, *, max_files: int) -> Iterator[Path]:
+    """The regular files below `folder`, sorted, without following any link that leads
+    outside it. Raises UnsafePath naming the first such link, ValueError past `max_files`."""
+    if folder.is_symlink() and not is_within(folder.parent, folder):
+        raise UnsafePath(f"{folder} is a link to {folder.resolve()}, outside its task folder")
+    found: list[Path] = []
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        here = Path(current)
+        for name in sorted(dirs):
+            link = here / name
+            if link.is_symlink():
+                raise UnsafePath(
+                    f"{link} is a link to a folder ({os.readlink(link)}); links to folders are "
+                    "not followed: copy the files into the task folder"
+                )
+        for name in files:
+            path = here / name
+            if path.is_symlink() and not is_within(folder, path):
+                raise UnsafePath(
+                    f"{path} is a link to {os.readlink(path)}, outside the task folder; "
+                    "copy the file into the folder instead"
+                )
+            if path.is_file():
+                found.append(path)
+                if len(found) > max_files:
+                    raise ValueError(
+                        f"{folder}: more than {max_files:,} files; a task folder this large is "
+                        "almost surely the wrong folder"
+                    )
+    return iter(sorted(found))
+
+
+def read_text_bounded(path: Path, limit_bytes: int, *, what: str = "file") -> str:
+    """The UTF-8 text of `path`, refused before reading when it is larger than `limit_bytes`.
+    Raises ValueError with the size, the limit and the setting that raises it."""
+    size = path.stat().st_size
+    if size > limit_bytes:
+        raise ValueError(
+            f"{path}: the {what} is {size:,} bytes, over the limit of {limit_bytes:,}; split it, "
+            "or raise ITSMREVIEW_MAX_TASK_FILE_BYTES if it really is this large"
+        )
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
+
+
+MAX_DEPTH = 64  # nesting of objects and lists; real task files stay under 15
+MAX_YAML_NODES = 2_000_000  # nodes of a YAML document with its aliases expanded
+
+
+def check_depth(data: Any, source: str) -> None:
+    """ValueError when `data` nests deeper than MAX_DEPTH (checked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(
+                f"{source}: nested more than {MAX_DEPTH} levels deep; no task or rubric file "
+                "is this deep, so this is probably the wrong file"
+            )
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def parse_json(text: str, source: str | Path) -> Any:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ValueError(
+            f"{source}: nested more than {MAX_DEPTH} levels deep; no task or rubric file is "
+            "this deep, so this is probably the wrong file"
+        ) from None
+    check_depth(data, str(source))
+    return data
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses documents whose aliases expand past MAX_YAML_NODES nodes or
+    that nest past MAX_DEPTH (the "billion laughs" bomb is a few hundred bytes)."""
+
+    def construct_document(self, node):
+        _check_yaml_size(node, self.name)
+        return super().construct_document(node)
+
+
+def _check_yaml_size(root, source: str) -> None:
+    sizes: dict[int, int] = {}
+    stack = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{source}: YAML nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, yaml.ScalarNode):
+            sizes[id(node)] = 1
+            continue
+        children = (
+            [n for pair in node.value for n in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
+        if children_done:
+            total = 1 + sum(sizes[id(c)] for c in children)
+            if total > MAX_YAML_NODES:
+                raise ValueError(
+                    f"{source}: the YAML expands to more than {MAX_YAML_NODES:,} values through "
+                    "its aliases (&anchor / *alias); write the values out or use fewer aliases"
+                )
+            sizes[id(node)] = total
+        else:
+            stack.append((node, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+
+
+def parse_yaml(text: str, source: str | Path) -> Any:
+    loader = _BoundedLoader(text)
+    loader.name = str(source)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{source}: invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{source}: YAML nested more than {MAX_DEPTH} levels deep") from None
+    finally:
+        loader.dispose()
