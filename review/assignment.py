@@ -5,65 +5,31 @@ from datetime import timedelta
 
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, NotFound, PermissionDenied
+from itsmreview.review import queries
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     ReviewRound,
     RoundExpert,
     RoundStatus,
-    RoundTask,
 )
-from sqlalchemy import func, or_, text
-from sqlmodel import Session, select
-
-
-def _active(now):
-    return or_(
-        Assignment.status == AssignmentStatus.submitted,
-        (Assignment.status == AssignmentStatus.reserved) & (Assignment.reserved_until > now),
-    )
+from sqlmodel import Session
 
 
 def release_expired(*, session: Session, round_id: int) -> int:
     """Mark lapsed reservations released; returns how many. Flushes."""
-    now = utcnow()
-    lapsed = session.exec(
-        select(Assignment).where(
-            Assignment.round_id == round_id,
-            Assignment.status == AssignmentStatus.reserved,
-            Assignment.reserved_until <= now,
-        )
-    ).all()
-    for assignment in lapsed:
-        assignment.status = AssignmentStatus.released
+    released = queries.release_lapsed(session=session, round_id=round_id, now=utcnow())
     session.flush()
-    return len(lapsed)
-
-
-def _lock_round_task(session: Session, round_task_id: int) -> None:
-    """Serialise claims of one task until the transaction ends: a row lock on PostgreSQL; on
-    SQLite, a no-op write that takes the database's single write lock (waiting up to the busy
-    timeout) before the places left are counted."""
-    if session.get_bind().dialect.name == "postgresql":
-        statement = "SELECT id FROM round_tasks WHERE id = :id FOR UPDATE"
-    else:
-        statement = "UPDATE round_tasks SET id = id WHERE id = :id"
-    session.exec(text(statement).bindparams(id=round_task_id))
+    return released
 
 
 def active_count(*, session: Session, round_id: int, task_version_id: int) -> int:
-    return session.exec(
-        select(func.count())
-        .select_from(Assignment)
-        .where(
-            Assignment.round_id == round_id,
-            Assignment.task_version_id == task_version_id,
-            _active(utcnow()),
-        )
-    ).one()
+    """Places of k taken on one task: submitted ratings and reservations not yet lapsed."""
+    return queries.places_taken(
+        session=session, round_id=round_id, task_version_id=task_version_id, now=utcnow()
+    )
 
 
 def claim_next(
@@ -72,70 +38,45 @@ def claim_next(
     """The expert's open reservation, or a new one on the best task still short of k experts:
     tasks matching the expert's expertise first, then by priority (uncovered log weight), then
     the fewest experts so far. Never a task the expert authored, edited or already had.
+    Lapsed reservations of the round are released first, so they never count towards k.
     Returns None when nothing is left. Raises Conflict for a closed round."""
     require_role(actor, Role.expert)
-    rounds = select(ReviewRound).order_by(ReviewRound.created_at.desc())
-    if round_name:
-        rounds = rounds.where(ReviewRound.name == round_name)
-    review_round = session.exec(rounds.limit(1)).first()
+    review_round = queries.newest_round(session=session, name=round_name)
     if review_round is None:
         raise NotFound(f"no review round {round_name!r}" if round_name else "no review round")
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
-    members = set(
-        session.exec(
-            select(RoundExpert.expert_id).where(RoundExpert.round_id == review_round.id)
-        ).all()
-    )
+    members = queries.round_member_ids(session=session, round_id=review_round.id)
     if members and actor.id not in members:
         raise PermissionDenied(f"you are not among the experts of round {review_round.name!r}")
     now = utcnow()
-    mine = session.exec(
-        select(Assignment).where(
-            Assignment.round_id == review_round.id,
-            Assignment.expert_id == actor.id,
-            Assignment.status == AssignmentStatus.reserved,
-            Assignment.reserved_until > now,
-        )
-    ).first()
+    mine = queries.open_reservation(
+        session=session, round_id=review_round.id, expert_id=actor.id, now=now
+    )
     if mine is not None:
         return mine
-    had = select(Assignment.task_version_id).where(
-        Assignment.round_id == review_round.id, Assignment.expert_id == actor.id
-    )
-    counts = (
-        select(Assignment.task_version_id, func.count().label("n"))
-        .where(Assignment.round_id == review_round.id, _active(now))
-        .group_by(Assignment.task_version_id)
-        .subquery()
+    candidates = queries.claim_candidates(
+        session=session, review_round=review_round, expert_id=actor.id, now=now
     )
     expertise = list(actor.expertise or [])
-    candidates = session.exec(
-        select(RoundTask, func.coalesce(counts.c.n, 0), Task.persona)
-        .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
-        .join(Task, Task.id == TaskVersion.task_id)
-        .outerjoin(counts, counts.c.task_version_id == RoundTask.task_version_id)
-        .where(
-            RoundTask.round_id == review_round.id,
-            RoundTask.task_version_id.not_in(had),
-            func.coalesce(counts.c.n, 0) < review_round.k,
-            or_(Task.author_id.is_(None), Task.author_id != actor.id),
-            or_(TaskVersion.edited_by_id.is_(None), TaskVersion.edited_by_id != actor.id),
-        )
-    ).all()
     ordered = sorted(
         candidates, key=lambda row: (row[2] not in expertise, -row[0].priority, row[1], row[0].id)
     )
     for round_task, _, _ in ordered:
-        _lock_round_task(session, round_task.id)
-        if (
-            active_count(
-                session=session,
-                round_id=review_round.id,
-                task_version_id=round_task.task_version_id,
-            )
-            >= review_round.k
-        ):
+        queries.lock_round_task(session=session, round_task_id=round_task.id)
+        queries.release_lapsed(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=round_task.task_version_id,
+            now=now,
+        )
+        taken = queries.places_taken(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=round_task.task_version_id,
+            now=now,
+        )
+        if taken >= review_round.k:
             continue  # someone else took the last place while we looked
         assignment = Assignment(
             round_id=review_round.id,
@@ -153,16 +94,12 @@ def claim_next(
 def close_round(*, session: Session, actor: User, round_name: str) -> ReviewRound:
     """Close a round: no more claims or ratings; open reservations are released."""
     require_role(actor, Role.lead)
-    review_round = session.exec(select(ReviewRound).where(ReviewRound.name == round_name)).first()
+    review_round = queries.round_by_name(session=session, name=round_name)
     if review_round is None:
         raise NotFound(f"no review round {round_name!r}")
     review_round.status = RoundStatus.closed
     review_round.closed_at = utcnow()
-    for assignment in session.exec(
-        select(Assignment).where(
-            Assignment.round_id == review_round.id, Assignment.status == AssignmentStatus.reserved
-        )
-    ).all():
+    for assignment in queries.reservations(session=session, round_id=review_round.id):
         assignment.status = AssignmentStatus.released
     session.flush()
     return review_round
@@ -178,13 +115,12 @@ def reassign(*, session: Session, actor: User, assignment_id: int, expert: User)
         raise Conflict("this assignment is rated already; its rating stays with its expert")
     if Role(expert.role) != Role.expert:
         raise Conflict(f"{expert.username} is not an expert")
-    taken = session.exec(
-        select(Assignment).where(
-            Assignment.round_id == assignment.round_id,
-            Assignment.task_version_id == assignment.task_version_id,
-            Assignment.expert_id == expert.id,
-        )
-    ).first()
+    taken = queries.assignment_of(
+        session=session,
+        round_id=assignment.round_id,
+        task_version_id=assignment.task_version_id,
+        expert_id=expert.id,
+    )
     if taken is not None:
         raise Conflict(f"{expert.username} already has this task in the round")
     review_round = session.get(ReviewRound, assignment.round_id)
@@ -207,14 +143,11 @@ def set_round_experts(
     """Admit experts to a round or remove them (their unsubmitted reservations are released).
     A round with no members is open to every expert. Returns the member ids. Leads only."""
     require_role(actor, Role.lead)
-    review_round = session.exec(select(ReviewRound).where(ReviewRound.name == round_name)).first()
+    review_round = queries.round_by_name(session=session, name=round_name)
     if review_round is None:
         raise NotFound(f"no review round {round_name!r}")
     members = {
-        m.expert_id: m
-        for m in session.exec(
-            select(RoundExpert).where(RoundExpert.round_id == review_round.id)
-        ).all()
+        m.expert_id: m for m in queries.round_members(session=session, round_id=review_round.id)
     }
     for expert in add:
         if Role(expert.role) != Role.expert:
@@ -226,13 +159,9 @@ def set_round_experts(
         member = members.pop(expert.id, None)
         if member is not None:
             session.delete(member)
-        for assignment in session.exec(
-            select(Assignment).where(
-                Assignment.round_id == review_round.id,
-                Assignment.expert_id == expert.id,
-                Assignment.status == AssignmentStatus.reserved,
-            )
-        ).all():
+        for assignment in queries.reservations(
+            session=session, round_id=review_round.id, expert_id=expert.id
+        ):
             assignment.status = AssignmentStatus.released
     session.flush()
     return sorted(members)

@@ -1,7 +1,7 @@
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import frame_of
+from itsmreview.db import frame_of, utcnow
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -10,8 +10,153 @@ from itsmreview.review.models import (
     ReviewRound,
     RoundTask,
 )
-from sqlalchemy import case, func
+from sqlalchemy import case, func, or_, text, update
 from sqlmodel import Session, select
+
+
+def holds_place(now):
+    """An assignment that counts towards k: submitted, or reserved and not yet lapsed."""
+    return or_(
+        Assignment.status == AssignmentStatus.submitted,
+        (Assignment.status == AssignmentStatus.reserved) & (Assignment.reserved_until > now),
+    )
+
+
+def release_lapsed(
+    *, session: Session, round_id: int, now, task_version_id: int | None = None
+) -> int:
+    """Mark the round's lapsed reservations (of one task version, or all) released, in one
+    statement; returns how many. Loaded assignments see the change."""
+    statement = (
+        update(Assignment)
+        .where(
+            Assignment.round_id == round_id,
+            Assignment.status == AssignmentStatus.reserved,
+            Assignment.reserved_until <= now,
+        )
+        .values(status=AssignmentStatus.released)
+        .execution_options(synchronize_session="fetch")
+    )
+    if task_version_id is not None:
+        statement = statement.where(Assignment.task_version_id == task_version_id)
+    return session.exec(statement).rowcount
+
+
+def round_task_id(*, session: Session, round_id: int, task_version_id: int) -> int:
+    return session.exec(
+        select(RoundTask.id).where(
+            RoundTask.round_id == round_id, RoundTask.task_version_id == task_version_id
+        )
+    ).one()
+
+
+def places_taken(*, session: Session, round_id: int, task_version_id: int, now) -> int:
+    return session.exec(
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.round_id == round_id,
+            Assignment.task_version_id == task_version_id,
+            holds_place(now),
+        )
+    ).one()
+
+
+def lock_round_task(*, session: Session, round_task_id: int) -> None:
+    """Serialise claims of one task until the transaction ends: a row lock on PostgreSQL; on
+    SQLite, a no-op write that takes the database's single write lock (waiting up to the busy
+    timeout) before the places left are counted."""
+    if session.get_bind().dialect.name == "postgresql":
+        statement = "SELECT id FROM round_tasks WHERE id = :id FOR UPDATE"
+    else:
+        statement = "UPDATE round_tasks SET id = id WHERE id = :id"
+    session.exec(text(statement).bindparams(id=round_task_id))
+
+
+def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | None:
+    rounds = select(ReviewRound).order_by(ReviewRound.created_at.desc())
+    if name:
+        rounds = rounds.where(ReviewRound.name == name)
+    return session.exec(rounds.limit(1)).first()
+
+
+def round_member_ids(*, session: Session, round_id: int) -> set[int]:
+    from itsmreview.review.models import RoundExpert
+
+    return set(
+        session.exec(select(RoundExpert.expert_id).where(RoundExpert.round_id == round_id)).all()
+    )
+
+
+def round_members(*, session: Session, round_id: int) -> list:
+    from itsmreview.review.models import RoundExpert
+
+    return list(session.exec(select(RoundExpert).where(RoundExpert.round_id == round_id)).all())
+
+
+def open_reservation(*, session: Session, round_id: int, expert_id: int, now) -> Assignment | None:
+    return session.exec(
+        select(Assignment).where(
+            Assignment.round_id == round_id,
+            Assignment.expert_id == expert_id,
+            Assignment.status == AssignmentStatus.reserved,
+            Assignment.reserved_until > now,
+        )
+    ).first()
+
+
+def reservations(
+    *, session: Session, round_id: int, expert_id: int | None = None
+) -> list[Assignment]:
+    query = select(Assignment).where(
+        Assignment.round_id == round_id, Assignment.status == AssignmentStatus.reserved
+    )
+    if expert_id is not None:
+        query = query.where(Assignment.expert_id == expert_id)
+    return list(session.exec(query).all())
+
+
+def assignment_of(
+    *, session: Session, round_id: int, task_version_id: int, expert_id: int
+) -> Assignment | None:
+    return session.exec(
+        select(Assignment).where(
+            Assignment.round_id == round_id,
+            Assignment.task_version_id == task_version_id,
+            Assignment.expert_id == expert_id,
+        )
+    ).first()
+
+
+def claim_candidates(
+    *, session: Session, review_round: ReviewRound, expert_id: int, now
+) -> list[tuple[RoundTask, int, str]]:
+    """(round task, places taken, persona) of every task the expert may still claim: short of
+    k, never had by the expert, not authored or edited by them."""
+    had = select(Assignment.task_version_id).where(
+        Assignment.round_id == review_round.id, Assignment.expert_id == expert_id
+    )
+    counts = (
+        select(Assignment.task_version_id, func.count().label("n"))
+        .where(Assignment.round_id == review_round.id, holds_place(now))
+        .group_by(Assignment.task_version_id)
+        .subquery()
+    )
+    return list(
+        session.exec(
+            select(RoundTask, func.coalesce(counts.c.n, 0), Task.persona)
+            .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+            .join(Task, Task.id == TaskVersion.task_id)
+            .outerjoin(counts, counts.c.task_version_id == RoundTask.task_version_id)
+            .where(
+                RoundTask.round_id == review_round.id,
+                RoundTask.task_version_id.not_in(had),
+                func.coalesce(counts.c.n, 0) < review_round.k,
+                or_(Task.author_id.is_(None), Task.author_id != expert_id),
+                or_(TaskVersion.edited_by_id.is_(None), TaskVersion.edited_by_id != expert_id),
+            )
+        ).all()
+    )
 
 
 def round_by_name(*, session: Session, name: str) -> ReviewRound | None:
@@ -35,7 +180,7 @@ def round_task_ids(*, session: Session, round_id: int) -> list[int]:
 def assignment_counts(*, session: Session, round_id: int) -> dict[int, int]:
     rows = session.exec(
         select(Assignment.expert_id, func.count())
-        .where(Assignment.round_id == round_id, Assignment.status != AssignmentStatus.released)
+        .where(Assignment.round_id == round_id, holds_place(utcnow()))
         .group_by(Assignment.expert_id)
     ).all()
     return {expert: count for expert, count in rows}
@@ -49,7 +194,7 @@ def assignments_of_task(
             select(Assignment).where(
                 Assignment.round_id == round_id,
                 Assignment.task_version_id == task_version_id,
-                Assignment.status != AssignmentStatus.released,
+                holds_place(utcnow()),
             )
         ).all()
     )
@@ -71,7 +216,7 @@ def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
         .join(ReviewRound, ReviewRound.id == Assignment.round_id)
         .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
         .join(Task, Task.id == TaskVersion.task_id)
-        .where(Assignment.expert_id == expert_id, Assignment.status != AssignmentStatus.released)
+        .where(Assignment.expert_id == expert_id, holds_place(utcnow()))
         .order_by(Assignment.status.desc(), Assignment.id),
     )
 
@@ -89,7 +234,7 @@ def progress_frame(*, session: Session) -> pd.DataFrame:
         )
         .join(ReviewRound, ReviewRound.id == Assignment.round_id)
         .join(User, User.id == Assignment.expert_id)
-        .where(Assignment.status != AssignmentStatus.released)
+        .where(holds_place(utcnow()))
         .group_by(ReviewRound.name, User.username)
         .order_by(ReviewRound.name, User.username),
     )

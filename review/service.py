@@ -179,11 +179,32 @@ def submit_rating(
     review_round = session.get(ReviewRound, assignment.round_id)
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
-    if assignment.status == AssignmentStatus.released:
-        from itsmreview.review.assignment import active_count
-
-        taken = active_count(
-            session=session, round_id=review_round.id, task_version_id=assignment.task_version_id
+    now = utcnow()
+    lapsed = (
+        assignment.status == AssignmentStatus.reserved
+        and assignment.reserved_until is not None
+        and assignment.reserved_until <= now
+    )
+    if lapsed or assignment.status == AssignmentStatus.released:
+        queries.lock_round_task(
+            session=session,
+            round_task_id=queries.round_task_id(
+                session=session,
+                round_id=review_round.id,
+                task_version_id=assignment.task_version_id,
+            ),
+        )
+        queries.release_lapsed(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=assignment.task_version_id,
+            now=now,
+        )
+        taken = queries.places_taken(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=assignment.task_version_id,
+            now=now,
         )
         if taken >= review_round.k:
             raise Conflict(
@@ -208,7 +229,6 @@ def submit_rating(
     if previous is not None:
         previous.is_current = False
         session.flush()
-    now = utcnow()
     rating = _rating_of(
         assignment,
         rubric.id,

@@ -10,7 +10,8 @@ from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, PermissionDenied
 from itsmreview.ledger.service import verify_chain
 from itsmreview.review.assignment import claim_next, close_round, reassign, release_expired
-from itsmreview.review.models import Assignment, AssignmentStatus
+from itsmreview.review.models import Assignment, AssignmentStatus, Rating
+from itsmreview.review.queries import queue_frame
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
 from sqlmodel import Session, select
@@ -258,3 +259,58 @@ def test_experts_claiming_and_rating_at_once_all_succeed(engine, at_once):
         ).all()
         assert len({a.task_version_id for a in submitted}) == len(experts)
         assert verify_chain(session=session).ok
+
+
+def _lapse(session, *assignments):
+    for assignment in assignments:
+        assignment.reserved_until = utcnow() - timedelta(minutes=1)
+    session.flush()
+
+
+def test_k_holds_when_reservations_lapse_without_any_release_call(session):
+    """k=2: two experts claim, both reservations lapse, two more claim; of the four submits
+    only the two holders' are stored, the lapsed ones are refused with a clear message."""
+    _, experts, review_round = setup_round(session, n_tasks=1, n_experts=4, k=2)
+    first = [claim_next(session=session, actor=e) for e in experts[:2]]
+    assert all(a is not None for a in first)
+    assert claim_next(session=session, actor=experts[2]) is None
+    _lapse(session, *first)
+    queue = queue_frame(session=session, expert_id=experts[0].id)
+    assert queue.empty  # a lapsed reservation is not shown as the expert's
+    second = [claim_next(session=session, actor=e) for e in experts[2:]]
+    assert all(a is not None for a in second)
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    for expert, assignment in zip(experts[2:], second, strict=True):
+        submit_rating(
+            session=session,
+            actor=expert,
+            assignment_id=assignment.id,
+            scores=scores,
+            verdict="accept",
+        )
+    for expert, assignment in zip(experts[:2], first, strict=True):
+        with pytest.raises(Conflict, match="reservation lapsed"):
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores=scores,
+                verdict="accept",
+            )
+    session.commit()
+    submitted = session.exec(
+        select(Assignment).where(Assignment.status == AssignmentStatus.submitted)
+    ).all()
+    assert sorted(a.expert_id for a in submitted) == sorted(e.id for e in experts[2:])
+    assert len(session.exec(select(Rating).where(Rating.status == "submitted")).all()) == 2
+
+
+def test_a_lapsed_reservation_still_free_can_be_submitted(session):
+    _, experts, _ = setup_round(session, n_tasks=1, n_experts=2, k=2)
+    mine = claim_next(session=session, actor=experts[0])
+    _lapse(session, mine)
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    rating = submit_rating(
+        session=session, actor=experts[0], assignment_id=mine.id, scores=scores, verdict="accept"
+    )
+    assert rating.id is not None and mine.status == AssignmentStatus.submitted
