@@ -270,12 +270,27 @@ def users_list(
 
 
 def _mapping_from_options(
-    case, activity, timestamp, timestamp_format, resource, roles, sep, na, encoding
+    preset, case, activity, timestamp, timestamp_format, resource, roles, sep, na, encoding
 ):
-    from itsmreview.coverage.eventlog import ColumnMapping
+    from dataclasses import replace
+
+    from itsmreview.coverage.eventlog import PRESETS, ColumnMapping
 
     given = [case, activity, timestamp]
+    reading = {"sep": sep, "encoding": encoding, "na_values": tuple(na) if na else None}
+    reading = {k: v for k, v in reading.items() if v is not None}
+    if preset:
+        column_options = [case, activity, timestamp, timestamp_format, resource, roles]
+        if any(column_options):
+            _fail(
+                f"--preset {preset} fixes the columns; give either --preset or the column "
+                "options (--case, --activity, --timestamp, --timestamp-format, --resource, "
+                "--role), not both. --sep, --encoding and --na may go with a preset."
+            )
+        return replace(PRESETS[preset], **reading) if reading and preset in PRESETS else None
     if not any(given):
+        if reading or timestamp_format or resource or roles:
+            _fail("a column mapping needs --case, --activity and --timestamp (or --preset)")
         return None
     if not all(given):
         _fail("a column mapping needs all of --case, --activity and --timestamp")
@@ -286,9 +301,9 @@ def _mapping_from_options(
         timestamp_format=timestamp_format,
         resource=resource,
         roles=tuple(roles or ()),
-        sep=sep,
+        sep=sep or ",",
         na_values=tuple(na or ()),
-        encoding=encoding,
+        encoding=encoding or "utf-8-sig",
     )
 
 
@@ -312,18 +327,20 @@ def log_import(
     role: Annotated[
         list[str] | None, typer.Option(help="Role attribute column (repeatable).")
     ] = None,
-    sep: Annotated[str, typer.Option(help="CSV separator.")] = ",",
+    sep: Annotated[str | None, typer.Option(help="CSV separator (default ',').")] = None,
     na: Annotated[
         list[str] | None, typer.Option(help="Extra missing-value token (repeatable).")
     ] = None,
-    encoding: Annotated[str, typer.Option(help="CSV encoding, e.g. latin-1.")] = "utf-8-sig",
+    encoding: Annotated[
+        str | None, typer.Option(help="CSV encoding, e.g. latin-1 (default UTF-8).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Import an event log and materialise its variants, DF pairs, activities and roles."""
     from itsmreview.coverage.service import import_log
 
     mapping = _mapping_from_options(
-        case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
+        preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
     )
     _ensure_schema()
     with typer.progressbar(length=100, label="importing", file=sys.stderr) as bar:

@@ -40,6 +40,12 @@ def latest_log(*, session: Session, name: str) -> EventLog | None:
     ).first()
 
 
+def stored_event_paths(*, session: Session) -> set[str]:
+    """The materialised folder of every imported log version."""
+    rows = session.exec(select(EventLog.events_path).where(EventLog.events_path.is_not(None)))
+    return {str(path) for path in rows.all()}
+
+
 def list_logs(*, session: Session) -> list[EventLog]:
     return list(session.exec(select(EventLog).order_by(EventLog.name, EventLog.version)).all())
 

@@ -1,8 +1,11 @@
 """Importing an event log: read, validate, materialise, store all or nothing."""
 
 import json
+import os
 import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,6 +17,7 @@ from itsmreview.coverage.eventlog import (
     PRESETS,
     XES_DEFAULT,
     ColumnMapping,
+    check_encoding,
     file_sha256,
     log_format,
     read_log,
@@ -44,15 +48,32 @@ class ImportResult:
 def resolve_mapping(
     path: Path, preset: str | None, mapping: ColumnMapping | None
 ) -> ColumnMapping | None:
+    """The mapping to read `path` with. A preset may come with a mapping that changes only
+    how the file is read (separator, encoding, missing tokens), never which columns mean what.
+    Raises InvalidInput for an unknown preset or encoding, or columns that clash with it."""
     if preset:
         if preset not in PRESETS:
             raise InvalidInput(f"unknown preset {preset!r}; presets: {', '.join(sorted(PRESETS))}")
-        return PRESETS[preset]
-    if mapping is None and log_format(path) == "csv":
+        chosen = PRESETS[preset]
+        columns = ("case", "activity", "timestamp", "timestamp_format", "resource", "roles")
+        clashing = [c for c in columns if mapping and getattr(mapping, c) != getattr(chosen, c)]
+        if clashing:
+            raise InvalidInput(
+                f"preset {preset!r} fixes the columns, but a different "
+                f"{', '.join(clashing)} was given too; drop --preset to map the columns "
+                "yourself, or drop the column options to use the preset"
+            )
+        mapping = mapping or chosen
+    elif mapping is None and log_format(path) == "csv":
         raise InvalidInput(
             f"{path}: a CSV log needs --preset ({', '.join(sorted(PRESETS))}) or --case, "
             "--activity and --timestamp"
         )
+    if mapping is not None:
+        try:
+            check_encoding(mapping.encoding)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
     return mapping
 
 
@@ -109,7 +130,9 @@ def import_log(
             existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
             if existing is not None:
                 return ImportResult(existing, created=False)
-            staging = Path(tempfile.mkdtemp(prefix=".import-", dir=_ensure(data_dir / "logs")))
+            sweep_leftovers(session=session, logs_dir=_ensure(data_dir / "logs"))
+            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=data_dir / "logs"))
+            (staging / OWNER_FILE).write_text(_owner(), encoding="utf-8")
             events_written = pool.submit(_write_parquet, events, staging / "events.parquet")
             report("materialising variants", 0.5)
             mat = materialise(events)
@@ -163,6 +186,53 @@ def import_log(
     session.flush()
     report("done", 1.0)
     return ImportResult(log, created=True)
+
+
+STAGING_PREFIX = ".import-"
+OWNER_FILE = ".owner"  # host and process id of the import that wrote the folder
+STALE_FOREIGN_SECONDS = 24 * 3600  # a folder of another host's import counts as dead after this
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()} {os.getpid()}"
+
+
+def _owner_alive(folder: Path) -> bool:
+    """Whether the import that wrote `folder` may still be running (and may still commit)."""
+    try:
+        host, pid = (folder / OWNER_FILE).read_text(encoding="utf-8").split()
+    except (OSError, ValueError):
+        return False
+    if host != socket.gethostname():
+        return time.time() - folder.stat().st_mtime < STALE_FOREIGN_SECONDS
+    if int(pid) == os.getpid():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_leftovers(*, session: Session, logs_dir: Path) -> list[Path]:
+    """Remove what killed imports left in the logs folder: staging folders, and log folders
+    that no stored log points at, once the process that wrote them is gone. Returns them."""
+    if not logs_dir.is_dir():
+        return []
+    stored = queries.stored_event_paths(session=session)
+    removed = []
+    for folder in logs_dir.iterdir():
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        orphan = folder.name.startswith(STAGING_PREFIX) or (
+            str(folder.resolve()) not in stored and (folder / OWNER_FILE).exists()
+        )
+        if orphan and not _owner_alive(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 PARALLEL_HASH_BYTES = 64 * 2**20  # smaller files are hashed first, so a re-import reads nothing

@@ -10,29 +10,21 @@ from dataclasses import dataclass
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.models import Task
 from itsmreview.coverage import queries as coverage_queries
-from itsmreview.db import frame_of, utcnow
+from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
+from itsmreview.review import queries
 from itsmreview.review.models import CompletenessReview, PersonaActivity
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 
 def activities_of(session: Session, persona: str) -> list[PersonaActivity]:
-    return list(
-        session.exec(
-            select(PersonaActivity)
-            .where(PersonaActivity.persona == persona, PersonaActivity.active)
-            .order_by(PersonaActivity.position, PersonaActivity.id)
-        ).all()
-    )
+    return queries.persona_activities(session=session, persona=persona)
 
 
 def personas(*, session: Session) -> list[str]:
-    from_tasks = set(session.exec(select(Task.persona)).all())
-    from_lists = set(session.exec(select(PersonaActivity.persona)).all())
-    return sorted(from_tasks | from_lists)
+    return sorted(queries.persona_names(session=session))
 
 
 def add_activities(
@@ -60,9 +52,7 @@ def add_activities(
         raise InvalidInput("name the persona")
     existing = {
         a.activity: a
-        for a in session.exec(
-            select(PersonaActivity).where(PersonaActivity.persona == persona)
-        ).all()
+        for a in queries.persona_activities(session=session, persona=persona, active_only=False)
     }
     position = max((a.position for a in existing.values()), default=0)
     added = 0
@@ -101,27 +91,21 @@ def remove_activity(*, session: Session, actor: User, activity_id: int) -> None:
 class Checklist:
     persona: str
     activities: list[PersonaActivity]
-    tasks: pd.DataFrame  # id, title, track, status
+    tasks: pd.DataFrame  # id, title, track (and status for leads)
     mine: CompletenessReview | None
 
 
 def checklist(*, session: Session, actor: User, persona: str) -> Checklist:
     """What an expert judges for a persona: its activities and its tasks, with their own
-    current review. Experts and leads."""
+    current review. Experts and leads; experts never see a task's review status (blindness)."""
     require_role(actor, Role.expert, Role.lead)
-    tasks = frame_of(
-        session,
-        select(Task.external_id.label("id"), Task.title, Task.track, Task.status)
-        .where(Task.persona == persona)
-        .order_by(Task.external_id),
+    tasks = queries.persona_tasks_frame(
+        session=session, persona=persona, with_status=actor.role in (Role.lead, Role.admin)
     )
-    mine = session.exec(
-        select(CompletenessReview).where(
-            CompletenessReview.persona == persona,
-            CompletenessReview.expert_id == actor.id,
-            CompletenessReview.is_current,
-        )
-    ).first()
+    mine = next(
+        iter(queries.completeness_reviews(session=session, persona=persona, expert_id=actor.id)),
+        None,
+    )
     return Checklist(
         persona,
         activities_of(session, persona),
@@ -147,13 +131,7 @@ def submit_review(
     unknown = sorted(set(captured_ids) - valid)
     if unknown:
         raise InvalidInput(f"activities {unknown} are not on the list of {persona!r}")
-    for old in session.exec(
-        select(CompletenessReview).where(
-            CompletenessReview.persona == persona,
-            CompletenessReview.expert_id == actor.id,
-            CompletenessReview.is_current,
-        )
-    ).all():
+    for old in queries.completeness_reviews(session=session, persona=persona, expert_id=actor.id):
         old.is_current = False
     review = CompletenessReview(
         persona=persona,
@@ -194,11 +172,7 @@ def report(*, session: Session, actor: User) -> list[PersonaReport]:
     out = []
     for persona in personas(session=session):
         activities = activities_of(session, persona)
-        reviews = session.exec(
-            select(CompletenessReview).where(
-                CompletenessReview.persona == persona, CompletenessReview.is_current
-            )
-        ).all()
+        reviews = queries.completeness_reviews(session=session, persona=persona)
         n = len(reviews)
         rows = []
         for activity in activities:

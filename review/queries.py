@@ -436,3 +436,43 @@ def open_assignments_frame(*, session: Session) -> pd.DataFrame:
         .where(Assignment.status == AssignmentStatus.reserved)
         .order_by(ReviewRound.name, User.username, Assignment.id),
     )
+
+
+def persona_activities(*, session: Session, persona: str, active_only: bool = True) -> list:
+    from itsmreview.review.models import PersonaActivity
+
+    query = select(PersonaActivity).where(PersonaActivity.persona == persona)
+    if active_only:
+        query = query.where(PersonaActivity.active)
+    return list(session.exec(query.order_by(PersonaActivity.position, PersonaActivity.id)).all())
+
+
+def persona_names(*, session: Session) -> set[str]:
+    from itsmreview.review.models import PersonaActivity
+
+    return set(session.exec(select(Task.persona).distinct()).all()) | set(
+        session.exec(select(PersonaActivity.persona).distinct()).all()
+    )
+
+
+def persona_tasks_frame(*, session: Session, persona: str, with_status: bool) -> pd.DataFrame:
+    """The persona's tasks: id, title, track (and status, for leads only: an expert who saw
+    it before rating would learn how others judged the task)."""
+    columns = [Task.external_id.label("id"), Task.title, Task.track]
+    if with_status:
+        columns.append(Task.status)
+    return frame_of(
+        session, select(*columns).where(Task.persona == persona).order_by(Task.external_id)
+    )
+
+
+def completeness_reviews(*, session: Session, persona: str, expert_id: int | None = None) -> list:
+    """Current completeness reviews of a persona (of one expert, or all)."""
+    from itsmreview.review.models import CompletenessReview
+
+    query = select(CompletenessReview).where(
+        CompletenessReview.persona == persona, CompletenessReview.is_current
+    )
+    if expert_id is not None:
+        query = query.where(CompletenessReview.expert_id == expert_id)
+    return list(session.exec(query).all())

@@ -94,3 +94,15 @@ def test_completeness_report_counts_majorities_and_missing(session):
     assert persona_report.share_captured == pytest.approx(1.0)
     remove_activity(session=session, actor=lead, activity_id=ids[2])
     assert len(checklist(session=session, actor=experts[0], persona="L2 resolver").activities) == 2
+
+
+def test_experts_never_see_a_tasks_review_status(session):
+    lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+    expert, _ = create_user(session=session, username="e", role="expert", password="expert-pass")
+    task = {"id": "t", "title": "T", "persona": "P", "track": "single-agent", "instruction": "x"}
+    import_tasks(parse_bundle([task], "t"), session=session)
+    seen_by_expert = checklist(session=session, actor=expert, persona="P").tasks
+    seen_by_lead = checklist(session=session, actor=lead, persona="P").tasks
+    assert "status" not in seen_by_expert.columns
+    assert list(seen_by_expert["id"]) == ["t"]
+    assert "status" in seen_by_lead.columns
