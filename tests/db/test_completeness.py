@@ -98,7 +98,7 @@ def test_completeness_report_counts_majorities_and_missing(session):
 
 def test_experts_never_see_a_tasks_review_status(session):
     lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
-    expert, _ = create_user(session=session, username="e", role="expert", password="expert-pass")
+    expert, _ = create_user(session=session, username="e1", role="expert", password="expert-pass")
     task = {"id": "t", "title": "T", "persona": "P", "track": "single-agent", "instruction": "x"}
     import_tasks(parse_bundle([task], "t"), session=session)
     seen_by_expert = checklist(session=session, actor=expert, persona="P").tasks
