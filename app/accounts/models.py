@@ -2,7 +2,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from itsmreview.db import utcnow
-from sqlalchemy import JSON, String
+from sqlalchemy import JSON, String, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -24,6 +24,22 @@ class User(SQLModel, table=True):
     expertise: list[str] = Field(default_factory=list, sa_type=JSON)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    # raised on deactivation, role change and password reset: every open session ends
+    session_epoch: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+
+
+class LoginFailure(SQLModel, table=True):
+    """Consecutive failed logins of one account name or one address, for throttling."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (UniqueConstraint("scope", "key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    scope: str = Field(sa_type=String(16))  # "account" or "address"
+    key: str = Field(sa_type=String(320))
+    failures: int = 0
+    last_failure_at: datetime | None = None
+    locked_until: datetime | None = None
 
 
 class UserPublic(SQLModel):

@@ -1,4 +1,4 @@
-from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.models import LoginFailure, Role, User
 from sqlmodel import Session, select
 
 
@@ -15,3 +15,19 @@ def list_users(*, session: Session, role: Role | None = None) -> list[User]:
 
 def user_by_email(*, session: Session, email: str) -> User | None:
     return session.exec(select(User).where(User.email == email)).first()
+
+
+def login_failures(*, session: Session, keys: list[tuple[str, str]]) -> list[LoginFailure]:
+    """The failure records of the given (scope, key) pairs that exist."""
+    if not keys:
+        return []
+    rows = session.exec(
+        select(LoginFailure)
+        .where(LoginFailure.scope.in_({scope for scope, _ in keys}))
+        .where(LoginFailure.key.in_({key for _, key in keys}))
+    ).all()
+    return [row for row in rows if (row.scope, row.key) in set(keys)]
+
+
+def user_by_id(*, session: Session, user_id: int) -> User | None:
+    return session.get(User, user_id)

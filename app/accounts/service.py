@@ -3,15 +3,21 @@
 import re
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from itsmreview.accounts import queries
-from itsmreview.accounts.models import Role, User
-from itsmreview.errors import Conflict, InvalidInput, PermissionDenied
+from itsmreview.accounts.models import LoginFailure, Role, User
+from itsmreview.db import utcnow
+from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from sqlmodel import Session
 
 _hasher = PasswordHasher()
+# verified against when the username is unknown, so that a failure costs the same either way
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
+FAILED_LOGIN = "unknown username or wrong password"
 USERNAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{1,63}$")
 MIN_PASSWORD_LENGTH = 8
 
@@ -79,11 +85,89 @@ def create_user(
     return user, generated
 
 
-def authenticate(*, session: Session, username: str, password: str) -> User:
-    """The active user with this name and password. Raises PermissionDenied otherwise."""
-    user = queries.user_by_username(session=session, username=username.strip().lower())
-    if user is None or not user.active or not verify_password(user.password_hash, password):
-        raise PermissionDenied("unknown username or wrong password")
+class LoginThrottled(PermissionDenied):
+    """Too many recent failures for this account name or address; `wait_s` says how long."""
+
+    def __init__(self, message: str, wait_s: float):
+        super().__init__(message)
+        self.wait_s = wait_s
+
+
+# an address may be shared (an office behind one proxy): it gets more free failures than an
+# account, so that one person's typos cannot lock out the whole office
+ADDRESS_FACTOR = 4
+
+
+def _throttle_keys(username: str, address: str | None) -> list[tuple[str, str]]:
+    keys = [("account", username[:320])]
+    if address:
+        keys.append(("address", address[:320]))
+    return keys
+
+
+def _delay(failures: int, free: int, cap: int) -> float:
+    """Seconds to wait after `failures` consecutive failures: none for the first `free`, then
+    doubling from 2 s, capped."""
+    return 0.0 if failures < free else float(min(cap, 2 ** (failures - free + 1)))
+
+
+def authenticate(
+    *, session: Session, username: str, password: str, address: str | None = None
+) -> User:
+    """The active user with this name and password. Raises PermissionDenied otherwise, and
+    LoginThrottled while the account name or the address must wait after repeated failures
+    (unknown names are throttled alike, so throttling tells nothing about which names exist).
+    A failure is committed at once, so that no rollback by the caller erases it; an unknown
+    name costs the same password check as a known one."""
+    from itsmreview.settings import get_settings
+
+    settings = get_settings()
+    name = username.strip().lower().replace("\x00", "")
+    now = utcnow()
+    keys = _throttle_keys(name, address)
+    records = {(r.scope, r.key): r for r in queries.login_failures(session=session, keys=keys)}
+    waiting = [r for r in records.values() if r.locked_until and r.locked_until > now]
+    if waiting:
+        wait = max((r.locked_until - now).total_seconds() for r in waiting)
+        raise LoginThrottled(
+            f"too many failed logins; wait {wait:.0f} s before trying again", wait_s=wait
+        )
+    user = queries.user_by_username(session=session, username=name)
+    valid = verify_password(user.password_hash if user else _DUMMY_HASH, password)
+    if user is not None and user.active and valid:
+        if ("account", name) in records:
+            session.delete(records[("account", name)])
+            session.flush()
+        return user
+    for key in keys:
+        record = records.get(key) or LoginFailure(scope=key[0], key=key[1])
+        record.failures += 1
+        record.last_failure_at = now
+        free = settings.login_free_failures * (ADDRESS_FACTOR if key[0] == "address" else 1)
+        delay = _delay(record.failures, free, settings.login_max_delay_s)
+        record.locked_until = now + timedelta(seconds=delay) if delay else None
+        session.add(record)
+    session.commit()
+    raise PermissionDenied(FAILED_LOGIN)
+
+
+@dataclass(frozen=True)
+class SessionCheck:
+    """What a browser session remembered of its user when it logged in."""
+
+    user_id: int
+    epoch: int
+
+
+def revalidate(*, session: Session, check: SessionCheck) -> User:
+    """The user behind an open browser session, as the database has them now (role, name).
+    Raises PermissionDenied when the user is gone, deactivated, or their sessions were ended
+    (deactivation, role change, password reset) since the session began."""
+    user = queries.user_by_id(session=session, user_id=check.user_id)
+    if user is None or not user.active:
+        raise PermissionDenied("your account is no longer active; ask an admin")
+    if user.session_epoch != check.epoch:
+        raise PermissionDenied("your session has ended (your account was changed); log in again")
     return user
 
 
@@ -117,6 +201,84 @@ def add_user(
         display_name=display_name,
         expertise=expertise,
     )
+
+
+def _managed_user(session: Session, actor: User, username: str) -> User:
+    require_role(actor, Role.admin)
+    user = queries.user_by_username(session=session, username=username.strip().lower())
+    if user is None:
+        raise NotFound(f"no user {username!r}; `itsmreview users list` shows them")
+    return user
+
+
+def _record(session: Session, actor: User, user: User, action: str, payload: dict) -> None:
+    from itsmreview.ledger.service import append_entry
+
+    user.session_epoch += 1  # every open session of the user ends
+    session.add(user)
+    session.flush()
+    append_entry(
+        session=session,
+        artifact_type="user",
+        artifact_id=user.username,
+        action=action,
+        source_kind="system",
+        actor_id=actor.id,
+        payload=payload,
+    )
+
+
+def set_active(*, session: Session, actor: User, username: str, active: bool) -> User:
+    """Deactivate (no login, open sessions end) or reactivate a user. Admins only; an admin
+    cannot deactivate themself. Recorded in the ledger."""
+    user = _managed_user(session, actor, username)
+    if not active and user.id == actor.id:
+        raise Conflict("you cannot deactivate yourself; ask another admin")
+    if user.active == active:
+        return user
+    user.active = active
+    _record(session, actor, user, "activate" if active else "deactivate", {"active": active})
+    return user
+
+
+def set_role(*, session: Session, actor: User, username: str, role: Role | str) -> User:
+    """Change a user's role (their open sessions end). Admins only; the last active admin
+    keeps the role. Recorded in the ledger."""
+    user = _managed_user(session, actor, username)
+    try:
+        role = Role(role)
+    except ValueError:
+        raise InvalidInput(
+            f"role {role!r} is not one of {', '.join(r.value for r in Role)}"
+        ) from None
+    if Role(user.role) == role:
+        return user
+    if Role(user.role) == Role.admin:
+        admins = [u for u in queries.list_users(session=session, role=Role.admin) if u.active]
+        if len(admins) <= 1:
+            raise Conflict(f"{user.username} is the last active admin; make another admin first")
+    before = Role(user.role)
+    user.role = role
+    _record(session, actor, user, "set-role", {"from": before.value, "to": role.value})
+    return user
+
+
+def reset_password(
+    *, session: Session, actor: User, username: str, password: str | None = None
+) -> tuple[User, str | None]:
+    """Give a user a new password (generated unless given; returned once) and end their open
+    sessions and login throttling. Admins only. Recorded in the ledger (never the password)."""
+    user = _managed_user(session, actor, username)
+    generated = None
+    if password is None:
+        password = generated = generate_password()
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise InvalidInput(f"password is too short: use at least {MIN_PASSWORD_LENGTH} characters")
+    user.password_hash = hash_password(password)
+    for record in queries.login_failures(session=session, keys=[("account", user.username)]):
+        session.delete(record)
+    _record(session, actor, user, "reset-password", {})
+    return user, generated
 
 
 def users_overview(*, session: Session, actor: User) -> list[User]:

@@ -1,10 +1,18 @@
 import streamlit as st
 from itsmreview.errors import ItsmReviewError
-from itsmreview.ui.auth import current_user, log_in, sso_configured, start_page
+from itsmreview.ui.auth import (
+    current_user,
+    log_in,
+    session_ended_message,
+    sso_configured,
+    start_page,
+)
 
 if current_user() is not None:
     st.switch_page(start_page(current_user()))
 st.title("itsmreview")
+if ended := session_ended_message():
+    st.warning(ended)
 st.write(
     "Expert review of ITSM agent-benchmark tasks, side by side with the real process logs "
     "they came from."

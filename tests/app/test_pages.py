@@ -121,6 +121,7 @@ def test_pages_refuse_the_wrong_role_even_when_opened_directly(demo_configured, 
         "expertise": [],
         "active": True,
         "password_hash": "",
+        "epoch": 0,
     }
     at.run()
     assert [e.value for e in at.error] == [f"This page needs the {role} role."]
@@ -383,3 +384,41 @@ def test_a_lead_changes_the_approval_gate_on_the_dashboard(demo_configured):
     assert notice.startswith("Gate applied:")
     at.run()
     assert int(next(m.value for m in at.metric if m.label == "Approved")) > approved
+
+
+def _as_admin(service, **arguments):
+    from itsmreview.accounts.models import Role, User
+    from itsmreview.db import session_scope
+
+    admin = User(id=None, username="ops", display_name="ops", role=Role.admin, password_hash="")
+    with session_scope() as session:
+        return service(session=session, actor=admin, **arguments)
+
+
+@pytest.mark.parametrize("change", ["deactivate", "set-role"])
+def test_an_open_session_ends_when_the_account_changes(demo_configured, change):
+    from itsmreview.accounts.service import set_active, set_role
+
+    at = log_in("expert1")
+    assert at.selectbox  # the queue
+    if change == "deactivate":
+        _as_admin(set_active, username="expert1", active=False)
+    else:
+        _as_admin(set_role, username="expert1", role="lead")
+    at.run()
+    assert not at.exception
+    assert "itsmreview_user" not in at.session_state
+    expected = "no longer active" if change == "deactivate" else "session has ended"
+    shown = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert any(expected in text for text in shown), shown
+    assert not at.selectbox  # nothing of the queue is shown any more
+
+
+def test_the_users_page_deactivates_a_user(demo_configured):
+    at = open_page(log_in("admin"), "users")
+    user_box = next(s for s in at.selectbox if s.label == "User")
+    user_box.set_value("expert2").run()
+    at.button(key="toggle-active").click().run()
+    assert not at.exception and not at.error
+    again = log_in("expert2", "itsm-demo")
+    assert [e.value for e in again.error] == ["unknown username or wrong password"]

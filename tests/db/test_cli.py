@@ -125,7 +125,7 @@ def test_round_create_list_close(configured, tmp_path):
 
 
 def test_serve_listens_on_this_machine_unless_told(configured, monkeypatch):
-    import itsmreview.cli as cli
+    import itsmreview.cli.server as cli
 
     launched = []
     monkeypatch.setattr(cli.os, "execve", lambda _exe, command, _env: launched.append(command))

@@ -1,0 +1,3 @@
+from itsmreview.cli import main
+
+main()

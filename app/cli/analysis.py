@@ -1,0 +1,119 @@
+"""`itsmreview` commands: coverage and agreement reports."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, open_session, operator
+
+
+@app.command("coverage")
+@boundary
+def coverage_command(
+    log: Annotated[str, typer.Argument(help="Log name (its newest version).")],
+    tasks: Annotated[str, typer.Option(help="Which tasks count: approved, rated or all.")] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Frequency-weighted coverage of a log's variants, DF pairs, activities and roles."""
+    from itsmreview.coverage.report import coverage_report
+
+    ensure_schema()
+    with open_session() as session:
+        report, unresolved = coverage_report(session=session, log_name=log, task_filter=tasks)
+    result = report.as_dict() | {"unresolved_case_ids": unresolved}
+    if as_json:
+        echo_json(result)
+        return
+    typer.echo(f"{report.tasks} task(s) over log {log!r}")
+    for key in (
+        "variant_coverage",
+        "variant_coverage_collapsed",
+        "df_coverage",
+        "activity_coverage",
+    ):
+        typer.echo(f"  {key:<28} {result[key]:.1%}")
+    for attribute, share in report.role_coverage.items():
+        typer.echo(f"  role {attribute:<23} {share:.1%}")
+    reach = report.gaps["greedy_tasks_to_reach"]
+    typer.echo(
+        "  more tasks to reach         "
+        + ", ".join(f"{k}: {'-' if v is None else v}" for k, v in reach.items())
+    )
+    for absent in report.absent_sequences:
+        typer.echo(
+            f"  not in the log: {' > '.join(absent.sequence)} (tasks {', '.join(absent.task_ids)})"
+        )
+
+
+@app.command("agreement")
+@boundary
+def agreement_command(
+    round_name: Annotated[
+        str | None, typer.Option("--round", help="Round name (default: the newest).")
+    ] = None,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap samples for the CI (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC."""
+    from itsmreview.review.reliability import round_agreement
+
+    ensure_schema()
+    with open_session() as session:
+        review_round, items = round_agreement(
+            session=session, actor=operator(), round_name=round_name, bootstrap=bootstrap, seed=seed
+        )
+    if as_json:
+        echo_json({"round": review_round.name, "items": [i.as_dict() for i in items]})
+        return
+    typer.echo(f"round {review_round.name!r} (human ratings)")
+    for item in items:
+        a = item.alpha
+        if a.value is None:
+            typer.echo(f"  {item.label:<36} undefined: {a.reason}")
+            continue
+        ci = f" [{a.ci_low:.3f}, {a.ci_high:.3f}]" if a.ci_low is not None else ""
+        typer.echo(
+            f"  {item.label:<36} alpha {a.value:6.3f}{ci}  {a.level:<8} "
+            f"{a.units} units, {a.pairable_values} values"
+        )
+
+
+@app.command("alpha")
+@boundary
+def alpha_command(
+    path: Annotated[
+        Path,
+        typer.Argument(help="CSV: one row per rater, one column per unit, empty cells missing."),
+    ],
+    level: Annotated[str, typer.Option(help="nominal, ordinal, interval or ratio.")] = "ordinal",
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap samples for the CI (0: none).")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    header: Annotated[
+        bool,
+        typer.Option(
+            "--header/--no-header",
+            help="Whether the first row names the units (default); --no-header numbers them.",
+        ),
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Krippendorff's alpha of a reliability-data CSV file."""
+    from itsmreview.review.agreement import alpha
+    from itsmreview.review.reliability_csv import read_reliability_csv
+
+    data = read_reliability_csv(path, level, header=header)
+    result = alpha(data, level, bootstrap=bootstrap, seed=seed)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    if result.value is None:
+        typer.echo(f"alpha undefined: {result.reason}")
+        return
+    line = (
+        f"alpha = {result.value:.4f} ({level}, {result.units} units, "
+        f"{result.pairable_values} pairable values)"
+    )
+    if result.ci_low is not None:
+        line += f"; 95% CI [{result.ci_low:.4f}, {result.ci_high:.4f}] from {bootstrap} samples"
+    typer.echo(line)

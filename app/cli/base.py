@@ -1,0 +1,77 @@
+"""What every command module shares: the root Typer app, the error boundary, sessions."""
+
+import functools
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview import __version__
+from itsmreview.errors import ItsmReviewError
+
+app = typer.Typer(
+    help="itsmreview: expert review of ITSM agent-benchmark tasks next to real process logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+STREAMLIT_APP = Path(__file__).parent.parent / "streamlit_app.py"
+
+
+def fail(message: str) -> None:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(1)
+
+
+def boundary(command):
+    """Translate domain errors into a message and a non-zero exit, once, at the edge."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except ItsmReviewError as exc:
+            fail(str(exc))
+        except ValueError as exc:
+            fail(str(exc))
+        except OSError as exc:  # a file the command was pointed at: name it, no traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            fail(f"{where}{exc.strerror or exc}")
+
+    return wrapper
+
+
+def echo_json(value) -> None:
+    typer.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
+
+
+def open_session():
+    from itsmreview.db import session_scope
+
+    return session_scope()
+
+
+def ensure_schema() -> None:
+    from itsmreview.db import current_revision, describe_url, get_engine, upgrade_database
+
+    engine = get_engine()
+    try:
+        current_revision(engine)
+    except Exception as exc:  # connection problems surface here, with the URL
+        fail(f"cannot reach the database {describe_url(str(engine.url))}: {exc}")
+    upgrade_database(engine)
+
+
+def operator():
+    from itsmreview.accounts.models import Role, User
+
+    return User(id=None, username="cli", display_name="cli", role=Role.admin, password_hash="")
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit()

@@ -1,0 +1,219 @@
+"""`itsmreview` commands: review rounds."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview.cli.base import (
+    app,
+    boundary,
+    echo_json,
+    ensure_schema,
+    fail,
+    open_session,
+    operator,
+)
+
+round_app = typer.Typer(help="Review rounds.", no_args_is_help=True)
+app.add_typer(round_app, name="round")
+
+
+@round_app.command("create")
+@boundary
+def round_create(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    k: Annotated[int, typer.Option(help="Experts per task.")] = 3,
+    rubric: Annotated[Path | None, typer.Option(help="Rubric YAML (default: ITSM realism).")] = (
+        None
+    ),
+    task_ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Task id (repeatable; default: every task).")
+    ] = None,
+) -> None:
+    """Open a review round over the newest versions of tasks; experts then claim them."""
+    from itsmreview.catalog.queries import latest_versions_of
+    from itsmreview.review.rubrics import DEFAULT_RUBRIC, ensure_rubric, load_rubric
+    from itsmreview.review.service import create_round
+
+    ensure_schema()
+    with open_session() as session:
+        definition = ensure_rubric(load_rubric(rubric or DEFAULT_RUBRIC), session=session)
+        versions = [v.id for _, v in latest_versions_of(session=session, external_ids=task_ids)]
+        if not versions:
+            fail("no tasks to review; import some with `itsmreview tasks import`")
+        review_round = create_round(
+            session=session,
+            actor=operator(),
+            name=name,
+            rubric=definition,
+            task_version_ids=versions,
+            k=k,
+        )
+    typer.echo(
+        f"opened round {review_round.name!r}: {len(versions)} task(s), k={k}, rubric "
+        f"{definition.name} v{definition.version}"
+    )
+
+
+@round_app.command("gate")
+@boundary
+def round_gate(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    k_min: Annotated[int | None, typer.Option(help="Human ratings a task needs.")] = None,
+    dimension_min: Annotated[
+        float | None, typer.Option(help="Median each gating dimension must reach.")
+    ] = None,
+    alpha_min: Annotated[
+        float | None, typer.Option(help="Round alpha each gating dimension must reach.")
+    ] = None,
+    disagreement_range: Annotated[
+        float | None, typer.Option(help="Rating spread that sends a task to a lead.")
+    ] = None,
+    gating: Annotated[
+        list[str] | None, typer.Option(help="Gating dimension (repeatable; replaces the list).")
+    ] = None,
+    blocking: Annotated[
+        list[str] | None, typer.Option(help="Blocking flag (repeatable; replaces the list).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show a round's approval gate, or change it and re-decide every task of the round."""
+    from collections import Counter
+    from dataclasses import asdict
+
+    from itsmreview.review.reliability import current_gate, set_gate
+
+    changes = {
+        key: value
+        for key, value in {
+            "k_min": k_min,
+            "dimension_min": dimension_min,
+            "alpha_min": alpha_min,
+            "disagreement_range": disagreement_range,
+            "gating_dimensions": gating,
+            "blocking_flags": blocking,
+        }.items()
+        if value is not None
+    }
+    ensure_schema()
+    with open_session() as session:
+        if changes:
+            config, decisions = set_gate(
+                session=session, actor=operator(), round_name=name, changes=changes
+            )
+            statuses = dict(Counter(d.status for d in decisions.values()))
+        else:
+            config, statuses = current_gate(session=session, round_name=name)[0], None
+    shown = {**asdict(config), "statuses": statuses}
+    if as_json:
+        echo_json(shown)
+        return
+    for key, value in asdict(config).items():
+        typer.echo(f"{key:<20} {', '.join(value) if isinstance(value, tuple) else value}")
+    if statuses is not None:
+        typer.echo("tasks now: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+
+
+@round_app.command("close")
+@boundary
+def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> None:
+    """Close a round: no more claims or ratings; open reservations are released."""
+    from itsmreview.review.assignment import close_round
+
+    ensure_schema()
+    with open_session() as session:
+        close_round(session=session, actor=operator(), round_name=name)
+    typer.echo(f"closed round {name!r}")
+
+
+@round_app.command("experts")
+@boundary
+def round_experts(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    add: Annotated[list[str] | None, typer.Option(help="Expert to admit (repeatable).")] = None,
+    remove: Annotated[
+        list[str] | None,
+        typer.Option(help="Expert to remove (repeatable); their open reservations are released."),
+    ] = None,
+) -> None:
+    """Admit experts to a round or remove them; a round without members is open to all."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.errors import NotFound
+    from itsmreview.review.assignment import set_round_experts
+
+    ensure_schema()
+    with open_session() as session:
+
+        def users(names):
+            found = []
+            for username in names or []:
+                user = user_by_username(session=session, username=username)
+                if user is None:
+                    raise NotFound(f"no user {username!r}")
+                found.append(user)
+            return found
+
+        members = set_round_experts(
+            session=session,
+            actor=operator(),
+            round_name=name,
+            add=users(add),
+            remove=users(remove),
+        )
+    typer.echo(f"round {name!r}: {len(members) or 'every'} expert(s) admitted")
+
+
+@round_app.command("reassign")
+@boundary
+def round_reassign(
+    assignment_id: Annotated[int, typer.Argument(help="Assignment id (see the lead's views).")],
+    to: Annotated[str, typer.Option("--to", help="Username of the expert who takes it.")],
+) -> None:
+    """Move an unsubmitted assignment to another expert."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.errors import NotFound
+    from itsmreview.review.assignment import reassign
+
+    ensure_schema()
+    with open_session() as session:
+        expert = user_by_username(session=session, username=to)
+        if expert is None:
+            raise NotFound(f"no user {to!r}")
+        moved = reassign(
+            session=session, actor=operator(), assignment_id=assignment_id, expert=expert
+        )
+    typer.echo(f"assignment {assignment_id} moved to {to} as assignment {moved.id}")
+
+
+@round_app.command("list")
+@boundary
+def round_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List review rounds with their progress."""
+    from itsmreview.review.queries import list_rounds, progress_frame
+
+    ensure_schema()
+    with open_session() as session:
+        rounds = list_rounds(session=session)
+        progress = progress_frame(session=session)
+    rows = []
+    for r in rounds:
+        mine = progress[progress["round"] == r.name]
+        rows.append(
+            {
+                "name": r.name,
+                "status": r.status,
+                "k": r.k,
+                "assigned": int(mine["assigned"].sum()),
+                "submitted": int(mine["submitted"].sum()),
+            }
+        )
+    if as_json:
+        echo_json(rows)
+        return
+    for row in rows:
+        typer.echo(
+            f"{row['name']:<24} {row['status']:<7} k={row['k']}  "
+            f"{row['submitted']}/{row['assigned']} rated"
+        )

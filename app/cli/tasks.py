@@ -1,0 +1,121 @@
+"""`itsmreview` commands: the task catalog."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, open_session
+
+tasks_app = typer.Typer(help="The task catalog.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("import")
+@boundary
+def tasks_import(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="File or folder: native bundle (.json, .jsonl, "
+            ".yaml), Harbor task folder(s), tau2 tasks.json, "
+            "EnterpriseOps-Gym task, or transcripts."
+        ),
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="auto, native, harbor, tau2, eogym, tau2-sim, taubench or atif."
+        ),
+    ] = "auto",
+    log: Annotated[str | None, typer.Option(help="Event log the tasks derive from.")] = None,
+    task: Annotated[str | None, typer.Option(help="Attach transcripts to this task id.")] = None,
+    persona: Annotated[str, typer.Option(help="Job persona for formats that name none.")] = (
+        "L1 service desk agent"
+    ),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Import tasks, or transcripts of existing tasks; all or nothing, unchanged tasks skipped."""
+    from itsmreview.catalog.importing import import_path
+
+    ensure_schema()
+    with open_session() as session:
+        result = import_path(
+            path, session=session, fmt=fmt, log=log, task=task, persona=persona, dry_run=dry_run
+        )
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    report = result.report
+    prefix = "would import" if dry_run else "imported"
+    typer.echo(
+        f"{prefix} ({result.format}): {len(report.created)} new, "
+        f"{len(report.new_versions)} new versions, {len(report.unchanged)} unchanged"
+    )
+    for task_id, missing in result.unresolved.items():
+        typer.echo(f"  {task_id}: not in the log: {json.dumps(missing, ensure_ascii=False)}")
+
+
+@tasks_app.command("show")
+@boundary
+def tasks_show(
+    task_id: Annotated[str, typer.Argument(help="Task id.")],
+    version: Annotated[int | None, typer.Option(help="Version number (default: newest).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show one task version with its transcripts."""
+    from itsmreview.catalog.importing import show_task
+
+    ensure_schema()
+    with open_session() as session:
+        shown = show_task(session=session, external_id=task_id, version=version)
+    if as_json:
+        echo_json(shown)
+        return
+    task = shown["task"]
+    typer.echo(f"{task['id']} v{shown['version']} ({shown['status']}): {task['title']}")
+    typer.echo(f"{task['persona']} · {task['track']}")
+    for label in ("instruction", "environment", "ground_truth", "verifier"):
+        if task.get(label):
+            typer.echo(f"\n[{label}]\n{task[label]}")
+    for transcript in task["transcripts"]:
+        typer.echo(f"\n[transcript {transcript['id']}] {len(transcript['messages'])} turns")
+
+
+@tasks_app.command("export")
+@boundary
+def tasks_export(
+    dest: Annotated[Path, typer.Argument(help="File (or folder for harbor) to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="native, harbor, tau2 or eogym.")] = (
+        "native"
+    ),
+    task_ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Task id (repeatable; default: all).")
+    ] = None,
+) -> None:
+    """Export the newest versions of tasks; foreign formats reproduce the imported files."""
+    from itsmreview.catalog.exporting import export_catalog
+
+    ensure_schema()
+    with open_session() as session:
+        count = export_catalog(dest, session=session, fmt=fmt, external_ids=task_ids)
+    typer.echo(f"exported {count} task(s) as {fmt} to {dest}")
+
+
+@tasks_app.command("list")
+@boundary
+def tasks_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List tasks with persona, track, status and newest version."""
+    from itsmreview.catalog.queries import tasks_frame
+
+    ensure_schema()
+    with open_session() as session:
+        frame = tasks_frame(session=session)
+    if as_json:
+        echo_json(frame.drop(columns=["id"]).to_dict("records"))
+        return
+    for row in frame.itertuples(index=False):
+        typer.echo(f"{row.external_id:<40} v{row.version:<3} {row.status:<12} {row.persona}")
