@@ -95,6 +95,8 @@ def import_log(
     Raises InvalidInput with the file, rows and fix when the log cannot be read.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InvalidInput(f"{path}: is a folder; give the log file inside it")
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
     report = progress or (lambda _stage, _fraction: None)

@@ -153,3 +153,94 @@ def test_reimporting_a_large_file_from_the_same_path_reads_nothing(session, tmp_
     monkeypatch.setattr(service, "read_log", no_parsing)
     again = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
     assert not again.created and again.log.id == first.log.id
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_leftovers_of_killed_imports_are_swept_by_the_next_import(session, tmp_path):
+    import os
+    import socket
+
+    logs = tmp_path / "d" / "logs"
+    staging = logs / ".import-killed"
+    renamed = logs / "99-0123456789ab"  # renamed, killed before the commit: no row points at it
+    running = logs / ".import-running"  # an import still under way in this process
+    legacy = logs / "7-abcdefabcdef"  # written before owners were recorded: never touched
+    for folder in (staging, renamed, running, legacy):
+        folder.mkdir(parents=True)
+        (folder / "events.parquet").write_bytes(b"x" * 1000)
+    dead = f"{socket.gethostname()} {_dead_pid()}"
+    (staging / ".owner").write_text(dead)
+    (renamed / ".owner").write_text(dead)
+    (running / ".owner").write_text(f"{socket.gethostname()} {os.getpid()}")
+    path = write_csv(generate_log(50, seed=9), tmp_path / "small.csv")
+    result = import_log(path, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    session.commit()
+    assert not staging.exists() and not renamed.exists()
+    assert running.exists() and legacy.exists()
+    kept = Path(result.log.events_path)
+    assert kept.is_dir() and (kept / "events.parquet").is_file()
+    import_log(  # a later import keeps the committed folder of the first
+        write_csv(generate_log(60, seed=10), tmp_path / "other.csv"),
+        session=session,
+        preset="bpi2013",
+        data_dir=tmp_path / "d",
+    )
+    session.commit()
+    assert kept.is_dir()
+
+
+def test_an_import_killed_with_sigkill_leaves_nothing_after_the_next_import(configured, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from itsmreview.db import session_scope
+
+    path = write_csv(generate_log(30_000, seed=11), tmp_path / "big.csv")
+    logs = Path(configured.data_dir) / "logs"
+    for attempt in range(3):
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "itsmreview.cli",
+                "log",
+                "import",
+                str(path),
+                "--preset",
+                "bpi2013",
+                "--name",
+                f"killed{attempt}",
+            ],
+            env=dict(os.environ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if list(logs.glob(".import-*")):
+                break
+            time.sleep(0.005)
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            break
+    else:
+        pytest.fail("the import finished before it could be killed three times")
+    assert list(logs.glob(".import-*")) or list(logs.glob("*-*"))  # it left something behind
+    small = write_csv(generate_log(40, seed=12), tmp_path / "small.csv")
+    with session_scope() as session:
+        import_log(small, session=session, preset="bpi2013")
+    with session_scope() as session:
+        stored = queries.stored_event_paths(session=session)
+    assert sorted(str(p.resolve()) for p in logs.iterdir()) == sorted(stored)
