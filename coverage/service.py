@@ -237,6 +237,15 @@ def sweep_leftovers(*, session: Session, logs_dir: Path) -> list[Path]:
     return removed
 
 
+def import_log_as(path: Path | str, *, session: Session, actor, **options) -> ImportResult:
+    """`import_log` on behalf of an admin (the Imports page). Raises PermissionDenied."""
+    from itsmreview.accounts.models import Role
+    from itsmreview.accounts.service import require_role
+
+    require_role(actor, Role.admin)
+    return import_log(path, session=session, actor_id=actor.id, **options)
+
+
 PARALLEL_HASH_BYTES = 64 * 2**20  # smaller files are hashed first, so a re-import reads nothing
 
 

@@ -6,7 +6,7 @@ from itsmreview.accounts.models import Role
 from itsmreview.catalog.importing import FORMAT_CHOICES, import_as
 from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, log_columns, log_format
 from itsmreview.coverage.overview import logs_table
-from itsmreview.coverage.service import import_log
+from itsmreview.coverage.service import import_log_as
 from itsmreview.db import session_scope
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
@@ -134,12 +134,12 @@ with log_tab:
     if ready and st.button("Import log", type="primary"):
         bar = st.progress(0.0, text="starting")
         result = perform(
-            import_log,
+            import_log_as,
             path=source,
+            actor=user,
             name=name or None,
             preset=preset if preset in PRESETS else None,
             mapping=mapping,
-            actor_id=user.id,
             progress=lambda stage, f: bar.progress(f, text=stage),
         )
         if result is not FAILED:
