@@ -10,7 +10,6 @@ import codecs
 import csv
 import gzip
 import hashlib
-import io
 import json
 import lzma
 from collections.abc import Callable
@@ -156,32 +155,25 @@ def _compression(path: Path):
     return _OPENERS.get(path.suffix.lower())
 
 
-class _Bounded(io.RawIOBase):
-    """A decompressing reader that stops once more than `limit` bytes came out: a 1 MB
-    archive can hold terabytes of zeros."""
-
-    def __init__(self, raw, limit: int, source: Path):
-        self._raw, self._limit, self._source, self._count = raw, limit, source, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        try:
-            n = self._raw.readinto(buffer)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise ValueError(_corrupt(self._source, exc)) from None
-        self._count += n
-        if self._count > self._limit:
-            raise ValueError(
-                f"{self._source}: decompresses to more than {self._limit:,} bytes; raise "
-                "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
-            )
-        return n
-
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
+def _check_inflated_size(path: Path, limits: Limits) -> None:
+    """For a compressed file, inflate it once in bounded blocks and stop as soon as it passes
+    the size limit: a 1 MB archive can hold terabytes of zeros. Uncompressed files are
+    checked by their size alone."""
+    opener = _compression(path)
+    if opener is None:
+        return
+    total = 0
+    try:
+        with opener(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                total += len(block)
+                if total > limits.max_bytes:
+                    raise ValueError(
+                        f"{path}: decompresses to more than {limits.max_bytes:,} bytes; raise "
+                        "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
+                    )
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ValueError(_corrupt(path, exc)) from None
 
 
 def _corrupt(path: Path, exc: BaseException) -> str:
@@ -309,11 +301,10 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
     # reserve tens of MiB of parsing buffers (large ones parse faster in 4 MiB blocks)
     small = path.stat().st_size < SMALL_CSV_BYTES
     block_size = min((1 << 20) if small else (1 << 22), limits.max_row_bytes)
-    opener = _compression(path)
-    source = _Bounded(opener(path, "rb"), limits.max_bytes, path) if opener else path
+    _check_inflated_size(path, limits)
     try:
         table = pacsv.read_csv(
-            source,
+            path,
             memory_pool=pa.system_memory_pool() if small else None,
             read_options=pacsv.ReadOptions(encoding=encoding, block_size=block_size),
             parse_options=pacsv.ParseOptions(delimiter=mapping.sep),
@@ -340,9 +331,6 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
         raise ValueError(f"{path}: cannot parse the CSV: {text.splitlines()[0]}") from None
     except (OSError, EOFError) as exc:
         raise ValueError(_corrupt(path, exc)) from None
-    finally:
-        if opener:
-            source.close()
     return table.unify_dictionaries()
 
 
@@ -360,17 +348,9 @@ def _check_xes(path: Path, limits: Limits) -> None:
                     f"{path}: declares a DTD or entities (<!DOCTYPE/<!ENTITY>), which XES never "
                     "needs and which can expand or read other files; remove the declaration"
                 )
-            if opener:
-                total = len(prolog)
-                while block := handle.read(1 << 20):
-                    total += len(block)
-                    if total > limits.max_bytes:
-                        raise ValueError(
-                            f"{path}: decompresses to more than {limits.max_bytes:,} bytes; "
-                            "raise ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
-                        )
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise ValueError(_corrupt(path, exc)) from None
+    _check_inflated_size(path, limits)
 
 
 def _read_xes(path: Path, limits: Limits) -> pd.DataFrame:

@@ -319,6 +319,13 @@ def adjudications_of_round(*, session: Session, round_id: int) -> dict[int, str]
 
 
 def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
+    """The round's task versions with the decision stored on each version, and whether it is
+    its task's newest version (whose decision the task mirrors)."""
+    newest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("newest"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
     return frame_of(
         session,
         select(
@@ -326,10 +333,13 @@ def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
             Task.id.label("task_id"),
             Task.external_id,
             Task.title,
-            Task.status,
+            TaskVersion.status,
+            TaskVersion.version,
+            (TaskVersion.version == newest.c.newest).label("is_newest"),
         )
         .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
         .join(Task, Task.id == TaskVersion.task_id)
+        .join(newest, newest.c.task_id == Task.id)
         .where(RoundTask.round_id == round_id)
         .order_by(Task.external_id),
     )
@@ -476,3 +486,37 @@ def completeness_reviews(*, session: Session, persona: str, expert_id: int | Non
     if expert_id is not None:
         query = query.where(CompletenessReview.expert_id == expert_id)
     return list(session.exec(query).all())
+
+
+def draft_versions_of_round(*, session: Session, round_id: int) -> list[TaskVersion]:
+    """The round's task versions that no round has decided on yet."""
+    return list(
+        session.exec(
+            select(TaskVersion)
+            .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+            .where(RoundTask.round_id == round_id, TaskVersion.status == "draft")
+        ).all()
+    )
+
+
+def mirror_newest_status(*, session: Session, round_id: int) -> None:
+    """Set each task of the round to the status of its newest version, in one statement."""
+    session.flush()
+    newest_status = (
+        select(TaskVersion.status)
+        .where(TaskVersion.task_id == Task.id)
+        .order_by(TaskVersion.version.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    in_round = (
+        select(TaskVersion.task_id)
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .where(RoundTask.round_id == round_id)
+    )
+    session.exec(
+        update(Task)
+        .where(Task.id.in_(in_round))
+        .values(status=newest_status)
+        .execution_options(synchronize_session="fetch")
+    )

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.models import Task
+from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
@@ -278,13 +278,16 @@ def recompute_statuses(
         version_id = int(row.task_version_id)
         decision = decisions[version_id]
         if decision.status != row.status:
-            task = session.get(Task, int(row.task_id))
-            task.status = decision.status
-            task.updated_at = utcnow()
+            version = session.get(TaskVersion, version_id)
+            version.status = decision.status
+            if row.is_newest:
+                task = session.get(Task, int(row.task_id))
+                task.status = decision.status
+                task.updated_at = utcnow()
             append_entry(
                 session=session,
                 artifact_type="task",
-                artifact_id=row.external_id,
+                artifact_id=f"{row.external_id}@v{row.version}",
                 action=f"status:{decision.status}",
                 source_kind="expert",
                 actor_id=actor_id,

@@ -56,13 +56,9 @@ def create_round(
                 priority=weights.get(version_id, 0.0),
             )
         )
-    drafts = session.exec(
-        select(Task)
-        .join(TaskVersion, TaskVersion.task_id == Task.id)
-        .where(TaskVersion.id.in_(list(task_version_ids)), Task.status == TaskStatus.draft)
-    ).all()
-    for task in drafts:
-        task.status = TaskStatus.in_review
+    for version in queries.draft_versions_of_round(session=session, round_id=review_round.id):
+        version.status = TaskStatus.in_review
+    queries.mirror_newest_status(session=session, round_id=review_round.id)
     session.flush()
     return review_round
 

@@ -173,7 +173,7 @@ def show_task(*, session: Session, external_id: str, version: int | None = None)
     )
     return {
         "version": stored.version,
-        "status": task.status,
+        "status": stored.status,
         "content_hash": stored.content_hash,
         "task": native,
     }

@@ -31,6 +31,10 @@ class SourceKind(StrEnum):
 
 
 class Task(SQLModel, table=True):
+    """A task across its versions. `status` mirrors the decision on the newest version, so a
+    re-imported task reads as unreviewed until its new version is reviewed; each version keeps
+    its own decision (TaskVersion.status)."""
+
     __tablename__ = "tasks"
 
     id: int | None = Field(default=None, primary_key=True)
@@ -69,6 +73,13 @@ class TaskVersion(SQLModel, table=True):
     extra: dict = Field(default_factory=dict, sa_type=JSON)
     edited_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = Field(default_factory=utcnow)
+    # the review decision on this version (draft: never in a review round)
+    status: TaskStatus = Field(
+        default=TaskStatus.draft,
+        sa_type=String(32),
+        index=True,
+        sa_column_kwargs={"server_default": "draft"},
+    )
 
 
 class Transcript(SQLModel, table=True):

@@ -77,12 +77,13 @@ def task_sources(
 ) -> list[tuple[str, dict]]:
     """(external id, source) of each task's newest version derived from `log_name`.
 
-    `statuses` keeps tasks in those statuses; `rated_only` keeps tasks with a submitted
+    With `statuses`, each task's newest version decided so (an approved version 2 counts
+    while version 3 is unreviewed); `rated_only` keeps tasks with a submitted
     rating of any version.
     """
     from itsmreview.review.models import Rating
 
-    latest = _latest_versions()
+    latest = _latest_versions() if statuses is None else _newest_versions_with(statuses)
     query = (
         select(Task.external_id, TaskVersion.source)
         .join(TaskVersion, TaskVersion.task_id == Task.id)
@@ -92,8 +93,6 @@ def task_sources(
         )
         .order_by(Task.external_id)
     )
-    if statuses is not None:
-        query = query.where(Task.status.in_(statuses))
     if rated_only:
         rated = (
             select(TaskVersion.task_id)
@@ -145,6 +144,7 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
         .group_by(TaskVersion.task_id)
         .subquery()
     )
+    approved = _newest_versions_with(("approved",))
     frame = frame_of(
         session,
         select(
@@ -155,6 +155,7 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
             Task.status,
             latest.c.version,
             rated.c.rated_version,
+            approved.c.version.label("approved_version"),
             TaskVersion.source,
         )
         .join(latest, latest.c.task_id == Task.id)
@@ -163,10 +164,45 @@ def browser_frame(*, session: Session) -> pd.DataFrame:
             (TaskVersion.task_id == Task.id) & (TaskVersion.version == latest.c.version),
         )
         .outerjoin(rated, rated.c.task_id == Task.id)
+        .outerjoin(approved, approved.c.task_id == Task.id)
         .order_by(Task.persona, Task.external_id),
     )
     frame["log"] = frame["source"].map(lambda s: (s or {}).get("log"))
     frame["changed_after_rating"] = frame["rated_version"].notna() & (
         frame["rated_version"] < frame["version"]
     )
+    frame["decision"] = [
+        decision_label(status, int(newest), approved)
+        for status, newest, approved in zip(
+            frame["status"], frame["version"], frame["approved_version"], strict=True
+        )
+    ]
     return frame
+
+
+def decision_label(status: str, newest: int, approved_version) -> str:
+    """The decision a lead reads: the newest version's status, and an older approved version
+    when the newest is not the approved one.
+
+    >>> decision_label("draft", 3, 2)
+    'approved v2, newest v3 unreviewed'
+    >>> decision_label("approved", 3, 3)
+    'approved'
+    """
+    readable = {"draft": "unreviewed", "in_review": "in review"}.get(status, status)
+    readable = readable.replace("_", " ")
+    known = approved_version is not None and approved_version == approved_version  # not NaN
+    if known and int(approved_version) < newest:
+        return f"approved v{int(approved_version)}, newest v{newest} {readable}"
+    return readable
+
+
+def _newest_versions_with(statuses: tuple[str, ...]):
+    """Subquery: each task's newest version whose decision is one of `statuses` (task_id,
+    version)."""
+    return (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .where(TaskVersion.status.in_(statuses))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )

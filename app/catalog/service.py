@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from itsmreview.catalog import queries
-from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
 from itsmreview.catalog.native import NativeTask
 from itsmreview.db import utcnow
 from itsmreview.ledger.service import append_entry
@@ -76,6 +76,7 @@ def import_tasks(
             latest = queries.latest_version(session=session, task_id=task.id)
             number = (latest.version if latest else 0) + 1
             task.title, task.persona, task.track = item.title, item.persona, item.track
+            task.status = TaskStatus.draft  # the newest version is not reviewed yet
             task.updated_at = utcnow()
             report.new_versions.append(item.id)
         dumped = item.model_dump(mode="json")

@@ -42,7 +42,9 @@ with session_scope() as session:
     )
 st.caption(f"{len(table)} of {len(everything)} tasks")
 event = st.dataframe(
-    table[["id", "title", "persona", "track", "status", "version", "changed_after_rating", "log"]],
+    table[
+        ["id", "title", "persona", "track", "decision", "version", "changed_after_rating", "log"]
+    ],
     hide_index=True,
     on_select="rerun",
     selection_mode="single-row",

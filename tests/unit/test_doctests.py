@@ -13,6 +13,7 @@ MODULES = [
     "itsmreview.review.agreement",
     "itsmreview.settings",
     "itsmreview.files",
+    "itsmreview.catalog.queries",
 ]
 
 
