@@ -52,6 +52,14 @@ def declared_sources(
         rows = task_sources(session=session, log_name=log_name, rated_only=True)
     else:
         rows = task_sources(session=session, log_name=log_name)
+    return resolve_sources(rows, tables=tables, events_path=events_path)
+
+
+def resolve_sources(
+    rows: list[tuple[str, dict]], *, tables: LogTables, events_path: str | None
+) -> tuple[list[TaskSource], dict[str, list[str]]]:
+    """(task id, source) pairs as TaskSources, case ids resolved to their variants; also the
+    case ids the log does not contain (task id -> case ids)."""
     wanted = {str(c) for _, source in rows for c in source.get("case_ids", [])}
     case_variant = _case_variants(events_path, wanted)
     by_key = dict(zip(tables.raw["sequence_key"], tables.raw["sequence"], strict=True))
@@ -94,4 +102,17 @@ def coverage_report(
         tables=tables,
         events_path=log.events_path,
     )
+    return compute_coverage(tables, sources), unresolved
+
+
+def coverage_of(
+    *, session: Session, log_name: str, rows: list[tuple[str, dict]]
+) -> tuple[CoverageReport, dict[str, list[str]]]:
+    """Coverage of the newest version of `log_name` by the given (task id, source) pairs
+    (an export's task set). Raises NotFound for an unknown log."""
+    log = queries.latest_log(session=session, name=log_name)
+    if log is None:
+        raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
+    tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
+    sources, unresolved = resolve_sources(rows, tables=tables, events_path=log.events_path)
     return compute_coverage(tables, sources), unresolved

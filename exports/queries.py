@@ -1,6 +1,23 @@
+"""Queries of exports: the approved versions a filter selects and the evidence behind them.
+Every set of task versions is passed on as a subquery, never as one parameter per version."""
+
+from collections.abc import Iterator
+
 import pandas as pd
+from itsmreview.accounts.models import User
+from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.db import frame_of
 from itsmreview.exports.models import Export
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.review.models import (
+    Adjudication,
+    Rating,
+    RatingScore,
+    ReviewRound,
+    RoundTask,
+    Rubric,
+)
+from sqlalchemy import func
 from sqlmodel import Session, select
 
 
@@ -12,6 +29,164 @@ def exports_frame(*, session: Session) -> pd.DataFrame:
             Export.format,
             Export.task_count.label("tasks"),
             Export.content_hash,
+            Export.path,
             Export.created_at,
-        ).order_by(Export.created_at.desc()),
+        ).order_by(Export.created_at.desc(), Export.id.desc()),
     )
+
+
+def approved_version_ids(*, round_id: int | None = None, persona: str | None = None):
+    """Subquery of the ids of each task's newest approved version (in one round, of one
+    persona, when given)."""
+    newest = select(TaskVersion.task_id, func.max(TaskVersion.version).label("version")).where(
+        TaskVersion.status == "approved"
+    )
+    if round_id is not None:
+        newest = newest.where(
+            TaskVersion.id.in_(
+                select(RoundTask.task_version_id).where(RoundTask.round_id == round_id)
+            )
+        )
+    newest = newest.group_by(TaskVersion.task_id).subquery()
+    query = select(TaskVersion.id).join(
+        newest,
+        (newest.c.task_id == TaskVersion.task_id) & (newest.c.version == TaskVersion.version),
+    )
+    if persona is not None:
+        query = query.join(Task, Task.id == TaskVersion.task_id).where(Task.persona == persona)
+    return query
+
+
+def versions_in(*, session: Session, ids) -> list[tuple[Task, TaskVersion]]:
+    return list(
+        session.exec(
+            select(Task, TaskVersion)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .where(TaskVersion.id.in_(ids))
+            .order_by(Task.external_id)
+        ).all()
+    )
+
+
+def transcripts_in(*, session: Session, ids) -> Iterator[Transcript]:
+    yield from session.exec(
+        select(Transcript)
+        .where(Transcript.task_version_id.in_(ids))
+        .order_by(Transcript.task_version_id, Transcript.id)
+        .execution_options(yield_per=2000)
+    )
+
+
+def ratings_in(*, session: Session, ids) -> pd.DataFrame:
+    """Current submitted ratings (human and model) of the versions, with round and rater."""
+    return frame_of(
+        session,
+        select(
+            Rating.id.label("rating_id"),
+            Rating.task_version_id,
+            ReviewRound.name.label("round"),
+            Rating.expert_id,
+            User.username,
+            Rating.rater_kind,
+            Rating.revision,
+            Rating.verdict,
+            Rating.flags,
+            Rating.comment,
+            Rating.confidence,
+            Rating.rubric_id,
+            Rating.submitted_at,
+        )
+        .join(ReviewRound, ReviewRound.id == Rating.round_id)
+        .join(User, User.id == Rating.expert_id)
+        .where(Rating.task_version_id.in_(ids), Rating.is_current, Rating.status == "submitted")
+        .order_by(Rating.task_version_id, Rating.id),
+    )
+
+
+def scores_in(*, session: Session, ids) -> pd.DataFrame:
+    return frame_of(
+        session,
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(Rating.task_version_id.in_(ids), Rating.is_current, Rating.status == "submitted")
+        .order_by(RatingScore.rating_id, RatingScore.dimension),
+    )
+
+
+def adjudications_in(*, session: Session, ids) -> pd.DataFrame:
+    return frame_of(
+        session,
+        select(
+            Adjudication.task_version_id,
+            ReviewRound.name.label("round"),
+            Adjudication.lead_id,
+            Adjudication.decision,
+            Adjudication.reason,
+            Adjudication.created_at,
+        )
+        .join(ReviewRound, ReviewRound.id == Adjudication.round_id)
+        .where(Adjudication.task_version_id.in_(ids))
+        .order_by(Adjudication.task_version_id, Adjudication.id),
+    )
+
+
+def rounds_of(*, session: Session, ids) -> list[ReviewRound]:
+    """The rounds holding any of the versions, oldest first."""
+    in_round = select(RoundTask.round_id).where(RoundTask.task_version_id.in_(ids))
+    return list(
+        session.exec(
+            select(ReviewRound).where(ReviewRound.id.in_(in_round)).order_by(ReviewRound.id)
+        ).all()
+    )
+
+
+def rubrics_by_id(*, session: Session, rubric_ids: list[int]) -> list[Rubric]:
+    if not rubric_ids:
+        return []
+    return list(
+        session.exec(select(Rubric).where(Rubric.id.in_(rubric_ids)).order_by(Rubric.id)).all()
+    )
+
+
+LEDGER_COLUMNS = (
+    LedgerEntry.seq,
+    LedgerEntry.created_at,
+    LedgerEntry.artifact_type,
+    LedgerEntry.artifact_id,
+    LedgerEntry.field,
+    LedgerEntry.source_kind,
+    LedgerEntry.reference,
+    LedgerEntry.action,
+    LedgerEntry.actor_id,
+    LedgerEntry.payload,
+    LedgerEntry.prev_hash,
+    LedgerEntry.entry_hash,
+)
+
+
+def ledger_entries_of(
+    *, session: Session, artifact_types: tuple[str, ...], batch: int = 5000
+) -> Iterator:
+    """Entries (rows with the entry's fields) of the given artifact types in chain order,
+    read in batches as plain rows, so memory stays bounded whatever the ledger's size."""
+    after = 0
+    while True:
+        rows = session.exec(
+            select(*LEDGER_COLUMNS)
+            .where(LedgerEntry.seq > after, LedgerEntry.artifact_type.in_(artifact_types))
+            .order_by(LedgerEntry.seq)
+            .limit(batch)
+        ).all()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].seq
+
+
+def ledger_head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str] | None:
+    """Sequence number and hash of the newest entry (not of the excluded artifact types)."""
+    query = select(LedgerEntry.seq, LedgerEntry.entry_hash)
+    if excluding:
+        query = query.where(LedgerEntry.artifact_type.not_in(excluding))
+    row = session.exec(query.order_by(LedgerEntry.seq.desc()).limit(1)).first()
+    return (int(row[0]), str(row[1])) if row else None

@@ -1,8 +1,490 @@
+"""Exporting an approved task set with the evidence that approved it, and verifying one."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
 import pandas as pd
+from itsmreview import __version__
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.exports import queries
+from itsmreview.catalog.formats.common import FormatError
+from itsmreview.catalog.service import version_to_native
+from itsmreview.coverage.report import coverage_of
+from itsmreview.db import utcnow
+from itsmreview.errors import Conflict, InvalidInput, NotFound
+from itsmreview.exports import evidence, harbor, hf, native, queries, tau2
+from itsmreview.exports.bundle import (
+    MANIFEST,
+    Staging,
+    VerifyReport,
+    canonical,
+    file_digests,
+    sha256_file,
+    verify_folder,
+    write_zip,
+)
+from itsmreview.exports.models import Export
+from itsmreview.ledger.prov import prov_document
+from itsmreview.ledger.service import append_entry
+from itsmreview.review import reliability
+from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session
+
+FORMATS = ("native", "harbor", "hf", "tau2")
+Progress = Callable[[str, float], None]
+LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    tasks: int
+    files: int
+    manifest_sha256: str
+    manifest: dict
+    zip_path: Path | None = None
+    formats: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "path": str(self.path),
+            "zip": str(self.zip_path) if self.zip_path else None,
+            "tasks": self.tasks,
+            "files": self.files,
+            "manifest_sha256": self.manifest_sha256,
+            "formats": self.formats,
+            "counts": self.manifest["counts"],
+            "tentative": self.manifest["tentative"],
+        }
+
+
+@dataclass
+class Selection:
+    """The approved versions a filter selects, and the subquery that names them."""
+
+    pairs: list  # (Task, TaskVersion), by task id
+    ids: object  # subquery of version ids (may hold more than pairs when filtered by log)
+    version_ids: set[int]
+    rounds: list
+
+
+def parse_formats(text: str | Sequence[str]) -> list[str]:
+    chosen = [f.strip() for f in (text.split(",") if isinstance(text, str) else text) if f]
+    unknown = sorted(set(chosen) - set(FORMATS))
+    if unknown or not chosen:
+        raise InvalidInput(
+            f"unknown export format(s) {', '.join(unknown) or '(none)'}; choose from "
+            f"{', '.join(FORMATS)}, comma-separated"
+        )
+    return [f for f in FORMATS if f in chosen]
+
+
+def select_approved(
+    *,
+    session: Session,
+    round_name: str | None = None,
+    log: str | None = None,
+    persona: str | None = None,
+) -> Selection:
+    """The newest approved version of each task, in one round, of one source log and of one
+    persona when given. Raises NotFound for an unknown round."""
+    review_round = reliability.find_round(session, round_name) if round_name else None
+    ids = queries.approved_version_ids(
+        round_id=review_round.id if review_round else None, persona=persona
+    )
+    pairs = queries.versions_in(session=session, ids=ids)
+    if log:
+        pairs = [(t, v) for t, v in pairs if (v.source or {}).get("log") == log]
+    rounds = [review_round] if review_round else queries.rounds_of(session=session, ids=ids)
+    return Selection(pairs, ids, {v.id for _, v in pairs}, rounds)
+
+
+def preview(
+    *,
+    session: Session,
+    actor: User,
+    round_name: str | None = None,
+    log: str | None = None,
+    persona: str | None = None,
+) -> dict:
+    """What an export with these filters would hold: task counts by persona and source log,
+    and whether each round's agreement reaches its gate. Leads only."""
+    require_role(actor, Role.lead)
+    chosen = select_approved(session=session, round_name=round_name, log=log, persona=persona)
+    frame = pd.DataFrame(
+        [
+            {"persona": t.persona, "log": (v.source or {}).get("log") or "-"}
+            for t, v in chosen.pairs
+        ],
+        columns=["persona", "log"],
+    )
+    return {
+        "tasks": len(chosen.pairs),
+        "by_persona": frame["persona"].value_counts().sort_index().to_dict(),
+        "by_log": frame["log"].value_counts().sort_index().to_dict(),
+        "gate": {r.name: _gate_state(session, r)[0] for r in chosen.rounds},
+    }
+
+
+def _gate_state(session: Session, review_round) -> tuple[dict, reliability.RoundData]:
+    """Whether the round's agreement reaches its gate: alpha of every gating dimension."""
+    data = reliability.load_round(session=session, round_name=review_round.id)
+    config = reliability.gate_config(review_round, data.rubric)
+    alphas, weak = {}, []
+    for item in config.gating_dimensions:
+        matrix, _, _ = reliability.reliability_matrix(data, item)
+        level = data.rubric.dimension(item).level
+        value = reliability.agreement.alpha(matrix, level).value if matrix.size else None
+        alphas[item] = value
+        if value is None or value < config.alpha_min:
+            weak.append(
+                f"alpha of {item} is {'undefined' if value is None else f'{value:.3f}'}, "
+                f"below {config.alpha_min:.3f}"
+            )
+    return {
+        "reached": not weak,
+        "alpha": alphas,
+        "alpha_min": config.alpha_min,
+        "problems": weak,
+    }, data
+
+
+def export_set(
+    out: Path | str,
+    *,
+    session: Session,
+    actor: User,
+    formats: Sequence[str] = ("native",),
+    round_name: str | None = None,
+    log: str | None = None,
+    persona: str | None = None,
+    allow_tentative: bool = False,
+    reason: str = "",
+    force: bool = False,
+    with_names: bool = False,
+    at: datetime | None = None,
+    make_zip: bool = False,
+    bootstrap: int = 1000,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write the approved task set chosen by the filters, with its evidence and manifest, to
+    the folder `out` (staged, then renamed into place), and record the export in the
+    `exports` table and the ledger. Leads only.
+
+    Raises NotFound when no approved task matches (nothing is written), Conflict when `out`
+    is a non-empty folder (without `force`) or a round's agreement does not reach its gate
+    (without `allow_tentative`, which needs a `reason`), InvalidInput for a bad format.
+    """
+    require_role(actor, Role.lead)
+    report = progress or (lambda _stage, _fraction: None)
+    formats = parse_formats(formats)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise Conflict(f"{out} exists and is not a folder; choose another destination")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise Conflict(f"{out} exists and is not empty; choose another folder or pass --force")
+    if allow_tentative and not reason.strip():
+        raise InvalidInput("--allow-tentative needs --reason: say why the set goes out anyway")
+    report("selecting approved versions", 0.02)
+    chosen = select_approved(session=session, round_name=round_name, log=log, persona=persona)
+    if not chosen.pairs:
+        filters = ", ".join(
+            f"{k} {v!r}"
+            for k, v in (("round", round_name), ("log", log), ("persona", persona))
+            if v
+        )
+        raise NotFound(
+            "no approved task"
+            + (f" matches {filters}" if filters else "")
+            + "; tasks are approved by a review round's gate (`itsmreview round list`)"
+        )
+    report("checking the gate", 0.08)
+    gates, datas = {}, {}
+    for review_round in chosen.rounds:
+        gates[review_round.name], datas[review_round.name] = _gate_state(session, review_round)
+    weak = {name: g["problems"] for name, g in gates.items() if not g["reached"]}
+    if weak and not allow_tentative:
+        details = "; ".join(f"round {n}: {', '.join(p)}" for n, p in sorted(weak.items()))
+        raise Conflict(
+            f"agreement does not reach the gate ({details}); export anyway with "
+            "--allow-tentative --reason TEXT, which the manifest and the ledger record"
+        )
+    staging = Staging(out)
+    try:
+        files = _write_files(
+            staging,
+            session=session,
+            actor=actor,
+            chosen=chosen,
+            formats=formats,
+            gates=gates,
+            datas=datas,
+            with_names=with_names,
+            bootstrap=bootstrap,
+            report=report,
+        )
+        report("writing the manifest", 0.9)
+        head = _evidence_head(session)
+        manifest = {
+            "format_version": 1,
+            "platform": {"name": "itsmreview", "version": __version__},
+            "name": out.name,
+            "exported_at": (at or utcnow()).isoformat(),
+            "filters": {
+                "formats": formats,
+                "round": round_name,
+                "log": log,
+                "persona": persona,
+                "with_names": with_names,
+            },
+            "tentative": {"reason": reason.strip(), "gate": weak} if weak else None,
+            "counts": files.pop("_counts"),
+            "rounds": sorted(gates),
+            "gate": gates,
+            "rubrics": files.pop("_rubrics"),
+            "ledger_head": head,
+            "files": file_digests(staging.root, staging.files()),
+        }
+        staging.write_text(MANIFEST, canonical(manifest))
+        manifest_sha = sha256_file(staging.root / MANIFEST)
+        session.add(
+            Export(
+                name=out.name,
+                format=",".join(formats),
+                task_filter=manifest["filters"],
+                task_count=len(chosen.pairs),
+                content_hash=manifest_sha,
+                path=str(out.resolve()),
+                manifest={k: v for k, v in manifest.items() if k != "files"},
+                created_by_id=actor.id,
+            )
+        )
+        append_entry(
+            session=session,
+            artifact_type="export",
+            artifact_id=out.name,
+            action="export",
+            source_kind="expert",
+            actor_id=actor.id,
+            reference=f"manifest sha256:{manifest_sha}",
+            payload={
+                "tasks": len(chosen.pairs),
+                "formats": formats,
+                "filters": manifest["filters"],
+                "tentative": manifest["tentative"],
+                "ledger_head": head,
+            },
+        )
+        session.flush()
+        staging.commit(replace=True)
+    except FormatError as exc:
+        staging.discard()
+        raise InvalidInput(str(exc)) from None
+    except BaseException:
+        staging.discard()
+        raise
+    zip_path = write_zip(out, out.with_name(out.name + ".zip")) if make_zip else None
+    report("done", 1.0)
+    return ExportResult(
+        out,
+        len(chosen.pairs),
+        len(manifest["files"]) + 1,
+        manifest_sha,
+        manifest,
+        zip_path,
+        formats,
+    )
+
+
+def _evidence_head(session: Session) -> dict | None:
+    """The newest ledger entry that is not an export record: what the exported evidence
+    rests on (an export itself changes none of it, so two exports of one state agree)."""
+    head = queries.ledger_head(session=session, excluding=("export",))
+    return {"seq": head[0], "hash": head[1]} if head else None
+
+
+def _write_files(
+    staging: Staging,
+    *,
+    session: Session,
+    actor: User,
+    chosen: Selection,
+    formats: list[str],
+    gates: dict,
+    datas: dict,
+    with_names: bool,
+    bootstrap: int,
+    report: Callable[[str, float], None],
+) -> dict:
+    version_ids = chosen.version_ids
+    versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
+    report("reading transcripts", 0.12)
+    transcripts: dict[int, list] = {}
+    for transcript in queries.transcripts_in(session=session, ids=chosen.ids):
+        if transcript.task_version_id in version_ids:
+            transcripts.setdefault(transcript.task_version_id, []).append(transcript)
+    natives, records = [], []
+    for task, version in chosen.pairs:
+        natives.append(version_to_native(task, version, transcripts.get(version.id, [])))
+        records.append(
+            {
+                "version": version.version,
+                "content_hash": version.content_hash,
+                "decision": "approved",
+            }
+        )
+    report("writing tasks", 0.25)
+    counts = {"tasks": len(natives)}
+    if "native" in formats:
+        rows = [dict(t, **{native.EXPORT_KEY: r}) for t, r in zip(natives, records, strict=True)]
+        for path, text in native.render(rows).items():
+            staging.write_text(path, text)
+    if "hf" in formats:
+        for path, text in hf.render(natives, records, name=staging.destination.name).items():
+            staging.write_text(path, text)
+    if "harbor" in formats:
+        counts["harbor"] = harbor.write(natives, staging, dataset=staging.destination.name)
+    if "tau2" in formats:
+        written = tau2.render(natives)
+        counts["tau2"] = sum(1 for t in natives if t.get("original_format") == "tau2")
+        for path, text in written.items():
+            staging.write_text(path, text)
+    report("reading ratings", 0.4)
+    ratings = queries.ratings_in(session=session, ids=chosen.ids)
+    ratings = ratings[ratings["task_version_id"].isin(version_ids)]
+    scores = queries.scores_in(session=session, ids=chosen.ids)
+    scores = scores[scores["rating_id"].isin(set(ratings["rating_id"]))]
+    adjudications = queries.adjudications_in(session=session, ids=chosen.ids)
+    adjudications = adjudications[adjudications["task_version_id"].isin(version_ids)]
+    usernames = dict(zip(ratings["expert_id"], ratings["username"], strict=False))
+    if with_names:
+        names = {int(k): str(v) for k, v in usernames.items()}
+        leads = {int(i): f"user-{int(i)}" for i in adjudications["lead_id"]}
+    else:
+        names = evidence.pseudonyms(map(int, ratings["expert_id"]), "rater")
+        leads = evidence.pseudonyms(map(int, adjudications["lead_id"]), "lead")
+    rubric_ids = sorted(
+        {int(r.rubric_id) for r in chosen.rounds} | set(map(int, ratings["rubric_id"]))
+    )
+    rubrics = queries.rubrics_by_id(session=session, rubric_ids=rubric_ids)
+    dimensions = sorted(
+        {d.key for r in rubrics for d in RubricDefinition.model_validate(r.definition).dimensions}
+    )
+    rows = evidence.ratings_table(
+        ratings, scores, versions=versions, names=names, dimensions=dimensions
+    )
+    files = {**evidence.ratings_files(rows, dimensions)}
+    report("computing agreement", 0.5)
+    by_username = {str(usernames[k]): names[int(k)] for k in usernames}
+    per_round, gate_per_round = {}, {}
+    for review_round in chosen.rounds:
+        _, items = reliability.round_agreement(
+            session=session, actor=actor, round_name=review_round.id, bootstrap=bootstrap, seed=0
+        )
+        per_round[review_round.name] = [_pseudonymised(i.as_dict(), by_username) for i in items]
+        data = datas[review_round.name]
+        tasks, decisions = reliability.gate_decisions(session=session, data=data)
+        config = reliability.gate_config(review_round, data.rubric)
+        gate_per_round[review_round.name] = {
+            "settings": {
+                "k_min": config.k_min,
+                "dimension_min": config.dimension_min,
+                "gating_dimensions": list(config.gating_dimensions),
+                "alpha_min": config.alpha_min,
+                "disagreement_range": config.disagreement_range,
+                "blocking_flags": list(config.blocking_flags),
+            },
+            "agreement": gates[review_round.name],
+            "decisions": [
+                {
+                    "task": versions[int(v)][0],
+                    "version": versions[int(v)][1],
+                    "status": decisions[int(v)].status,
+                    "reasons": decisions[int(v)].reasons,
+                }
+                for v in sorted(
+                    tasks["task_version_id"], key=lambda v: versions.get(int(v), ("", 0))
+                )
+                if int(v) in version_ids
+            ],
+        }
+    files.update(evidence.agreement_file(per_round, evidence.task_summary(rows, dimensions)))
+    files.update(evidence.gate_file(gate_per_round))
+    files.update(evidence.adjudications_file(adjudications, versions=versions, names=leads))
+    report("computing coverage", 0.65)
+    by_log: dict[str, list[tuple[str, dict]]] = {}
+    for task, version in chosen.pairs:
+        name = (version.source or {}).get("log")
+        if name:
+            by_log.setdefault(name, []).append((task.external_id, version.source))
+    coverage = {}
+    for log_name, pairs in sorted(by_log.items()):
+        try:
+            result, unresolved = coverage_of(session=session, log_name=log_name, rows=pairs)
+        except NotFound:
+            coverage[log_name] = {"error": f"log {log_name!r} is not imported"}
+            continue
+        coverage[log_name] = {**result.as_dict(), "unresolved_case_ids": unresolved}
+    files.update(evidence.coverage_file(coverage))
+    files.update(evidence.rubrics_file(rubrics))
+    report("reading the ledger", 0.75)
+    wanted = {
+        "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
+        | {t.external_id for t, _ in chosen.pairs},
+        "rating": {str(int(i)) for i in ratings["rating_id"]},
+        "review_round": {r.name for r in chosen.rounds},
+    }
+    log_prefixes = tuple(f"{name}@" for name in by_log)
+    entries = [
+        e
+        for e in queries.ledger_entries_of(session=session, artifact_types=LEDGER_TYPES)
+        if e.artifact_id in wanted.get(e.artifact_type, ())
+        or (e.artifact_type == "event_log" and e.artifact_id.startswith(log_prefixes or ("\0",)))
+    ]
+    agents: dict[int | None, str] = {**names, **leads}
+    files["evidence/ledger.jsonl"] = "".join(
+        evidence.jsonl([row]) for row in evidence.ledger_rows(entries, agents)
+    )
+    derivations = [
+        (f"task/{t.external_id}@v{v.version}", f"event_log/{(v.source or {}).get('log')}")
+        for t, v in chosen.pairs
+        if (v.source or {}).get("log")
+    ]
+    files["evidence/ledger.prov.json"] = canonical(
+        prov_document(entries, agent_names=agents, derivations=derivations)
+    )
+    for path, text in files.items():
+        staging.write_text(path, text)
+    counts.update(
+        {
+            "ratings": len(rows),
+            "raters": len(names),
+            "adjudications": len(adjudications),
+            "ledger_entries": len(entries),
+        }
+    )
+    return {
+        "_counts": counts,
+        "_rubrics": [
+            {"name": r.name, "version": r.version, "content_hash": r.content_hash} for r in rubrics
+        ],
+    }
+
+
+def _pseudonymised(item: dict, names: dict[str, str]) -> dict:
+    """Per-rater figures under the export's rater names; raters of the round who rated no
+    exported task are left out (their names would otherwise leak)."""
+    for key in ("leave_one_rater_out", "rater_bias"):
+        if isinstance(item.get(key), dict):
+            item[key] = {names[k]: v for k, v in sorted(item[key].items()) if k in names}
+    return item
+
+
+def verify_export(out: Path | str) -> VerifyReport:
+    """Check every file of an export folder against its manifest (no database needed)."""
+    return verify_folder(Path(out))
 
 
 def list_exports(*, session: Session, actor: User) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from itsmreview.catalog.models import SourceKind, Track
 from itsmreview.ledger.chain import canonical_json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+EXPORT_RECORD = "itsmreview"  # key under which an export notes version, hash and decision
 MAX_TEXT = 500_000  # characters of one field; larger is almost surely a wrong file
 MessageRole = Literal["system", "user", "agent", "colleague", "tool"]
 
@@ -137,6 +138,8 @@ def parse_bundle(data: Any, source: str) -> list[NativeTask]:
         )
     tasks, problems, seen = [], [], {}
     for index, item in enumerate(items):
+        if isinstance(item, dict) and EXPORT_RECORD in item:  # an export's note, not content
+            item = {k: v for k, v in item.items() if k != EXPORT_RECORD}
         where = f"{prefix}[{index}]" if prefix != "$" or len(items) > 1 else "$"
         try:
             task = NativeTask.model_validate(item)

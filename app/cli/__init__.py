@@ -1,7 +1,16 @@
 """The `itsmreview` command line: a thin client of the service functions, one module per
 command group."""
 
-from itsmreview.cli import analysis, ledger, logs, rounds, server, tasks, users  # noqa: F401
+from itsmreview.cli import (  # noqa: F401 - each module registers its commands
+    analysis,
+    exports,
+    ledger,
+    logs,
+    rounds,
+    server,
+    tasks,
+    users,
+)
 from itsmreview.cli.base import app
 
 __all__ = ["app", "main"]

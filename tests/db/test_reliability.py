@@ -101,7 +101,9 @@ def test_gate_statuses_and_adjudication(session, demo):
     assert task.status == "approved"
     entry = session.exec(
         select(LedgerEntry).where(
-            LedgerEntry.action == "status:approved", LedgerEntry.artifact_id == task.external_id
+            LedgerEntry.action == "status:approved",
+            LedgerEntry.artifact_id
+            == f"{task.external_id}@v{session.get(TaskVersion, version_id).version}",
         )
     ).all()
     assert entry and entry[-1].payload["from"] == "adjudication"

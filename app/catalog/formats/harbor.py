@@ -173,7 +173,7 @@ def read(
     return [read_task(folder, persona=persona, log=log) for folder in folders]
 
 
-def _planned_files(tasks: list[dict], path: Path) -> list[tuple[Path, str]]:
+def planned_files(tasks: list[dict], path: Path) -> list[tuple[Path, str]]:
     """Every (target, text) the export writes, each joined safely under `path`; a stored
     folder or file name that would leave it is an error before anything is written."""
     planned = []
@@ -199,7 +199,7 @@ def _planned_files(tasks: list[dict], path: Path) -> list[tuple[Path, str]]:
 
 def write(tasks: list[dict], path: Path) -> None:
     """Recreate each task folder under `path` from the original files."""
-    for target, text in _planned_files(tasks, path):
+    for target, text in planned_files(tasks, path):
         target.parent.mkdir(parents=True, exist_ok=True)
         if not is_within(path, target.parent):
             raise FormatError(f"{target.parent} resolves outside {path} through a link")

@@ -1,0 +1,154 @@
+"""`itsmreview` commands: approved task sets with their evidence, and checking one."""
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from itsmreview.cli.base import (
+    app,
+    boundary,
+    echo_json,
+    ensure_schema,
+    fail,
+    open_session,
+    operator,
+)
+from typer.core import TyperGroup
+
+
+class ExportGroup(TyperGroup):
+    """`itsmreview export OUT ...` runs `export create OUT ...`; `export verify OUT` checks."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["create", *args]
+        return super().parse_args(ctx, args)
+
+
+export_app = typer.Typer(
+    cls=ExportGroup,
+    help="Approved task sets with the evidence that approved them: `export OUT` writes one, "
+    "`export verify OUT` checks one.",
+    no_args_is_help=True,
+)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("create")
+@boundary
+def export_create(
+    out: Annotated[Path, typer.Argument(help="Folder to write (must not exist or be empty).")],
+    format: Annotated[
+        str, typer.Option("--format", help="Comma-separated: native, harbor, hf, tau2.")
+    ] = "native",
+    round_name: Annotated[
+        str | None, typer.Option("--round", help="Only tasks approved in this round.")
+    ] = None,
+    log: Annotated[str | None, typer.Option(help="Only tasks derived from this log.")] = None,
+    persona: Annotated[str | None, typer.Option(help="Only tasks of this persona.")] = None,
+    allow_tentative: Annotated[
+        bool,
+        typer.Option("--allow-tentative", help="Export even if agreement does not reach the gate."),
+    ] = False,
+    reason: Annotated[
+        str, typer.Option(help="Why a tentative export goes out (manifest and ledger).")
+    ] = "",
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUT if it exists and is not empty.")
+    ] = False,
+    with_names: Annotated[
+        bool, typer.Option("--with-names", help="Raters by name instead of rater-01, ...")
+    ] = False,
+    at: Annotated[
+        datetime | None,
+        typer.Option(help="Export time written into the manifest (ISO 8601), for reproducibility."),
+    ] = None,
+    make_zip: Annotated[bool, typer.Option("--zip", help="Also write OUT.zip.")] = False,
+    bootstrap: Annotated[
+        int, typer.Option(help="Bootstrap samples for the agreement intervals.")
+    ] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Export the approved versions of the chosen tasks with their ratings, agreement, gate
+    decisions, adjudications, coverage, rubrics, ledger slice and a manifest of sha256 digests."""
+    from itsmreview.exports.service import export_set
+
+    ensure_schema()
+    with typer.progressbar(length=100, label="exporting", file=sys.stderr) as bar:
+        done = [0]
+
+        def progress(stage: str, fraction: float) -> None:
+            step = int(fraction * 100) - done[0]
+            if step > 0:
+                bar.update(step)
+                done[0] += step
+            bar.label = stage
+
+        with open_session() as session:
+            result = export_set(
+                out,
+                session=session,
+                actor=operator(),
+                formats=format,
+                round_name=round_name,
+                log=log,
+                persona=persona,
+                allow_tentative=allow_tentative,
+                reason=reason,
+                force=force,
+                with_names=with_names,
+                at=at,
+                make_zip=make_zip,
+                bootstrap=bootstrap,
+                progress=progress,
+            )
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    counts = result.manifest["counts"]
+    typer.echo(
+        f"exported {result.tasks} approved task(s) ({', '.join(result.formats)}) with "
+        f"{counts['ratings']} rating(s) to {result.path}"
+    )
+    typer.echo(f"manifest sha256: {result.manifest_sha256}")
+    if result.zip_path:
+        typer.echo(f"zip: {result.zip_path}")
+    if result.manifest["tentative"]:
+        typer.echo(f"tentative: {result.manifest['tentative']['reason']}")
+
+
+@export_app.command("verify")
+@boundary
+def export_verify(
+    out: Annotated[Path, typer.Argument(help="An export folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Check every file of an export against its manifest; exit 1 naming each missing,
+    changed or extra file."""
+    from itsmreview.exports.service import verify_export
+
+    report = verify_export(out)
+    if as_json:
+        echo_json(report.as_dict())
+    else:
+        for label, names in (
+            ("missing", report.missing),
+            ("changed", report.changed),
+            ("extra", report.extra),
+        ):
+            for name in names:
+                typer.echo(f"{label}: {name}")
+    if report.problem:
+        fail(report.problem)
+    if not report.ok:
+        fail(
+            f"{out}: {len(report.missing)} missing, {len(report.changed)} changed, "
+            f"{len(report.extra)} extra file(s)"
+        )
+    if not as_json:
+        typer.echo(
+            f"{out}: all {report.files} files match the manifest "
+            f"(manifest sha256 {report.manifest_sha256})"
+        )

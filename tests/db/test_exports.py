@@ -1,0 +1,351 @@
+"""Exports of approved task sets on both databases: only approved versions, every format
+re-imports to the same tasks, the Hugging Face folder loads with `datasets`, the same state
+gives the same bytes, `export verify` names every changed, missing or extra file."""
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from itsmreview.accounts.service import create_user
+from itsmreview.catalog.importing import import_path
+from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.cli import app
+from itsmreview.coverage import queries as coverage_queries
+from itsmreview.coverage.service import import_log
+from itsmreview.coverage.synthetic import generate_log, write_csv
+from itsmreview.db import session_scope
+from itsmreview.errors import Conflict, InvalidInput, NotFound
+from itsmreview.exports.bundle import verify_folder
+from itsmreview.exports.models import Export
+from itsmreview.exports.service import export_set
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.ledger.service import verify_chain
+from itsmreview.review.assignment import claim_next
+from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.service import create_round, submit_rating
+from sqlmodel import select
+from typer.testing import CliRunner
+
+AT = datetime(2026, 12, 1, tzinfo=UTC)
+TAU2_TASK = {
+    "id": "tau2-1",
+    "description": {"purpose": "Mobile data does not work abroad"},
+    "user_scenario": {"instructions": {"reason_for_call": "No data in Spain", "domain": "telecom"}},
+    "initial_state": {"roaming": False},
+    "evaluation_criteria": {
+        "actions": [{"name": "enable_roaming", "arguments": {"line": "L1"}}],
+        "env_assertions": [],
+    },
+}
+
+
+def _harbor(root: Path) -> Path:
+    folder = root / "harbor-reset"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.toml").write_text('[task]\nname = "harbor-reset"\n')
+    (folder / "instruction.md").write_text("Reset the VPN token of user 4711.\n")
+    (folder / "tests" / "test.sh").write_text("#!/bin/sh\ngrep -q reset /state\n")
+    return folder
+
+
+def _rate(session, experts, scores_of):
+    """Each expert claims and rates every task; scores_of(expert, version) -> (score, verdict)."""
+    rubric = load_rubric()
+    for expert in experts:
+        while (assignment := claim_next(session=session, actor=expert)) is not None:
+            score, verdict = scores_of(expert.username, assignment.task_version_id)
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores={d.key: score for d in rubric.dimensions},
+                verdict=verdict,
+            )
+
+
+@pytest.fixture
+def reviewed(configured, tmp_path):
+    """A round of five tasks rated by three experts who nearly agree (e3 rates native-b one
+    point higher): native-a, native-b, harbor and tau2 approved; native-bad rejected;
+    native-a then re-imported as an unreviewed v2."""
+    log_path = write_csv(generate_log(150, seed=3), tmp_path / "synth.csv")
+    with session_scope() as session:
+        lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+        experts = [
+            create_user(session=session, username=f"e{i}", role="expert", password="expert-pass")[0]
+            for i in range(1, 4)
+        ]
+        log = import_log(log_path, session=session, preset="bpi2013", name="synth").log
+        variants = coverage_queries.variants_frame(session=session, log_id=log.id)
+        sequence = list(variants["sequence"].iloc[0])
+    source = {"log": "synth", "variants": [sequence]}
+    natives = [
+        {
+            "id": f"native-{n}",
+            "title": f"Task {n}",
+            "persona": "L1 service desk agent",
+            "track": "single-agent",
+            "instruction": f"Handle incident {n}",
+            "source": source,
+        }
+        for n in ("a", "b", "bad")
+    ]
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(json.dumps({"tasks": natives}))
+    tau2_file = tmp_path / "tau2.json"
+    tau2_file.write_text(json.dumps([TAU2_TASK]))
+    with session_scope() as session:
+        import_path(bundle, session=session)
+        import_path(_harbor(tmp_path / "harbor"), session=session)
+        import_path(tau2_file, session=session)
+        versions = {
+            t.external_id: v.id
+            for t, v in session.exec(select(Task, TaskVersion).join(TaskVersion)).all()
+        }
+        rubric = ensure_rubric(load_rubric(), session=session)
+        create_round(
+            session=session,
+            actor=lead,
+            name="R1",
+            rubric=rubric,
+            task_version_ids=sorted(versions.values()),
+            k=3,
+        )
+    by_version = {v: k for k, v in versions.items()}
+    grades = {
+        "native-a": (5, "accept"),
+        "native-b": (4, "accept"),
+        "harbor-reset": (5, "accept"),
+        "tau2-1": (4, "accept"),
+        "native-bad": (1, "reject"),
+    }
+    with session_scope() as session:
+        _rate(
+            session,
+            [session.merge(e) for e in experts],
+            lambda who, v: (
+                (5, "accept")
+                if (who, by_version[v]) == ("e3", "native-b")
+                else grades[by_version[v]]
+            ),
+        )
+    natives[0]["instruction"] = "Handle incident a, now with the CMDB record"
+    bundle.write_text(json.dumps({"tasks": natives[:1]}))
+    with session_scope() as session:
+        import_path(bundle, session=session)  # native-a v2: newer, unreviewed
+    return {"lead": lead, "tmp": tmp_path, "bundle": bundle, "tau2": tau2_file}
+
+
+def _export(reviewed, out, **options):
+    with session_scope() as session:
+        lead = session.merge(reviewed["lead"])
+        return export_set(out, session=session, actor=lead, at=AT, bootstrap=200, **options)
+
+
+def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
+    out = reviewed["tmp"] / "one" / "set"
+    result = _export(reviewed, out, formats=["native", "harbor", "hf", "tau2"])
+    lines = [json.loads(x) for x in (out / "tasks/native.jsonl").read_text().splitlines()]
+    assert [(t["id"], t["itsmreview"]["version"]) for t in lines] == [
+        ("harbor-reset", 1),
+        ("native-a", 1),
+        ("native-b", 1),
+        ("tau2-1", 1),
+    ]
+    assert all(t["itsmreview"]["decision"] == "approved" for t in lines)
+    assert lines[1]["instruction"] == "Handle incident a"  # the approved v1, not the newer v2
+    assert result.manifest["counts"]["tasks"] == 4 and result.manifest["counts"]["ratings"] == 12
+    assert result.manifest["tentative"] is None
+    assert (out / "tasks/harbor/harbor-reset/tests/test.sh").is_file()
+    toml = (out / "tasks/harbor/dataset.toml").read_text()
+    assert 'name = "harbor-reset"' in toml and 'digest = "sha256:' in toml
+    assert json.loads((out / "tasks/tau2/tasks.json").read_text()) == [TAU2_TASK]
+    ratings = (out / "evidence/ratings.csv").read_text()
+    assert "rater-01" in ratings and "native-bad" not in ratings
+    for name in ("e1", "e2", "e3", "lead"):  # pseudonymised everywhere
+        for path in out.rglob("*"):
+            if path.is_file():
+                assert f'"{name}"' not in path.read_text() and f",{name}," not in path.read_text()
+    gate = json.loads((out / "evidence/gate.json").read_text())["R1"]
+    assert {d["task"] for d in gate["decisions"]} == {
+        "harbor-reset",
+        "native-a",
+        "native-b",
+        "tau2-1",
+    }
+    assert all(d["status"] == "approved" for d in gate["decisions"])
+    coverage = json.loads((out / "evidence/coverage.json").read_text())["synth"]
+    assert coverage["tasks"] == 2 and coverage["variant_coverage"] > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["exported_at"] == AT.isoformat() and manifest["ledger_head"]["seq"] > 0
+    assert len(manifest["rubrics"]) == 1 and manifest["rubrics"][0]["content_hash"]
+    with session_scope() as session:
+        stored = session.exec(select(Export)).one()
+        assert stored.content_hash == result.manifest_sha256 and stored.task_count == 4
+        entry = session.exec(select(LedgerEntry).where(LedgerEntry.artifact_type == "export")).one()
+        assert entry.reference == f"manifest sha256:{result.manifest_sha256}"
+        assert verify_chain(session=session).ok
+
+
+def test_every_format_reimports_to_the_same_tasks(reviewed):
+    out = reviewed["tmp"] / "set"
+    _export(reviewed, out, formats=["native", "harbor", "tau2"])
+    with session_scope() as session:
+        native = import_path(out / "tasks/native.jsonl", session=session)
+        harbor = import_path(out / "tasks/harbor", session=session)
+        tau2 = import_path(out / "tasks/tau2/tasks.json", session=session)
+        session.rollback()
+    # native-a's export is its v1, which the catalog holds: re-importing it is a no-op
+    assert sorted(native.report.unchanged) == ["harbor-reset", "native-a", "native-b", "tau2-1"]
+    assert harbor.report.unchanged == ["harbor-reset"] and tau2.report.unchanged == ["tau2-1"]
+
+
+def test_the_hugging_face_folder_loads_with_datasets(reviewed, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = reviewed["tmp"] / "set"
+    _export(reviewed, out, formats=["hf"])
+    loaded = datasets.load_dataset(str(out / "tasks/hf"), cache_dir=str(reviewed["tmp"] / "c"))
+    train = loaded["train"]
+    assert sorted(train["id"]) == ["harbor-reset", "native-a", "native-b", "tau2-1"]
+    row = next(r for r in train if r["id"] == "native-a")
+    assert row["version"] == 1 and row["source_log"] == "synth" and row["variants"]
+    card = (out / "tasks/hf/README.md").read_text()
+    for section in ("## Dataset Summary", "## Dataset Structure", "## Licensing Information"):
+        assert section in card
+
+
+def test_two_exports_of_one_state_are_byte_identical(reviewed):
+    first, second = reviewed["tmp"] / "a" / "set", reviewed["tmp"] / "b" / "set"
+    _export(reviewed, first, formats=["native", "harbor", "hf", "tau2"], make_zip=True)
+    _export(reviewed, second, formats=["native", "harbor", "hf", "tau2"], make_zip=True)
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    assert (first.parent / "set.zip").read_bytes() == (second.parent / "set.zip").read_bytes()
+
+
+def test_verify_names_changed_missing_and_extra_files(reviewed):
+    out = reviewed["tmp"] / "set"
+    _export(reviewed, out, formats=["native", "hf"])
+    runner = CliRunner()
+    ok = runner.invoke(app, ["export", "verify", str(out)])
+    assert ok.exit_code == 0 and "all" in ok.output
+    with open(out / "evidence/ratings.csv", "a") as handle:
+        handle.write("native-bad,1,R1,rater-09,human,1,accept,,,5,5,5,5,5,5,5,5,,\n")
+    (out / "tasks/hf/README.md").unlink()
+    (out / "notes.txt").write_text("added later")
+    report = verify_folder(out)
+    assert report.changed == ["evidence/ratings.csv"]
+    assert report.missing == ["tasks/hf/README.md"]
+    assert report.extra == ["notes.txt"]
+    failed = runner.invoke(app, ["export", "verify", str(out)])
+    assert failed.exit_code == 1
+    for line in (
+        "changed: evidence/ratings.csv",
+        "missing: tasks/hf/README.md",
+        "extra: notes.txt",
+    ):
+        assert line in failed.output
+
+
+def test_refusals_write_nothing(reviewed):
+    tmp = reviewed["tmp"]
+    with pytest.raises(NotFound, match="no approved task matches persona 'Nobody'"):
+        _export(reviewed, tmp / "none", persona="Nobody")
+    assert not (tmp / "none").exists()
+    busy = tmp / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    with pytest.raises(Conflict, match="not empty"):
+        _export(reviewed, busy)
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+    with pytest.raises(InvalidInput, match="needs --reason"):
+        _export(reviewed, tmp / "t", allow_tentative=True)
+    with pytest.raises(InvalidInput, match="unknown export format"):
+        _export(reviewed, tmp / "t", formats=["csv"])
+    assert not (tmp / "t").exists()
+    assert not [p for p in tmp.iterdir() if ".staging-" in p.name]
+    _export(reviewed, busy, force=True)
+    assert not (busy / "keep.txt").exists() and (busy / "manifest.json").is_file()
+
+
+def test_a_failing_export_leaves_no_partial_folder(reviewed):
+    """A Harbor task whose stored folder name would leave the destination fails the export
+    half-way (after the native files are written): nothing is left behind."""
+    tmp = reviewed["tmp"]
+    with session_scope() as session:
+        version = session.exec(
+            select(TaskVersion).join(Task).where(Task.external_id == "harbor-reset")
+        ).one()
+        extra = dict(version.extra)
+        extra["original"] = dict(extra["original"], folder="../../escape")
+        version.extra = extra
+    with pytest.raises(InvalidInput, match="leaves its folder"):
+        _export(reviewed, tmp / "out", formats=["native", "harbor"])
+    assert sorted(p.name for p in tmp.iterdir() if p.name.startswith((".out", "out"))) == []
+    assert not (tmp.parent / "escape").exists()
+
+
+def test_a_gate_not_reached_needs_a_reason_recorded_in_manifest_and_ledger(reviewed):
+    from itsmreview.review.reliability import adjudicate, set_gate
+
+    with session_scope() as session:
+        lead = session.merge(reviewed["lead"])
+        # agreement is high but not perfect: at 0.99 every task falls back to pending ...
+        set_gate(session=session, actor=lead, round_name="R1", changes={"alpha_min": 0.99})
+        version = session.exec(
+            select(TaskVersion).join(Task).where(Task.external_id == "native-b")
+        ).one()
+        # ... and a lead's adjudication approves one anyway
+        adjudicate(
+            session=session,
+            actor=lead,
+            task_version_id=version.id,
+            decision="accept",
+            reason="Checked against the runbook",
+            round_name="R1",
+        )
+    tmp = reviewed["tmp"]
+    with pytest.raises(Conflict, match="does not reach the gate"):
+        _export(reviewed, tmp / "t")
+    assert not (tmp / "t").exists()
+    result = _export(reviewed, tmp / "t", allow_tentative=True, reason="pilot for the workshop")
+    assert result.tasks == 1
+    assert result.manifest["tentative"]["reason"] == "pilot for the workshop"
+    assert result.manifest["tentative"]["gate"]["R1"]
+    adjudications = (tmp / "t/evidence/adjudications.jsonl").read_text().splitlines()
+    assert [json.loads(a)["reason"] for a in adjudications] == ["Checked against the runbook"]
+    assert json.loads(adjudications[0])["lead"] == "lead-01"
+    with session_scope() as session:
+        entry = session.exec(select(LedgerEntry).where(LedgerEntry.action == "export")).one()
+        assert entry.payload["tentative"]["reason"] == "pilot for the workshop"
+
+
+def test_the_prov_json_slice_is_valid_prov(reviewed):
+    prov = pytest.importorskip("prov.model")
+    out = reviewed["tmp"] / "set"
+    _export(reviewed, out)
+    text = (out / "evidence/ledger.prov.json").read_text()
+    document = prov.ProvDocument.deserialize(content=text, format="json")
+    records = list(document.get_records())
+    assert len(records) > 20
+    again = prov.ProvDocument.deserialize(content=document.serialize(format="json"), format="json")
+    assert again == document
+
+
+def test_export_from_the_cli(reviewed):
+    out = reviewed["tmp"] / "cli-set"
+    result = CliRunner().invoke(
+        app, ["export", str(out), "--format", "native,hf", "--json", "--at", AT.isoformat()]
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output[result.output.index("{") :])
+    assert payload["tasks"] == 4 and payload["formats"] == ["native", "hf"]
+    again = CliRunner().invoke(app, ["export", str(out)])
+    assert again.exit_code == 1 and "not empty" in again.output
+    assert os.path.isfile(out / "manifest.json")
