@@ -190,3 +190,16 @@ def ledger_head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[i
         query = query.where(LedgerEntry.artifact_type.not_in(excluding))
     row = session.exec(query.order_by(LedgerEntry.seq.desc()).limit(1)).first()
     return (int(row[0]), str(row[1])) if row else None
+
+
+def filter_choices(*, session: Session) -> dict[str, list[str]]:
+    """Rounds, source logs and personas an export can be filtered by."""
+    from itsmreview.coverage.models import EventLog
+
+    return {
+        "rounds": list(session.exec(select(ReviewRound.name).order_by(ReviewRound.id)).all()),
+        "logs": list(session.exec(select(EventLog.name).distinct().order_by(EventLog.name)).all()),
+        "personas": list(
+            session.exec(select(Task.persona).distinct().order_by(Task.persona)).all()
+        ),
+    }

@@ -487,6 +487,33 @@ def verify_export(out: Path | str) -> VerifyReport:
     return verify_folder(Path(out))
 
 
+def export_choices(*, session: Session, actor: User) -> dict[str, list[str]]:
+    """The rounds, logs and personas the Exports page offers as filters. Leads only."""
+    require_role(actor, Role.lead)
+    return queries.filter_choices(session=session)
+
+
+def export_folder(name: str) -> Path:
+    """Where the Exports page writes an export named `name`: a single folder name under the
+    data folder's exports/. Raises InvalidInput for any other name."""
+    from itsmreview.files import UnsafePath, safe_join
+    from itsmreview.settings import get_settings
+
+    root = get_settings().data_dir / "exports"
+    try:
+        target = safe_join(root, name.strip())
+    except UnsafePath as exc:
+        raise InvalidInput(f"export name: {exc}") from None
+    if target.parent != root or target.name.startswith("."):
+        raise InvalidInput(f"export name {name!r}: use one folder name, e.g. pilot-2026-12")
+    return target
+
+
+def export_named(name: str, *, session: Session, actor: User, **options) -> ExportResult:
+    """`export_set` into the data folder's exports/NAME (the Exports page)."""
+    return export_set(export_folder(name), session=session, actor=actor, **options)
+
+
 def list_exports(*, session: Session, actor: User) -> pd.DataFrame:
     """Exports made so far, newest first. Leads only."""
     require_role(actor, Role.lead)

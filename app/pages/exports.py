@@ -1,18 +1,99 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.db import session_scope
-from itsmreview.exports.service import list_exports
+from itsmreview.db import session_scope, utcnow
+from itsmreview.exports.service import (
+    FORMATS,
+    export_choices,
+    export_named,
+    list_exports,
+    preview,
+)
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 
+ALL = "(all)"
 user = require(Role.lead)
 st.title("Exports")
+st.write(
+    "An export holds the approved version of each chosen task with the evidence that approved "
+    "it: ratings (pseudonymised), agreement, the gate's decisions, adjudications, coverage, "
+    "rubrics, the ledger slice and a manifest of sha256 digests (`itsmreview export verify`)."
+)
 with session_scope() as session:
-    exports = list_exports(session=session, actor=user)
-if exports.empty:
-    st.info(
-        "No task set exported yet. Exporting approved task sets with their ratings, agreement "
-        "and provenance is not built yet; until it is, `itsmreview tasks export DEST --id ID` "
-        "writes chosen tasks back in their own formats."
+    choices = export_choices(session=session, actor=user)
+left, middle, right = st.columns(3)
+round_name = left.selectbox("Round", [ALL, *choices["rounds"]])
+log = middle.selectbox("Source log", [ALL, *choices["logs"]])
+persona = right.selectbox("Persona", [ALL, *choices["personas"]])
+filters = {
+    "round_name": None if round_name == ALL else round_name,
+    "log": None if log == ALL else log,
+    "persona": None if persona == ALL else persona,
+}
+shown = perform(preview, actor=user, **filters)
+if shown is FAILED:
+    st.stop()
+tiles = st.columns(3)
+tiles[0].metric("Approved tasks", shown["tasks"])
+tiles[1].metric("Personas", len(shown["by_persona"]))
+tiles[2].metric("Source logs", len([k for k in shown["by_log"] if k != "-"]))
+if shown["tasks"]:
+    st.caption(
+        "By persona: "
+        + ", ".join(f"{k} {v}" for k, v in shown["by_persona"].items())
+        + " · by log: "
+        + ", ".join(f"{k} {v}" for k, v in shown["by_log"].items())
     )
+weak = {name: gate for name, gate in shown["gate"].items() if not gate["reached"]}
+for name, gate in shown["gate"].items():
+    if gate["reached"]:
+        st.success(f"Round {name}: agreement reaches the gate (alpha >= {gate['alpha_min']}).")
+    else:
+        st.warning(f"Round {name}: {'; '.join(gate['problems'])}.")
+with st.form("export"):
+    formats = st.multiselect("Formats", FORMATS, default=["native", "hf"])
+    name = st.text_input("Export name", value=f"export-{utcnow():%Y%m%d-%H%M%S}")
+    with_names = st.checkbox("Raters by name (default: rater-01, rater-02, ...)")
+    reason = ""
+    if weak:
+        reason = st.text_input(
+            "Reason for exporting although agreement does not reach the gate (recorded)"
+        )
+    submitted = st.form_submit_button(
+        "Export", type="primary", disabled=not shown["tasks"] or not formats
+    )
+if submitted:
+    bar = st.progress(0.0, text="starting")
+    result = perform(
+        export_named,
+        name=name,
+        actor=user,
+        formats=formats,
+        with_names=with_names,
+        allow_tentative=bool(weak),
+        reason=reason,
+        make_zip=True,
+        progress=lambda stage, fraction: bar.progress(fraction, text=stage),
+        **filters,
+    )
+    if result is not FAILED:
+        st.success(
+            f"Exported {result.tasks} task(s) to {result.path}; manifest sha256 "
+            f"`{result.manifest_sha256}`"
+        )
+        st.download_button(
+            "Download the zip",
+            data=result.zip_path.read_bytes(),
+            file_name=result.zip_path.name,
+            mime="application/zip",
+        )
+st.subheader("Exports so far")
+with session_scope() as session:
+    history = list_exports(session=session, actor=user)
+if history.empty:
+    st.caption("None yet.")
 else:
-    st.dataframe(exports, hide_index=True)
+    st.dataframe(
+        history.rename(columns={"content_hash": "manifest sha256", "created_at": "exported"}),
+        hide_index=True,
+    )

@@ -422,3 +422,33 @@ def test_the_users_page_deactivates_a_user(demo_configured):
     assert not at.exception and not at.error
     again = log_in("expert2", "itsm-demo")
     assert [e.value for e in again.error] == ["unknown username or wrong password"]
+
+
+def test_a_lead_exports_the_demos_approved_set_from_the_page(
+    demo_configured, tmp_path, monkeypatch
+):
+    from itsmreview import settings as settings_module
+    from itsmreview.exports.bundle import verify_folder
+    from itsmreview.settings import get_settings
+
+    monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path))  # the demo's data folder is shared
+    settings_module.get_settings.cache_clear()
+    at = open_page(log_in("lead"), "exports")
+    assert [m.value for m in at.metric][:1] == ["1"]  # the demo round approves one task
+    at.text_input[0].set_value("demo-set")
+    at.button(key="FormSubmitter:export-Export").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Exported 1 task(s)" in s.value for s in at.success)
+    folder = get_settings().data_dir / "exports" / "demo-set"
+    assert verify_folder(folder).ok
+    assert (folder.parent / "demo-set.zip").is_file()
+    history = at.dataframe[-1].value
+    assert list(history["name"]) == ["demo-set"]
+
+
+def test_the_exports_page_refuses_a_name_that_leaves_its_folder(demo_configured):
+    at = open_page(log_in("lead"), "exports")
+    at.text_input[0].set_value("../../escape")
+    at.button(key="FormSubmitter:export-Export").click().run()
+    assert not at.exception
+    assert any("leaves its folder" in e.value for e in at.error)

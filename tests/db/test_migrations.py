@@ -44,3 +44,71 @@ def test_upgrade_twice_is_a_no_op(engine):
     before = current_revision(engine)
     upgrade_database(engine)
     assert current_revision(engine) == before
+
+
+def test_decisions_move_to_the_version_that_was_reviewed(empty_database_url):
+    """Before 0006 the status was the task's: an approved task re-imported as version 2 read
+    as approved. After it, version 1 keeps the approval and the task reads as unreviewed."""
+    from sqlalchemy import text
+
+    engine = create_db_engine(empty_database_url)
+    try:
+        upgrade_database(engine, "0005")
+        with engine.begin() as c:
+            c.execute(
+                text(
+                    "INSERT INTO users (id, username, display_name, role, password_hash, expertise,"
+                    " active, created_at, session_epoch) VALUES (1, 'lead', 'Lead', 'lead', 'x',"
+                    " '[]', true, '2026-01-01', 0)"
+                )
+            )
+            c.execute(
+                text(
+                    "INSERT INTO rubrics (id, name, version, title, definition, content_hash,"
+                    " created_at) VALUES (1, 'r', 1, 'R', '{}', 'h', '2026-01-01')"
+                )
+            )
+            for task_id, status in ((1, "approved"), (2, "rejected"), (3, "draft")):
+                c.execute(
+                    text(
+                        "INSERT INTO tasks (id, external_id, title, persona, track, status,"
+                        " created_at, updated_at) VALUES (:id, :ext, 'T', 'P', 'single-agent',"
+                        " :status, '2026-01-01', '2026-01-01')"
+                    ),
+                    {"id": task_id, "ext": f"t{task_id}", "status": status},
+                )
+            versions = [(10, 1, 1), (11, 1, 2), (20, 2, 1), (30, 3, 1)]
+            for version_id, task_id, number in versions:
+                c.execute(
+                    text(
+                        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona,"
+                        " track, source_format, instruction, environment, ground_truth, verifier,"
+                        " tags, source, provenance, extra, created_at) VALUES (:id, :task, :n,"
+                        " :hash, '', '', '', 'native', 'x', '', '', '', '[]', '{}', '[]', '{}',"
+                        " '2026-01-01')"
+                    ),
+                    {"id": version_id, "task": task_id, "n": number, "hash": f"h{version_id}"},
+                )
+            c.execute(
+                text(
+                    "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
+                    " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
+                    " '2026-01-01', 1)"
+                )
+            )
+            for round_task_id, version_id in ((1, 10), (2, 20)):
+                c.execute(
+                    text(
+                        "INSERT INTO round_tasks (id, round_id, task_version_id, priority)"
+                        " VALUES (:id, 1, :v, 0)"
+                    ),
+                    {"id": round_task_id, "v": version_id},
+                )
+        upgrade_database(engine, "0006")
+        with engine.connect() as c:
+            versions = dict(c.execute(text("SELECT id, status FROM task_versions")).all())
+            tasks = dict(c.execute(text("SELECT external_id, status FROM tasks")).all())
+        assert versions == {10: "approved", 11: "draft", 20: "rejected", 30: "draft"}
+        assert tasks == {"t1": "draft", "t2": "rejected", "t3": "draft"}
+    finally:
+        engine.dispose()
