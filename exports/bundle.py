@@ -21,9 +21,21 @@ MANIFEST = "manifest.json"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # zip entries carry no real time: the same files, same bytes
 
 
-def canonical(value: Any) -> str:
-    """JSON with sorted keys and no white space drift: the same value, the same text."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, indent=1, default=str) + "\n"
+def canonical(value: Any, *, indent: int | None = None) -> str:
+    """JSON with sorted keys and fixed separators: the same value, the same text. Compact by
+    default (the C encoder; indenting falls back to a pure-Python one, 10x slower)."""
+    separators = (",", ": ") if indent else (",", ":")
+    return (
+        json.dumps(
+            value,
+            sort_keys=True,
+            ensure_ascii=False,
+            indent=indent,
+            separators=separators,
+            default=str,
+        )
+        + "\n"
+    )
 
 
 def jsonl(rows: Iterable[Any]) -> str:

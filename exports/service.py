@@ -247,7 +247,7 @@ def export_set(
             "ledger_head": head,
             "files": file_digests(staging.root, staging.files()),
         }
-        staging.write_text(MANIFEST, canonical(manifest))
+        staging.write_text(MANIFEST, canonical(manifest, indent=1))
         manifest_sha = sha256_file(staging.root / MANIFEST)
         session.add(
             Export(
@@ -377,14 +377,19 @@ def _write_files(
     )
     files = {**evidence.ratings_files(rows, dimensions)}
     report("computing agreement", 0.5)
-    by_username = {str(usernames[k]): names[int(k)] for k in usernames}
     per_round, gate_per_round = {}, {}
     for review_round in chosen.rounds:
-        _, items = reliability.round_agreement(
-            session=session, actor=actor, round_name=review_round.id, bootstrap=bootstrap, seed=0
-        )
-        per_round[review_round.name] = [_pseudonymised(i.as_dict(), by_username) for i in items]
         data = datas[review_round.name]
+        _, items = reliability.round_agreement(
+            session=session,
+            actor=actor,
+            round_name=review_round.id,
+            bootstrap=bootstrap,
+            seed=0,
+            detail=False,
+            data=data,
+        )
+        per_round[review_round.name] = [_agreement_row(i.as_dict()) for i in items]
         tasks, decisions = reliability.gate_decisions(session=session, data=data)
         config = reliability.gate_config(review_round, data.rubric)
         gate_per_round[review_round.name] = {
@@ -473,13 +478,10 @@ def _write_files(
     }
 
 
-def _pseudonymised(item: dict, names: dict[str, str]) -> dict:
-    """Per-rater figures under the export's rater names; raters of the round who rated no
-    exported task are left out (their names would otherwise leak)."""
-    for key in ("leave_one_rater_out", "rater_bias"):
-        if isinstance(item.get(key), dict):
-            item[key] = {names[k]: v for k, v in sorted(item[key].items()) if k in names}
-    return item
+def _agreement_row(item: dict) -> dict:
+    """An item's agreement without per-rater figures (they would name raters of the round
+    who rated no exported task)."""
+    return {k: v for k, v in item.items() if k not in ("leave_one_rater_out", "rater_bias")}
 
 
 def verify_export(out: Path | str) -> VerifyReport:

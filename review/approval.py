@@ -9,8 +9,7 @@ conflict, or one raised a blocking flag). A lead's adjudication decides.
 """
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from statistics import median
 
 VERDICT_ORDER = {"reject": 0, "revise": 1, "accept": 2}
 
@@ -84,21 +83,22 @@ def decide(
     spread = [
         d
         for d in sorted(ratings.scores)
-        if len(ratings.scores[d]) >= 2 and np.ptp(ratings.scores[d]) >= config.disagreement_range
+        if len(ratings.scores[d]) >= 2 and _span(ratings.scores[d]) >= config.disagreement_range
     ]
     conflicting = bool(verdict_ranks) and max(verdict_ranks) - min(verdict_ranks) == 2
     if spread or conflicting or blocking:
-        reasons = [f"ratings of {d} span {np.ptp(ratings.scores[d]):g} points" for d in spread]
+        reasons = [f"ratings of {d} span {_span(ratings.scores[d]):g} points" for d in spread]
         if conflicting:
             reasons.append("verdicts conflict (accept and reject)")
         return Decision("adjudication", reasons + [f"blocking flag: {f}" for f in blocking])
-    median_verdict = float(np.median(verdict_ranks))
+    median_verdict = float(median(verdict_ranks))
     if median_verdict < 1:
         return Decision("rejected", ["median verdict is reject"])
+    medians = {d: median(v) for d in config.gating_dimensions if (v := ratings.scores.get(d))}
     low = [
-        f"median {d} is {np.median(ratings.scores[d]):g}, below {config.dimension_min:g}"
+        f"median {d} is {medians[d]:g}, below {config.dimension_min:g}"
         for d in config.gating_dimensions
-        if d in ratings.scores and np.median(ratings.scores[d]) < config.dimension_min
+        if d in medians and medians[d] < config.dimension_min
     ]
     if median_verdict < 2 or low:
         return Decision(
@@ -114,3 +114,8 @@ def decide(
     if weak:
         return Decision("pending", weak)
     return Decision("approved", ["all criteria met"])
+
+
+def _span(values: list[float]) -> float:
+    """max - min (the gate runs once per task of a round: plain Python beats NumPy here)."""
+    return max(values) - min(values)

@@ -156,12 +156,14 @@ def round_agreement(
     bootstrap: int = 1000,
     seed: int = 0,
     detail: bool = True,
+    data: "RoundData | None" = None,
 ) -> tuple[ReviewRound, list[ItemAgreement]]:
     """Alpha (with a bootstrap CI), Gwet's AC (AC2 quadratic for ordinal and interval items,
-    AC1 for nominal), leave-one-rater-out alpha and rater bias for every rubric item of a
-    round. Human ratings only. Leads only."""
+    AC1 for nominal), leave-one-rater-out alpha and rater bias (`detail`) for every rubric
+    item of a round, from `data` when the caller loaded the round already. Human ratings
+    only. Leads only."""
     require_role(actor, Role.lead)
-    data = load_round(session=session, round_name=round_name)
+    data = data or load_round(session=session, round_name=round_name)
     names = queries.experts_by_id(
         session=session, ids=sorted(set(data.ratings["expert_id"].tolist()))
     )
