@@ -25,6 +25,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def content_digest(value: Any) -> str:
+    """sha256 of an object's canonical content: what a ledger entry commits to.
+
+    >>> content_digest({"b": 1, "a": [2]}) == content_digest({"a": [2], "b": 1})
+    True
+    """
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
 def link(content: Mapping[str, Any], prev_hash: str) -> str:
     """The sha256 hex digest chaining `content` to the entry before it."""
     digest = hashlib.sha256()

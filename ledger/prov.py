@@ -8,6 +8,7 @@ same document.
 """
 
 import hashlib
+from urllib.parse import quote
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,7 +17,8 @@ CREATING_ACTIONS = {"import", "submit", "add", "export", "add-source"}
 
 
 def _id(kind: str, value: str) -> str:
-    return f"itsm:{kind}/{value}"
+    """A qualified name whose local part PROV-N can write (spaces and the like escaped)."""
+    return f"itsm:{quote(kind, safe='/')}/{quote(value, safe='@.-_')}"
 
 
 def prov_document(
@@ -80,7 +82,7 @@ def prov_document(
             doc["entity"].setdefault(
                 source, {"prov:type": f"itsm:{entry.source_kind}", "prov:label": reference}
             )
-            part = f"{entity}#{entry.field}"
+            part = f"{entity}.{quote(entry.field, safe='')}"
             doc["entity"].setdefault(part, {"prov:type": "itsm:field"})
             relation("wasDerivedFrom", {"prov:generatedEntity": part, "prov:usedEntity": source})
     for derived, source in derivations:

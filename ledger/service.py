@@ -14,7 +14,7 @@ from sqlmodel import Session
 SOURCE_KINDS = ("logs", "external", "expert", "system")
 
 
-def _content(entry: LedgerEntry) -> dict[str, Any]:
+def entry_content(entry: LedgerEntry) -> dict[str, Any]:
     return {
         "seq": entry.seq,
         "created_at": entry.created_at.isoformat(timespec="microseconds"),
@@ -63,7 +63,7 @@ def append_entry(
         prev_hash=last.entry_hash if last else chain.GENESIS_HASH,
         entry_hash="",
     )
-    entry.entry_hash = chain.link(_content(entry), entry.prev_hash)
+    entry.entry_hash = chain.link(entry_content(entry), entry.prev_hash)
     session.add(entry)
     session.flush()
     return entry
@@ -88,7 +88,7 @@ def verify_chain(*, session: Session, raise_on_break: bool = False) -> ChainRepo
         nonlocal count
         for entry in queries.iter_entries(session=session):
             count += 1
-            yield _content(entry), entry.prev_hash, entry.entry_hash
+            yield entry_content(entry), entry.prev_hash, entry.entry_hash
 
     broken = chain.find_break(triples())
     if broken is None:

@@ -520,3 +520,9 @@ def mirror_newest_status(*, session: Session, round_id: int) -> None:
         .values(status=newest_status)
         .execution_options(synchronize_session="fetch")
     )
+
+
+def rubric_named(*, session: Session, name: str):
+    from itsmreview.review.models import Rubric
+
+    return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()

@@ -10,6 +10,7 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import agreement, queries
 from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide
@@ -324,19 +325,43 @@ def adjudicate(
     review_round = find_round(session, round_name)
     if task_version_id not in queries.round_task_ids(session=session, round_id=review_round.id):
         raise NotFound(f"task version {task_version_id} is not in round {review_round.name!r}")
-    session.add(
-        Adjudication(
-            round_id=review_round.id,
-            task_version_id=task_version_id,
-            lead_id=actor.id,
-            decision=decision,
-            reason=reason.strip(),
-        )
+    adjudication = Adjudication(
+        round_id=review_round.id,
+        task_version_id=task_version_id,
+        lead_id=actor.id,
+        decision=decision,
+        reason=reason.strip(),
     )
+    session.add(adjudication)
     session.flush()
+    append_entry(
+        session=session,
+        artifact_type="adjudication",
+        artifact_id=str(adjudication.id),
+        action="adjudicate",
+        source_kind="expert",
+        actor_id=actor.id,
+        reference=f"round {review_round.name}",
+        payload={
+            "task_version_id": task_version_id,
+            "decision": str(decision),
+            "content_sha256": content_digest(adjudication_content(adjudication)),
+        },
+    )
     return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)[
         task_version_id
     ]
+
+
+def adjudication_content(adjudication: Adjudication) -> dict:
+    """What an adjudication's ledger entry commits to."""
+    return {
+        "round_id": adjudication.round_id,
+        "task_version_id": adjudication.task_version_id,
+        "lead_id": adjudication.lead_id,
+        "decision": str(adjudication.decision),
+        "reason": adjudication.reason,
+    }
 
 
 def disagreements(
@@ -436,7 +461,11 @@ def set_gate(
         action="gate",
         source_kind="expert",
         actor_id=actor.id,
-        payload={"from": before, "to": review_round.approval},
+        payload={
+            "from": before,
+            "to": review_round.approval,
+            "content_sha256": content_digest(review_round.approval),
+        },
     )
     decisions = recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
     return current_gate(session=session, round_name=review_round.id)[0], decisions

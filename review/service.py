@@ -8,6 +8,7 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import queries
 from itsmreview.review.models import (
@@ -259,12 +260,29 @@ def submit_rating(
             "task_version_id": assignment.task_version_id,
             "round": review_round.name,
             "revision": rating.revision,
+            "content_sha256": content_digest(rating_content(rating, scores)),
         },
     )
     session.flush()
     if recompute:
         recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
     return rating
+
+
+def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:
+    """What a submitted rating's ledger entry commits to: every judgement in it."""
+    return {
+        "task_version_id": rating.task_version_id,
+        "round_id": rating.round_id,
+        "expert_id": rating.expert_id,
+        "revision": rating.revision,
+        "rater_kind": rating.rater_kind,
+        "verdict": str(rating.verdict) if rating.verdict is not None else None,
+        "flags": sorted(rating.flags or []),
+        "comment": rating.comment or "",
+        "confidence": rating.confidence,
+        "scores": {k: (None if v is None else float(v)) for k, v in sorted(scores.items())},
+    }
 
 
 DRAFT_REVISION = 0

@@ -81,19 +81,19 @@ def test_decisions_move_to_the_version_that_was_reviewed(empty_database_url):
             for version_id, task_id, number in versions:
                 c.execute(
                     text(
-                        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona,"
-                        " track, source_format, instruction, environment, ground_truth, verifier,"
-                        " tags, source, provenance, extra, created_at) VALUES (:id, :task, :n,"
-                        " :hash, '', '', '', 'native', 'x', '', '', '', '[]', '{}', '[]', '{}',"
-                        " '2026-01-01')"
+                        "INSERT INTO task_versions (id, task_id, version, content_hash, title,"
+                        " persona, track, source_format, instruction, environment,"
+                        " ground_truth, verifier, tags, source, provenance, extra, created_at)"
+                        " VALUES (:id, :task, :n, :hash, '', '', '', 'native', 'x', '', '', '',"
+                        " '[]', '{}', '[]', '{}', '2026-01-01')"
                     ),
                     {"id": version_id, "task": task_id, "n": number, "hash": f"h{version_id}"},
                 )
             c.execute(
                 text(
-                    "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
-                    " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
-                    " '2026-01-01', 1)"
+                    "INSERT INTO review_rounds (id, name, rubric_id, k, status,"
+                    " reservation_minutes, approval, created_at, created_by_id)"
+                    " VALUES (1, 'R', 1, 3, 'open', 60, '{}', '2026-01-01', 1)"
                 )
             )
             for round_task_id, version_id in ((1, 10), (2, 20)):

@@ -1,0 +1,1 @@
+"""Provenance as evidence: ledger audit, recorded sources, summaries."""

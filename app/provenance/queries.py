@@ -1,0 +1,240 @@
+"""Queries of the provenance audit: objects read in id batches, ledger entries as plain rows."""
+
+from collections.abc import Iterator
+
+import pandas as pd
+from itsmreview.accounts.models import User
+from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.db import frame_of
+from itsmreview.exports.models import Export
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.review.models import Adjudication, Rating, RatingScore, ReviewRound
+from sqlalchemy import func, or_
+from sqlmodel import Session, select
+
+ENTRY_COLUMNS = (
+    LedgerEntry.seq,
+    LedgerEntry.created_at,
+    LedgerEntry.artifact_type,
+    LedgerEntry.artifact_id,
+    LedgerEntry.field,
+    LedgerEntry.source_kind,
+    LedgerEntry.reference,
+    LedgerEntry.action,
+    LedgerEntry.actor_id,
+    LedgerEntry.payload,
+    LedgerEntry.prev_hash,
+    LedgerEntry.entry_hash,
+)
+
+
+def entries(*, session: Session, batch: int = 20_000, where=None) -> Iterator:
+    """Every ledger entry (or those matching `where`) in chain order as plain rows, read in
+    batches by sequence number: memory stays bounded whatever the ledger's length."""
+    after = 0
+    while True:
+        query = select(*ENTRY_COLUMNS).where(LedgerEntry.seq > after)
+        if where is not None:
+            query = query.where(where)
+        rows = session.exec(query.order_by(LedgerEntry.seq).limit(batch)).all()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].seq
+
+
+def head(*, session: Session) -> tuple[int, str] | None:
+    row = session.exec(
+        select(LedgerEntry.seq, LedgerEntry.entry_hash).order_by(LedgerEntry.seq.desc()).limit(1)
+    ).first()
+    return (int(row[0]), str(row[1])) if row else None
+
+
+def entry_at(*, session: Session, seq: int):
+    return session.exec(select(*ENTRY_COLUMNS).where(LedgerEntry.seq == seq)).first()
+
+
+def ratings_batches(*, session: Session, batch: int = 5_000) -> Iterator[tuple[list, dict]]:
+    """Submitted ratings in id batches, each with {rating id: {dimension: value}}."""
+    after = 0
+    while True:
+        ratings = session.exec(
+            select(Rating)
+            .where(Rating.id > after, Rating.status == "submitted")
+            .order_by(Rating.id)
+            .limit(batch)
+        ).all()
+        if not ratings:
+            return
+        low, high = ratings[0].id, ratings[-1].id
+        scores: dict[int, dict] = {}
+        for rating_id, dimension, value in session.exec(
+            select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
+                RatingScore.rating_id.between(low, high)
+            )
+        ).all():
+            scores.setdefault(rating_id, {})[dimension] = value
+        yield list(ratings), scores
+        after = high
+        session.expunge_all()
+
+
+def versions_batches(*, session: Session, batch: int = 2_000) -> Iterator[tuple[list, dict]]:
+    """(Task, TaskVersion) pairs in version-id batches, with {version id: [Transcript]}."""
+    after = 0
+    while True:
+        pairs = session.exec(
+            select(Task, TaskVersion)
+            .join(Task, Task.id == TaskVersion.task_id)
+            .where(TaskVersion.id > after)
+            .order_by(TaskVersion.id)
+            .limit(batch)
+        ).all()
+        if not pairs:
+            return
+        low, high = pairs[0][1].id, pairs[-1][1].id
+        transcripts: dict[int, list] = {}
+        for transcript in session.exec(
+            select(Transcript)
+            .where(Transcript.task_version_id.between(low, high))
+            .order_by(Transcript.id)
+        ).all():
+            transcripts.setdefault(transcript.task_version_id, []).append(transcript)
+        yield list(pairs), transcripts
+        after = high
+        session.expunge_all()
+
+
+def adjudications(*, session: Session) -> list[Adjudication]:
+    return list(session.exec(select(Adjudication).order_by(Adjudication.id)).all())
+
+
+def rounds(*, session: Session) -> list[ReviewRound]:
+    return list(session.exec(select(ReviewRound).order_by(ReviewRound.id)).all())
+
+
+def exports(*, session: Session) -> list[Export]:
+    return list(session.exec(select(Export).order_by(Export.id)).all())
+
+
+def task_entries(*, session: Session, external_id: str) -> list:
+    """Ledger entries about one task (any version), oldest first."""
+    return list(
+        session.exec(
+            select(*ENTRY_COLUMNS)
+            .where(
+                LedgerEntry.artifact_type == "task",
+                or_(
+                    LedgerEntry.artifact_id == external_id,
+                    LedgerEntry.artifact_id.like(f"{_escape(external_id)}@v%", escape="\\"),
+                ),
+            )
+            .order_by(LedgerEntry.seq)
+        ).all()
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def current_versions(*, session: Session) -> list[tuple[Task, TaskVersion]]:
+    newest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    return list(
+        session.exec(
+            select(Task, TaskVersion)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .join(
+                newest,
+                (newest.c.task_id == TaskVersion.task_id)
+                & (newest.c.version == TaskVersion.version),
+            )
+            .order_by(Task.external_id)
+        ).all()
+    )
+
+
+def added_sources(*, session: Session) -> list:
+    """Every `ledger add` entry (sources recorded after import), oldest first."""
+    return list(
+        session.exec(
+            select(*ENTRY_COLUMNS)
+            .where(LedgerEntry.action == "add-source")
+            .order_by(LedgerEntry.seq)
+        ).all()
+    )
+
+
+def activity_counts(*, session: Session) -> dict[str, int]:
+    rows = session.exec(
+        select(LedgerEntry.artifact_type, LedgerEntry.action, func.count()).group_by(
+            LedgerEntry.artifact_type, LedgerEntry.action
+        )
+    ).all()
+    return {f"{kind}:{action}": int(n) for kind, action, n in rows}
+
+
+def user_names(*, session: Session) -> dict[int, str]:
+    return {i: n for i, n in session.exec(select(User.id, User.username)).all()}
+
+
+def entries_page(
+    *,
+    session: Session,
+    source_kind: str | None = None,
+    artifact_type: str | None = None,
+    actor_id: int | None = None,
+    since=None,
+    until=None,
+    offset: int = 0,
+    limit: int = 200,
+) -> tuple[pd.DataFrame, int]:
+    """One page of entries, newest first, with the actor's name, and how many match."""
+    conditions = []
+    if source_kind:
+        conditions.append(LedgerEntry.source_kind == source_kind)
+    if artifact_type:
+        conditions.append(LedgerEntry.artifact_type == artifact_type)
+    if actor_id is not None:
+        conditions.append(LedgerEntry.actor_id == actor_id)
+    if since is not None:
+        conditions.append(LedgerEntry.created_at >= since)
+    if until is not None:
+        conditions.append(LedgerEntry.created_at < until)
+    total = session.exec(select(func.count()).select_from(LedgerEntry).where(*conditions)).one()
+    frame = frame_of(
+        session,
+        select(
+            LedgerEntry.seq,
+            LedgerEntry.created_at,
+            LedgerEntry.artifact_type,
+            LedgerEntry.artifact_id,
+            LedgerEntry.field,
+            LedgerEntry.source_kind,
+            LedgerEntry.reference,
+            LedgerEntry.action,
+            User.username.label("actor"),
+        )
+        .outerjoin(User, User.id == LedgerEntry.actor_id)
+        .where(*conditions)
+        .order_by(LedgerEntry.seq.desc())
+        .offset(offset)
+        .limit(limit),
+    )
+    return frame, int(total)
+
+
+def artifact_types(*, session: Session) -> list[str]:
+    return list(
+        session.exec(
+            select(LedgerEntry.artifact_type).distinct().order_by(LedgerEntry.artifact_type)
+        ).all()
+    )
+
+
+def versions_with_transcripts(*, session: Session) -> set[int]:
+    return set(session.exec(select(Transcript.task_version_id).distinct()).all())

@@ -1,0 +1,491 @@
+"""The provenance ledger as evidence: verifying the chain and what its entries commit to,
+recording sources of any artifact, and summarising where each task field came from.
+
+Sits above catalog, review and ledger (it reads all three), so none of them imports it.
+"""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.catalog import queries as catalog_queries
+from itsmreview.catalog.native import NativeTask
+from itsmreview.catalog.service import version_to_native
+from itsmreview.coverage import queries as coverage_queries
+from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.ledger import chain
+from itsmreview.ledger.prov import prov_document
+from itsmreview.ledger.service import append_entry
+from itsmreview.provenance import queries
+from itsmreview.review import queries as review_queries
+from itsmreview.review.reliability import adjudication_content
+from itsmreview.review.service import rating_content
+from sqlmodel import Session
+
+KINDS = ("logs", "external", "expert")
+ARTIFACT_KINDS = ("task", "log", "rubric", "world", "simulator", "verifier", "org")
+TASK_FIELDS = ("instruction", "environment", "ground_truth", "verifier", "transcripts")
+COMMITTING = ("import", "submit", "revise", "adjudicate", "gate", "commit", "export")
+DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+
+
+@dataclass
+class AuditReport:
+    """What `verify_ledger` found. `problems` name each object, in the order found."""
+
+    entries: int = 0
+    head: tuple[int, str] | None = None
+    broken_at: int | None = None
+    chain_problem: str | None = None
+    expected_head_problem: str | None = None
+    problems: list[str] = field(default_factory=list)
+    objects_checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.chain_problem or self.expected_head_problem or self.problems)
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": None if self.head is None else {"seq": self.head[0], "hash": self.head[1]},
+            "broken_at": self.broken_at,
+            "chain_problem": self.chain_problem,
+            "expected_head_problem": self.expected_head_problem,
+            "problems": self.problems,
+            "objects_checked": self.objects_checked,
+        }
+
+
+def parse_head(text: str) -> tuple[int, str]:
+    """'SEQ:HASH' as (seq, hash). Raises InvalidInput naming the expected form."""
+    seq, _, digest = text.strip().partition(":")
+    if not seq.isdigit() or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise InvalidInput(
+            f"expected head {text!r} is not SEQ:HASH (a sequence number, a colon and the 64 hex "
+            "digits `itsmreview ledger head` prints)"
+        )
+    return int(seq), digest
+
+
+class _Commitments:
+    """What the ledger says each object's content is, gathered while the chain is read."""
+
+    def __init__(self) -> None:
+        self.ratings: dict[str, tuple[int, str]] = {}
+        self.versions: dict[str, tuple[int, str]] = {}
+        self.adjudications: dict[str, tuple[int, str]] = {}
+        self.gates: dict[str, tuple[int, str]] = {}
+        self.statuses: dict[int, tuple[int, str]] = {}
+        self.exports: dict[str, tuple[int, str]] = {}
+
+    def note(self, entry) -> None:
+        payload = entry.payload or {}
+        kind, ident, action, seq = entry.artifact_type, entry.artifact_id, entry.action, entry.seq
+        digest = payload.get("content_sha256")
+        if kind == "rating" and digest:
+            self.ratings[ident] = (seq, digest)
+        elif kind == "task" and action in ("import", "commit") and payload.get("content_hash"):
+            self.versions[ident] = (seq, payload["content_hash"])
+        elif kind == "adjudication" and digest:
+            self.adjudications[ident] = (seq, digest)
+        elif kind == "review_round" and action in ("gate", "commit"):
+            # gate entries written before content commitments carry the setting itself
+            committed = digest or chain.content_digest(payload.get("to") or {})
+            self.gates[ident] = (seq, committed)
+        elif kind == "task" and action.startswith("status:") and "task_version_id" in payload:
+            self.statuses[int(payload["task_version_id"])] = (seq, action.split(":", 1)[1])
+        elif kind == "export" and entry.reference.startswith("manifest sha256:"):
+            self.exports[ident] = (seq, entry.reference.split(":", 1)[1])
+
+
+def verify_ledger(
+    *,
+    session: Session,
+    expect_head: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> AuditReport:
+    """Recompute the hash chain, check an expected head (`SEQ:HASH`, kept outside the
+    database), and recompute the content of every rating, task version, adjudication, gate
+    and export from the stored rows against the entry that committed to it; name each object
+    that differs, and each rated or decided object that no entry covers.
+
+    Streams the ledger and the objects in batches (memory does not grow with the ledger).
+    Reads through `session`, expunging what it loaded after each batch.
+    """
+    report = AuditReport()
+    expected = parse_head(expect_head) if expect_head else None
+    commitments = _Commitments()
+    previous = chain.GENESIS_HASH
+    seen_expected = False
+    for entry in queries.entries(session=session):
+        report.entries += 1
+        if report.chain_problem is None:
+            content = {
+                "seq": entry.seq,
+                "created_at": entry.created_at.isoformat(timespec="microseconds"),
+                "artifact_type": entry.artifact_type,
+                "artifact_id": entry.artifact_id,
+                "field": entry.field,
+                "source_kind": entry.source_kind,
+                "reference": entry.reference,
+                "action": entry.action,
+                "actor_id": entry.actor_id,
+                "payload": entry.payload,
+            }
+            if entry.prev_hash != previous:
+                report.broken_at, report.chain_problem = (
+                    entry.seq,
+                    (
+                        "prev_hash does not match the entry before it (an entry was removed, "
+                        "inserted or reordered)"
+                    ),
+                )
+            elif chain.link(content, entry.prev_hash) != entry.entry_hash:
+                report.broken_at, report.chain_problem = (
+                    entry.seq,
+                    "entry_hash does not match its content (the entry was edited)",
+                )
+            previous = entry.entry_hash
+        if expected and entry.seq == expected[0]:
+            seen_expected = True
+            if entry.entry_hash != expected[1]:
+                report.expected_head_problem = (
+                    f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
+                    f"{expected[1]}: the chain was re-written from there or before"
+                )
+        commitments.note(entry)
+        if progress and report.entries % 100_000 == 0:
+            progress("chain", report.entries)
+    report.head = queries.head(session=session)
+    if expected and not seen_expected:
+        report.expected_head_problem = (
+            f"entry {expected[0]} is missing: the ledger ends at "
+            f"{report.head[0] if report.head else 'nothing'} (truncated, or the wrong database)"
+        )
+    _check_objects(session, commitments, report, progress)
+    return report
+
+
+def _mismatch(report: AuditReport, what: str, seq: int) -> None:
+    report.problems.append(f"{what}: content differs from what ledger entry {seq} commits to")
+
+
+def _check_objects(session, commitments: _Commitments, report: AuditReport, progress) -> None:
+    for ratings, scores in queries.ratings_batches(session=session):
+        for rating in ratings:
+            report.objects_checked += 1
+            what = f"rating {rating.id} (task version {rating.task_version_id})"
+            committed = commitments.ratings.get(str(rating.id))
+            if committed is None:
+                report.problems.append(f"{what}: no ledger entry commits to it")
+                continue
+            digest = chain.content_digest(rating_content(rating, scores.get(rating.id, {})))
+            if digest != committed[1]:
+                _mismatch(report, what, committed[0])
+        if progress:
+            progress("ratings", report.objects_checked)
+    for pairs, transcripts in queries.versions_batches(session=session):
+        for task, version in pairs:
+            report.objects_checked += 1
+            name = f"{task.external_id}@v{version.version}"
+            native = version_to_native(task, version, transcripts.get(version.id, []))
+            try:
+                digest = NativeTask.model_validate(native).content_hash()
+            except ValueError:
+                digest = "invalid"
+            committed = commitments.versions.get(name)
+            if committed is None:
+                report.problems.append(f"task version {name}: no ledger entry commits to it")
+            elif digest != committed[1] or version.content_hash != committed[1]:
+                _mismatch(report, f"task version {name}", committed[0])
+            decided = commitments.statuses.get(version.id)
+            if version.status not in ("draft", "in_review"):
+                if decided is None:
+                    report.problems.append(
+                        f"task version {name}: status {version.status} was never recorded in "
+                        "the ledger"
+                    )
+                elif decided[1] != version.status:
+                    report.problems.append(
+                        f"task version {name}: status is {version.status}, but ledger entry "
+                        f"{decided[0]} recorded {decided[1]}"
+                    )
+    for adjudication in queries.adjudications(session=session):
+        report.objects_checked += 1
+        what = f"adjudication {adjudication.id} (task version {adjudication.task_version_id})"
+        committed = commitments.adjudications.get(str(adjudication.id))
+        if committed is None:
+            report.problems.append(f"{what}: no ledger entry commits to it")
+        elif chain.content_digest(adjudication_content(adjudication)) != committed[1]:
+            _mismatch(report, what, committed[0])
+    for review_round in queries.rounds(session=session):
+        report.objects_checked += 1
+        committed = commitments.gates.get(review_round.name)
+        approval = review_round.approval or {}
+        if committed is None:
+            if approval:
+                report.problems.append(
+                    f"round {review_round.name}: its gate was set with no ledger entry"
+                )
+        elif chain.content_digest(approval) != committed[1]:
+            _mismatch(report, f"gate of round {review_round.name}", committed[0])
+    for export in queries.exports(session=session):
+        report.objects_checked += 1
+        committed = commitments.exports.get(export.name)
+        if committed is not None and committed[1] != export.content_hash:
+            _mismatch(report, f"export {export.name}", committed[0])
+
+
+def ledger_head(*, session: Session) -> dict | None:
+    """The newest entry's sequence number and hash: what to keep outside the database."""
+    head = queries.head(session=session)
+    return (
+        None if head is None else {"seq": head[0], "hash": head[1], "text": f"{head[0]}:{head[1]}"}
+    )
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A structured source: what it is called, and where to find it."""
+
+    title: str
+    url: str | None = None
+    doi: str | None = None
+    version: str | None = None
+
+    def check(self) -> "Reference":
+        if not self.title.strip() or len(self.title) > 1000 or "\x00" in self.title:
+            raise InvalidInput("--reference needs a title of 1 to 1,000 characters")
+        if self.url and not re.match(r"^https?://[^\s]+$", self.url):
+            raise InvalidInput(f"--url {self.url!r} is not an http(s) address")
+        if self.doi and not DOI.match(self.doi):
+            raise InvalidInput(f"--doi {self.doi!r} is not a DOI (10.NNNN/...)")
+        return self
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+def _artifact(session: Session, about: str) -> tuple[str, str]:
+    """(ledger artifact type, id) of `kind:name[@version]`, checked to exist for tasks, logs
+    and rubrics. Raises InvalidInput or NotFound."""
+    kind, _, name = about.partition(":")
+    name = name.strip()
+    if kind not in ARTIFACT_KINDS or not name:
+        raise InvalidInput(
+            f"--about {about!r}: expected KIND:NAME with KIND one of {', '.join(ARTIFACT_KINDS)} "
+            "(task:ID or task:ID@VERSION, log:NAME, rubric:NAME, world:NAME, ...)"
+        )
+    if len(name) > 200 or "\x00" in name:
+        raise InvalidInput(f"--about {about!r}: the name is too long or holds a NUL")
+    if kind == "task":
+        external_id, _, version = name.partition("@")
+        task = catalog_queries.task_by_external_id(session=session, external_id=external_id)
+        if task is None:
+            raise NotFound(f"no task {external_id!r}; `itsmreview tasks list` shows the ids")
+        if version:
+            number = version.lstrip("v")
+            if (
+                not number.isdigit()
+                or catalog_queries.version_number(
+                    session=session, task_id=task.id, number=int(number)
+                )
+                is None
+            ):
+                raise NotFound(f"task {external_id!r} has no version {version!r}")
+            return "task", f"{external_id}@v{int(number)}"
+        return "task", external_id
+    if kind == "log":
+        log = coverage_queries.latest_log(session=session, name=name)
+        if log is None:
+            raise NotFound(f"no log named {name!r}; `itsmreview log list` shows the names")
+        return "event_log", f"{log.name}@{log.version}"
+    if kind == "rubric" and not review_queries.rubric_named(session=session, name=name):
+        raise NotFound(f"no rubric named {name!r}")
+    return kind, name
+
+
+def record_source(
+    *,
+    session: Session,
+    actor: User,
+    about: str,
+    field_name: str,
+    kind: str,
+    reference: Reference,
+    note: str = "",
+):
+    """Record where one field of an artifact came from (logs, external practice or experts),
+    with a structured reference. Leads only. Raises InvalidInput or NotFound."""
+    require_role(actor, Role.lead)
+    if kind not in KINDS:
+        raise InvalidInput(f"--kind {kind!r} is not one of {', '.join(KINDS)}")
+    if not re.fullmatch(r"[A-Za-z0-9_.:/ -]{1,128}", field_name or ""):
+        raise InvalidInput(
+            f"--field {field_name!r}: name the field in 1-128 letters, digits, '_', '.', '-'"
+        )
+    artifact_type, artifact_id = _artifact(session, about)
+    reference = reference.check()
+    return append_entry(
+        session=session,
+        artifact_type=artifact_type,
+        artifact_id=artifact_id,
+        field=field_name,
+        action="add-source",
+        source_kind=kind,
+        reference=reference.title,
+        actor_id=actor.id,
+        payload={"reference": reference.as_dict(), "note": note.strip()[:2000]},
+    )
+
+
+def provenance_card(*, session: Session, external_id: str) -> pd.DataFrame:
+    """Each field of a task with its source kind, reference and when it was recorded: what
+    the import declared and every source recorded since, newest last."""
+    rows = []
+    names = queries.user_names(session=session)
+    for entry in queries.task_entries(session=session, external_id=external_id):
+        if not entry.field:
+            continue
+        detail = (entry.payload or {}).get("reference") or {}
+        rows.append(
+            {
+                "field": entry.field,
+                "source": entry.source_kind,
+                "reference": entry.reference,
+                "url": detail.get("url"),
+                "doi": detail.get("doi"),
+                "about": entry.artifact_id,
+                "recorded": entry.created_at,
+                "by": names.get(entry.actor_id, "-"),
+            }
+        )
+    columns = ["field", "source", "reference", "url", "doi", "about", "recorded", "by"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def provenance_summary(*, session: Session) -> dict:
+    """Field x source kind over the current version of every task, each field counted once
+    (its newest declared source; `undeclared` when none), overall and per source log, with
+    shares; plus the review activity, reported apart from provenance."""
+    added: dict[tuple[str, str], str] = {}
+    for entry in queries.added_sources(session=session):
+        if entry.artifact_type == "task":
+            added[(entry.artifact_id, entry.field)] = entry.source_kind
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    with_talk = queries.versions_with_transcripts(session=session)
+    for task, version in queries.current_versions(session=session):
+        declared = {p.get("field"): p.get("source") for p in version.provenance or []}
+        fields = list(dict.fromkeys([*TASK_FIELDS, *declared]))
+        log = (version.source or {}).get("log") or "(no log)"
+        for name in fields:
+            if name == "transcripts" and name not in declared and version.id not in with_talk:
+                continue
+            kind = (
+                added.get((f"{task.external_id}@v{version.version}", name))
+                or added.get((task.external_id, name))
+                or declared.get(name)
+                or "undeclared"
+            )
+            for scope in ("all", log):
+                cell = counts.setdefault(scope, {}).setdefault(
+                    name, dict.fromkeys((*KINDS, "undeclared"), 0)
+                )
+                cell[kind if kind in cell else "undeclared"] += 1
+
+    def matrix(scope: dict) -> list[dict]:
+        out = []
+        for name, cell in scope.items():
+            total = sum(cell.values())
+            out.append(
+                {
+                    "field": name,
+                    **cell,
+                    "total": total,
+                    "shares": {k: (v / total if total else None) for k, v in cell.items()},
+                }
+            )
+        return out
+
+    overall = counts.get("all", {})
+    totals = dict.fromkeys((*KINDS, "undeclared"), 0)
+    for cell in overall.values():
+        for key, value in cell.items():
+            totals[key] += value
+    grand = sum(totals.values())
+    activity = queries.activity_counts(session=session)
+    return {
+        "fields": matrix(overall),
+        "totals": {
+            **totals,
+            "shares": {k: (v / grand if grand else None) for k, v in totals.items()},
+        },
+        "per_log": {log: matrix(scope) for log, scope in sorted(counts.items()) if log != "all"},
+        "activity": {
+            "ratings": sum(v for k, v in activity.items() if k.startswith("rating:")),
+            "adjudications": activity.get("adjudication:adjudicate", 0),
+            "gate_changes": activity.get("review_round:gate", 0),
+            "status_changes": sum(v for k, v in activity.items() if k.startswith("task:status:")),
+            "exports": activity.get("export:export", 0),
+            "sources_added": sum(v for k, v in activity.items() if k.endswith(":add-source")),
+        },
+    }
+
+
+def export_ledger(
+    out: Path | str, *, session: Session, fmt: str = "jsonl", external_id: str | None = None
+) -> int:
+    """Write the ledger (or a task's entries) as JSON lines or W3C PROV-JSON; the PROV
+    document is built and checked through the `prov` package. Returns the entry count."""
+    import json
+
+    if fmt not in ("jsonl", "prov-json"):
+        raise InvalidInput(f"--format {fmt!r} is not one of jsonl, prov-json")
+    if external_id is not None:
+        if catalog_queries.task_by_external_id(session=session, external_id=external_id) is None:
+            raise NotFound(f"no task {external_id!r}; `itsmreview tasks list` shows the ids")
+        rows = queries.task_entries(session=session, external_id=external_id)
+    else:
+        rows = list(queries.entries(session=session))
+    names = queries.user_names(session=session)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        if fmt == "jsonl":
+            for e in rows:
+                handle.write(
+                    json.dumps(
+                        {
+                            "seq": e.seq,
+                            "created_at": e.created_at.isoformat(),
+                            "artifact_type": e.artifact_type,
+                            "artifact_id": e.artifact_id,
+                            "field": e.field,
+                            "source_kind": e.source_kind,
+                            "reference": e.reference,
+                            "action": e.action,
+                            "actor": names.get(e.actor_id),
+                            "payload": e.payload,
+                            "prev_hash": e.prev_hash,
+                            "entry_hash": e.entry_hash,
+                        },
+                        sort_keys=True,
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
+        else:
+            from prov.model import ProvDocument
+
+            document = prov_document(rows, agent_names=names)
+            checked = ProvDocument.deserialize(content=json.dumps(document), format="json")
+            handle.write(checked.serialize(format="json", indent=1) + "\n")
+    partial.replace(out)
+    return len(rows)
