@@ -11,8 +11,6 @@ from itsmreview.exports.models import Export
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import (
     Adjudication,
-    Rating,
-    RatingScore,
     ReviewRound,
     RoundTask,
     Rubric,
@@ -77,40 +75,11 @@ def transcripts_in(*, session: Session, ids) -> Iterator[Transcript]:
     )
 
 
-def ratings_in(*, session: Session, ids) -> pd.DataFrame:
-    """Current submitted ratings (human and model) of the versions, with round and rater."""
-    return frame_of(
-        session,
-        select(
-            Rating.id.label("rating_id"),
-            Rating.task_version_id,
-            ReviewRound.name.label("round"),
-            Rating.expert_id,
-            User.username,
-            Rating.rater_kind,
-            Rating.revision,
-            Rating.verdict,
-            Rating.flags,
-            Rating.comment,
-            Rating.confidence,
-            Rating.rubric_id,
-            Rating.submitted_at,
-        )
-        .join(ReviewRound, ReviewRound.id == Rating.round_id)
-        .join(User, User.id == Rating.expert_id)
-        .where(Rating.task_version_id.in_(ids), Rating.is_current, Rating.status == "submitted")
-        .order_by(Rating.task_version_id, Rating.id),
-    )
-
-
-def scores_in(*, session: Session, ids) -> pd.DataFrame:
-    return frame_of(
-        session,
-        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
-        .join(Rating, Rating.id == RatingScore.rating_id)
-        .where(Rating.task_version_id.in_(ids), Rating.is_current, Rating.status == "submitted")
-        .order_by(RatingScore.rating_id, RatingScore.dimension),
-    )
+def usernames(*, session: Session, ids: list[int]) -> dict[int, str]:
+    """User names of the given ids (a rater list: tens, not thousands)."""
+    if not ids:
+        return {}
+    return dict(session.exec(select(User.id, User.username).where(User.id.in_(ids))).all())
 
 
 def adjudications_in(*, session: Session, ids) -> pd.DataFrame:

@@ -352,10 +352,21 @@ def _write_files(
         for path, text in written.items():
             staging.write_text(path, text)
     report("reading ratings", 0.4)
-    ratings = queries.ratings_in(session=session, ids=chosen.ids)
+    for review_round in queries.rounds_of(session=session, ids=chosen.ids):
+        if review_round.name not in datas:  # rated in a round other than the one chosen
+            datas[review_round.name] = reliability.load_round(
+                session=session, round_name=review_round.id
+            )
+    # the rounds' ratings and scores were loaded for the gate: reused, not read again
+    ratings = pd.concat(
+        [d.ratings.assign(round=name) for name, d in datas.items()], ignore_index=True
+    )
     ratings = ratings[ratings["task_version_id"].isin(version_ids)]
-    scores = queries.scores_in(session=session, ids=chosen.ids)
+    scores = pd.concat([d.scores for d in datas.values()], ignore_index=True)
     scores = scores[scores["rating_id"].isin(set(ratings["rating_id"]))]
+    ratings["username"] = ratings["expert_id"].map(
+        queries.usernames(session=session, ids=sorted(set(map(int, ratings["expert_id"]))))
+    )
     adjudications = queries.adjudications_in(session=session, ids=chosen.ids)
     adjudications = adjudications[adjudications["task_version_id"].isin(version_ids)]
     usernames = dict(zip(ratings["expert_id"], ratings["username"], strict=False))

@@ -8,9 +8,9 @@ same document.
 """
 
 import hashlib
-from urllib.parse import quote
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote
 
 NAMESPACE = "https://itsmreview.org/ns#"
 CREATING_ACTIONS = {"import", "submit", "add", "export", "add-source"}

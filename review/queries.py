@@ -272,7 +272,8 @@ def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
 
 
 def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
-    """One row per current submitted rating (human or model): ids, verdict, flags, time."""
+    """One row per current submitted rating (human or model): ids, verdict, flags, time,
+    revision, comment, confidence and rubric."""
     return frame_of(
         session,
         select(
@@ -283,6 +284,10 @@ def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
             Rating.flags,
             Rating.submitted_at,
             Rating.rater_kind,
+            Rating.revision,
+            Rating.comment,
+            Rating.confidence,
+            Rating.rubric_id,
         )
         .where(
             Rating.round_id == round_id,
