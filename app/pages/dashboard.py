@@ -56,6 +56,43 @@ with st.expander("Alpha over time"):
         ),
         key="alpha-over-time",
     )
+with st.expander("Realism by provenance and coverage"):
+    from itsmreview.provenance.service import realism_by_provenance
+
+    split = perform(realism_by_provenance, actor=user, round_name=data.round_name)
+    if split is FAILED or split.empty:
+        st.caption("No ratings in this round yet.")
+    else:
+        st.caption(
+            "Mean human rating per dimension of tasks whose instruction, environment and "
+            "verifier came mostly from the logs against the rest, and of tasks on the log's "
+            "ten most frequent variants against rarer ones. If log-derived tasks rated worse, "
+            "the benchmark's claim would not hold."
+        )
+        for comparison in ("provenance", "coverage"):
+            part = split[split["comparison"] == comparison]
+            figure = px.bar(
+                part,
+                x="mean",
+                y="dimension",
+                color="group",
+                barmode="group",
+                orientation="h",
+                hover_data=["tasks", "ratings", "alpha"],
+            )
+            figure.update_layout(
+                height=100 + 28 * part["dimension"].nunique() * part["group"].nunique(),
+                margin={"t": 30, "b": 10},
+                title=f"by {comparison}",
+                yaxis_title="",
+                xaxis_title="mean rating",
+                legend_title_text="",
+            )
+            st.plotly_chart(figure, key=f"realism-{comparison}", config={"displayModeBar": False})
+        st.dataframe(
+            split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
+            hide_index=True,
+        )
 bias = data.bias_frame()
 if not bias.empty:
     st.subheader("Rater bias")

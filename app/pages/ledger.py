@@ -1,32 +1,154 @@
+import datetime as dt
+
+import pandas as pd
 import plotly.express as px
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.ledger.service import ledger_overview, verify_chain
+from itsmreview.provenance.service import (
+    ARTIFACT_KINDS,
+    KINDS,
+    Reference,
+    audit_for,
+    ledger_page,
+    record_source,
+    summary_for,
+)
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 
+PAGE_SIZE = 200
+ALL = "(all)"
+COLOURS = {"logs": "#2e7d32", "external": "#1565c0", "expert": "#ef6c00", "undeclared": "#bdbdbd"}
 user = require(Role.lead)
 st.title("Provenance ledger")
 st.write(
-    "Every artifact's origin: the **logs**, **external** practice (papers, vendor schemas) "
-    "or **experts**. Entries are hash-chained: changing one breaks every hash after it."
+    "Where each part of the benchmark came from: the **logs**, **external** practice (papers, "
+    "vendor schemas, other benchmarks) or **experts**. Entries are hash-chained and commit to "
+    "the content they record, so an edit anywhere is found by **Verify**."
 )
-source_kind = st.segmented_control("Source", ["logs", "external", "expert", "system"])
+
 with session_scope() as session:
-    overview = ledger_overview(session=session, actor=user, source_kind=source_kind)
-if overview.counts:
-    figure = px.bar(
-        x=list(overview.counts),
-        y=list(overview.counts.values()),
-        labels={"x": "source", "y": "entries"},
+    summary = summary_for(session=session, actor=user)
+if summary["fields"]:
+    st.subheader("Task fields by source")
+    long = pd.DataFrame(
+        [
+            {"field": row["field"], "source": kind, "tasks": row[kind]}
+            for row in summary["fields"]
+            for kind in COLOURS
+        ]
     )
-    figure.update_layout(height=240, margin={"t": 10, "b": 10})
-    st.plotly_chart(figure)
-if st.button("Verify chain"):
+    figure = px.bar(
+        long,
+        x="tasks",
+        y="field",
+        color="source",
+        orientation="h",
+        color_discrete_map=COLOURS,
+        category_orders={"source": list(COLOURS)},
+    )
+    figure.update_layout(
+        height=80 + 40 * len(summary["fields"]),
+        margin={"t": 10, "b": 10},
+        yaxis_title="",
+        legend_title_text="",
+    )
+    st.plotly_chart(figure, config={"displayModeBar": False})
+    activity = summary["activity"]
+    st.caption(
+        "Each field of each current task version counted once, by its newest declared source. "
+        f"Review activity, not counted above: {activity['ratings']:,} ratings, "
+        f"{activity['adjudications']:,} adjudications, {activity['gate_changes']:,} gate changes, "
+        f"{activity['status_changes']:,} status changes, {activity['exports']:,} exports."
+    )
+
+with session_scope() as session:
+    filters = ledger_page(session=session, actor=user, page_size=1)
+head = filters.head
+st.subheader("Head")
+if head is None:
+    st.info("The ledger is empty.")
+else:
+    st.code(head["text"], language=None)
+    st.caption(
+        "Keep this outside the database (an export's manifest, a paper's appendix, a git commit): "
+        "`itsmreview ledger verify --expect-head` then catches a truncated or re-written chain."
+    )
+with st.expander("Verify the ledger"):
+    expected = st.text_input("Expected head (optional)", placeholder="SEQ:HASH")
+    if st.button("Verify", type="primary"):
+        report = perform(audit_for, actor=user, expect_head=expected.strip())
+        if report is not FAILED:
+            if report.ok:
+                st.success(
+                    f"Chain intact: {report.entries:,} entries; {report.objects_checked:,} "
+                    "ratings, task versions, adjudications and gates match their entries."
+                )
+            if report.chain_problem:
+                st.error(f"Entry {report.broken_at}: {report.chain_problem}.")
+            if report.expected_head_problem:
+                st.error(f"Expected head: {report.expected_head_problem}.")
+            for problem in report.problems[:50]:
+                st.error(problem)
+
+with st.expander("Record a source"), st.form("record-source", clear_on_submit=True):
+    left, right = st.columns(2)
+    artifact = left.selectbox("Artifact kind", ARTIFACT_KINDS)
+    name = right.text_input(
+        "Name",
+        help="task id (optionally @VERSION), log or rubric "
+        "name, or any name for a world, simulator, verifier or org",
+    )
+    left, right = st.columns(2)
+    field_name = left.text_input("Field", placeholder="e.g. org_structure")
+    kind = right.selectbox("Came from", KINDS, index=1)
+    title = st.text_input("Reference", placeholder="e.g. ServiceNow CMDB data model")
+    a, b, c = st.columns(3)
+    url = a.text_input("URL")
+    doi = b.text_input("DOI")
+    version = c.text_input("Version")
+    note = st.text_input("Note")
+    if st.form_submit_button("Record"):
+        entry = perform(
+            record_source,
+            actor=user,
+            about=f"{artifact}:{name}",
+            field_name=field_name.strip(),
+            kind=kind,
+            reference=Reference(title, url or None, doi or None, version or None),
+            note=note,
+        )
+        if entry is not FAILED:
+            st.success(f"Recorded as ledger entry {entry.seq}.")
+
+st.subheader("Entries")
+cols = st.columns(4)
+source_kind = cols[0].selectbox("Source", [ALL, *KINDS, "system"])
+artifact_type = cols[1].selectbox("Artifact", [ALL, *filters.artifact_types])
+actor_name = cols[2].selectbox("By", [ALL, *sorted(filters.actors)])
+days = cols[3].date_input("Between", value=(), format="YYYY-MM-DD")
+since = until = None
+if isinstance(days, tuple) and len(days) == 2:
+    since = dt.datetime.combine(days[0], dt.time(), dt.UTC)
+    until = dt.datetime.combine(days[1] + dt.timedelta(days=1), dt.time(), dt.UTC)
+query = {
+    "source_kind": None if source_kind == ALL else source_kind,
+    "artifact_type": None if artifact_type == ALL else artifact_type,
+    "actor_name": None if actor_name == ALL else actor_name,
+    "since": since,
+    "until": until,
+}
+with session_scope() as session:
+    first = ledger_page(session=session, actor=user, page_size=PAGE_SIZE, **query)
+pages = max(1, -(-first.total // PAGE_SIZE))
+page = st.number_input(f"Page (of {pages:,}; {first.total:,} entries)", 1, pages, 1)
+shown = first
+if page != 1:
     with session_scope() as session:
-        report = verify_chain(session=session)
-    if report.ok:
-        st.success(f"Chain intact: {report.entries:,} entries verified.")
-    else:
-        st.error(f"Entry {report.broken_at}: {report.problem}.")
-st.dataframe(overview.entries, hide_index=True)
+        shown = ledger_page(session=session, actor=user, page=page, page_size=PAGE_SIZE, **query)
+st.dataframe(
+    shown.entries.fillna("-"),
+    hide_index=True,
+    column_config={"created_at": st.column_config.DatetimeColumn("recorded")},
+)

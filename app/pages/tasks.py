@@ -1,4 +1,3 @@
-import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.browser import (
@@ -10,6 +9,7 @@ from itsmreview.catalog.browser import (
 )
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
+from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.transcript import escape_markdown, render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
 
@@ -95,11 +95,7 @@ with left:
                 st.json(transcript["simulator"], expanded=False)
             render_transcript(transcript["messages"], key=f"browse-{transcript['id']}")
 with right:
-    st.markdown("**Provenance**")
-    st.dataframe(
-        pd.DataFrame(task.get("provenance") or [], columns=["field", "source", "reference"]),
-        hide_index=True,
-    )
+    provenance_card(chosen, key=f"prov-{chosen}")
     source = task.get("source") or {}
     details = variant_details(source.get("log"), source.get("variants", []))
     for index, detail in enumerate(details):

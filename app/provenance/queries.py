@@ -238,3 +238,17 @@ def artifact_types(*, session: Session) -> list[str]:
 
 def versions_with_transcripts(*, session: Session) -> set[int]:
     return set(session.exec(select(Transcript.task_version_id).distinct()).all())
+
+
+def versions_by_ids(*, session: Session, round_id: int) -> list[tuple[Task, TaskVersion]]:
+    """The task versions of a round with their tasks."""
+    from itsmreview.review.models import RoundTask
+
+    in_round = select(RoundTask.task_version_id).where(RoundTask.round_id == round_id)
+    return list(
+        session.exec(
+            select(Task, TaskVersion)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .where(TaskVersion.id.in_(in_round))
+        ).all()
+    )

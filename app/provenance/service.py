@@ -345,9 +345,10 @@ def record_source(
     )
 
 
-def provenance_card(*, session: Session, external_id: str) -> pd.DataFrame:
+def provenance_card(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
     """Each field of a task with its source kind, reference and when it was recorded: what
-    the import declared and every source recorded since, newest last."""
+    the import declared and every source recorded since, newest last. Experts and leads."""
+    require_role(actor, Role.expert, Role.lead)
     rows = []
     names = queries.user_names(session=session)
     for entry in queries.task_entries(session=session, external_id=external_id):
@@ -489,3 +490,155 @@ def export_ledger(
             handle.write(checked.serialize(format="json", indent=1) + "\n")
     partial.replace(out)
     return len(rows)
+
+
+@dataclass
+class LedgerPage:
+    entries: pd.DataFrame
+    total: int
+    head: dict | None
+    artifact_types: list[str]
+    actors: dict[str, int]
+
+
+def ledger_page(
+    *,
+    session: Session,
+    actor: User,
+    source_kind: str | None = None,
+    artifact_type: str | None = None,
+    actor_name: str | None = None,
+    since=None,
+    until=None,
+    page: int = 1,
+    page_size: int = 200,
+) -> LedgerPage:
+    """One page of entries (newest first) matching the filters, with actor names, the head,
+    and the choices for the filters. Leads only."""
+    require_role(actor, Role.lead)
+    names = queries.user_names(session=session)
+    by_name = {name: user_id for user_id, name in names.items()}
+    actor_id = None
+    if actor_name:
+        if actor_name not in by_name:
+            raise NotFound(f"no user {actor_name!r}")
+        actor_id = by_name[actor_name]
+    frame, total = queries.entries_page(
+        session=session,
+        source_kind=source_kind,
+        artifact_type=artifact_type,
+        actor_id=actor_id,
+        since=since,
+        until=until,
+        offset=(max(page, 1) - 1) * page_size,
+        limit=page_size,
+    )
+    return LedgerPage(
+        frame,
+        total,
+        ledger_head(session=session),
+        queries.artifact_types(session=session),
+        by_name,
+    )
+
+
+def summary_for(*, session: Session, actor: User) -> dict:
+    """`provenance_summary` for a lead (the Ledger page)."""
+    require_role(actor, Role.lead)
+    return provenance_summary(session=session)
+
+
+def audit_for(*, session: Session, actor: User, expect_head: str | None = None) -> AuditReport:
+    """`verify_ledger` for a lead (the Ledger page's Verify button)."""
+    require_role(actor, Role.lead)
+    return verify_ledger(session=session, expect_head=expect_head or None)
+
+
+FRESH_FIELDS = ("instruction", "environment", "verifier")  # what a task asks, starts from, checks
+TOP_VARIANTS = 10  # variants ranked 1-10 by case count are "frequent"
+
+
+def realism_by_provenance(
+    *, session: Session, actor: User, round_name: str | int | None = None
+) -> pd.DataFrame:
+    """Per rubric dimension, the mean human rating and alpha of the round's tasks split two
+    ways: whose instruction, environment and verifier came mostly from the logs against the
+    rest ("provenance"), and tasks on frequent variants (the log's ten most frequent) against
+    rare ones ("coverage"). The comparison that would overturn the claim that log-derived
+    tasks are realistic. Columns: comparison, group, dimension, tasks, ratings, mean, alpha.
+    Leads only."""
+    from itsmreview.review import agreement
+    from itsmreview.review.reliability import RoundData, load_round, reliability_matrix
+
+    require_role(actor, Role.lead)
+    data = load_round(session=session, round_name=round_name)
+    columns = ["comparison", "group", "dimension", "tasks", "ratings", "mean", "alpha"]
+    if data.ratings.empty:
+        return pd.DataFrame(columns=columns)
+    added: dict[tuple[str, str], str] = {
+        (e.artifact_id, e.field): e.source_kind
+        for e in queries.added_sources(session=session)
+        if e.artifact_type == "task"
+    }
+    ranks: dict[str, dict[str, int]] = {}
+    groups: dict[int, dict[str, str]] = {}
+    version_ids = set(map(int, data.ratings["task_version_id"]))
+    for task, version in queries.versions_by_ids(session=session, round_id=data.review_round.id):
+        if version.id not in version_ids:
+            continue
+        declared = {p.get("field"): p.get("source") for p in version.provenance or []}
+        kinds = [
+            added.get((f"{task.external_id}@v{version.version}", f))
+            or added.get((task.external_id, f))
+            or declared.get(f)
+            for f in FRESH_FIELDS
+        ]
+        origin = "mostly from the logs" if kinds.count("logs") * 2 > len(kinds) else "elsewhere"
+        source = version.source or {}
+        log = source.get("log")
+        frequency = "no source variant"
+        if log and source.get("variants"):
+            if log not in ranks:
+                found = coverage_queries.latest_log(session=session, name=log)
+                frame = (
+                    coverage_queries.variants_frame(session=session, log_id=found.id)
+                    if found
+                    else pd.DataFrame(columns=["sequence_key", "rank"])
+                )
+                ranks[log] = dict(zip(frame["sequence_key"], frame["rank"], strict=True))
+            from itsmreview.coverage.variants import sequence_key
+
+            best = min(
+                (ranks[log].get(sequence_key(v), 10**9) for v in source["variants"]),
+                default=10**9,
+            )
+            frequency = f"frequent (top {TOP_VARIANTS})" if best <= TOP_VARIANTS else "rare"
+        groups[version.id] = {"provenance": origin, "coverage": frequency}
+    rows = []
+    for comparison in ("provenance", "coverage"):
+        labels = sorted({g[comparison] for g in groups.values()})
+        for label in labels:
+            chosen = {v for v, g in groups.items() if g[comparison] == label}
+            ratings = data.ratings[data.ratings["task_version_id"].isin(chosen)]
+            subset = RoundData(
+                data.review_round,
+                data.rubric,
+                ratings,
+                data.scores[data.scores["rating_id"].isin(set(ratings["rating_id"]))],
+            )
+            for dimension in data.rubric.dimensions:
+                values = subset.scores[subset.scores["dimension"] == dimension.key]["value"]
+                matrix, _, _ = reliability_matrix(subset, dimension.key)
+                alpha = agreement.alpha(matrix, dimension.level).value if matrix.size else None
+                rows.append(
+                    {
+                        "comparison": comparison,
+                        "group": label,
+                        "dimension": dimension.label,
+                        "tasks": len(chosen),
+                        "ratings": int(values.notna().sum()),
+                        "mean": float(values.mean()) if values.notna().any() else None,
+                        "alpha": alpha,
+                    }
+                )
+    return pd.DataFrame(rows, columns=columns)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 from itsmreview.review.view import AssignmentView
-from itsmreview.ui.action import perform
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.transcript import escape_markdown
 from itsmreview.ui.variant import render_variant, variant_details
 
@@ -25,6 +25,28 @@ def task_panel(view: AssignmentView) -> None:
         if text:
             st.markdown(f"**{label}**")
             st.markdown(escape_markdown(text))
+    provenance_card(task.external_id, key=f"prov-{view.assignment.id}")
+
+
+def provenance_card(external_id: str, *, key: str) -> None:
+    """Where each field of the task came from (logs, external practice, experts)."""
+    from itsmreview.provenance.service import provenance_card as card_of
+    from itsmreview.ui.auth import current_user
+
+    card = perform(card_of, actor=current_user(), external_id=external_id)
+    with st.expander(f"Provenance ({0 if card is FAILED else len(card)} recorded sources)"):
+        if card is FAILED or card.empty:
+            st.caption("No source recorded for this task.")
+            return
+        st.dataframe(
+            card.drop(columns=["about"]).fillna("-"),
+            hide_index=True,
+            key=key,
+            column_config={
+                "url": st.column_config.LinkColumn("url"),
+                "recorded": st.column_config.DatetimeColumn("recorded"),
+            },
+        )
 
 
 def variant_panel(view: AssignmentView) -> None:

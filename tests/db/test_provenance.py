@@ -316,3 +316,26 @@ def test_ledger_commands(history, tmp_path):
     sql("UPDATE ratings SET verdict = 'reject' WHERE id = (SELECT MIN(id) FROM ratings)")
     tampered = runner.invoke(app, ["ledger", "verify"])
     assert tampered.exit_code == 1 and "problem: rating" in tampered.output
+
+
+def test_realism_split_by_provenance(history):
+    from itsmreview.provenance.service import realism_by_provenance
+
+    with session_scope() as session:
+        lead = _lead(session)
+        for field_name in ("environment", "verifier"):
+            record_source(
+                session=session,
+                actor=lead,
+                about="task:t1",
+                field_name=field_name,
+                kind="logs",
+                reference=Reference("BPI 2013 variant 3"),
+            )
+        split = realism_by_provenance(session=session, actor=lead, round_name="R")
+    first = load_rubric().dimensions[0].label
+    by_origin = split[(split["comparison"] == "provenance") & (split["dimension"] == first)]
+    means = dict(zip(by_origin["group"], by_origin["mean"], strict=True))
+    assert means["mostly from the logs"] == 5.0  # t1: three experts gave 5
+    assert means["elsewhere"] == pytest.approx((2 + 2 + 3) / 3)  # t2: 2, 2 and 3
+    assert set(split[split["comparison"] == "coverage"]["group"]) == {"no source variant"}
