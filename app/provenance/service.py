@@ -4,9 +4,11 @@ recording sources of any artifact, and summarising where each task field came fr
 Sits above catalog, review and ledger (it reads all three), so none of them imports it.
 """
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -123,21 +125,10 @@ def verify_ledger(
     commitments = _Commitments()
     previous = chain.GENESIS_HASH
     seen_expected = False
-    for entry in queries.entries(session=session):
+    for row in queries.raw_entries(session=session):
+        entry = _Entry(row)
         report.entries += 1
-        if report.chain_problem is None:
-            content = {
-                "seq": entry.seq,
-                "created_at": entry.created_at.isoformat(timespec="microseconds"),
-                "artifact_type": entry.artifact_type,
-                "artifact_id": entry.artifact_id,
-                "field": entry.field,
-                "source_kind": entry.source_kind,
-                "reference": entry.reference,
-                "action": entry.action,
-                "actor_id": entry.actor_id,
-                "payload": entry.payload,
-            }
+        if report.broken_at is None:
             if entry.prev_hash != previous:
                 report.broken_at, report.chain_problem = (
                     entry.seq,
@@ -146,12 +137,12 @@ def verify_ledger(
                         "inserted or reordered)"
                     ),
                 )
-            elif chain.link(content, entry.prev_hash) != entry.entry_hash:
+            elif chain.link(_entry_content(entry), entry.prev_hash) != entry.entry_hash:
                 report.broken_at, report.chain_problem = (
                     entry.seq,
                     "entry_hash does not match its content (the entry was edited)",
                 )
-            previous = entry.entry_hash
+        previous = entry.entry_hash
         if expected and entry.seq == expected[0]:
             seen_expected = True
             if entry.entry_hash != expected[1]:
@@ -170,6 +161,71 @@ def verify_ledger(
         )
     _check_objects(session, commitments, report, progress)
     return report
+
+
+class _Entry:
+    """A raw ledger row with the types the chain was hashed with: the creation time as ISO
+    8601 with microseconds and offset, the payload as a dict."""
+
+    __slots__ = (
+        "seq",
+        "created",
+        "artifact_type",
+        "artifact_id",
+        "field",
+        "source_kind",
+        "reference",
+        "action",
+        "actor_id",
+        "payload",
+        "prev_hash",
+        "entry_hash",
+    )
+
+    def __init__(self, row):
+        (
+            self.seq,
+            created,
+            self.artifact_type,
+            self.artifact_id,
+            self.field,
+            self.source_kind,
+            self.reference,
+            self.action,
+            self.actor_id,
+            payload,
+            self.prev_hash,
+            self.entry_hash,
+        ) = row
+        self.created = _iso(created)
+        self.payload = json.loads(payload) if isinstance(payload, str) else (payload or {})
+
+
+def _iso(value) -> str:
+    """ISO 8601 with microseconds and +00:00, from SQLite's stored text
+    ('2026-11-01 00:00:00.000001') or a driver's datetime."""
+    if isinstance(value, str):
+        if len(value) == 26 and value[10] == " ":
+            return f"{value[:10]}T{value[11:]}+00:00"
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _entry_content(entry) -> dict:
+    return {
+        "seq": entry.seq,
+        "created_at": entry.created,
+        "artifact_type": entry.artifact_type,
+        "artifact_id": entry.artifact_id,
+        "field": entry.field,
+        "source_kind": entry.source_kind,
+        "reference": entry.reference,
+        "action": entry.action,
+        "actor_id": entry.actor_id,
+        "payload": entry.payload,
+    }
 
 
 def _mismatch(report: AuditReport, what: str, seq: int) -> None:
@@ -444,7 +500,6 @@ def export_ledger(
 ) -> int:
     """Write the ledger (or a task's entries) as JSON lines or W3C PROV-JSON; the PROV
     document is built and checked through the `prov` package. Returns the entry count."""
-    import json
 
     if fmt not in ("jsonl", "prov-json"):
         raise InvalidInput(f"--format {fmt!r} is not one of jsonl, prov-json")

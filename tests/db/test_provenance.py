@@ -264,7 +264,7 @@ def test_sources_of_any_artifact_are_recorded_with_structured_references(history
                 kind="logs",
                 reference=Reference("r", url="javascript:alert(1)"),
             )
-        card = provenance_card(session=session, external_id="t1")
+        card = provenance_card(session=session, actor=lead, external_id="t1")
         summary = provenance_summary(session=session)
     assert list(card["field"]) == ["instruction", "verifier"]
     assert list(card["source"]) == ["logs", "external"]
