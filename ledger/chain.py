@@ -20,9 +20,16 @@ from typing import Any
 GENESIS_HASH = "0" * 64
 
 
+# one encoder for every call: json.dumps with options builds a new one each time, which costs
+# more than the encoding of a ledger entry itself
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no insignificant whitespace: equal data, equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def content_digest(value: Any) -> str:
