@@ -1,3 +1,5 @@
+import json
+
 from alembic import command
 from alembic.util.exc import CommandError
 from itsmreview.db import alembic_config, create_db_engine, current_revision, upgrade_database
@@ -111,4 +113,119 @@ def test_decisions_move_to_the_version_that_was_reviewed(empty_database_url):
         assert versions == {10: "approved", 11: "draft", 20: "rejected", 30: "draft"}
         assert tasks == {"t1": "draft", "t2": "rejected", "t3": "draft"}
     finally:
+        engine.dispose()
+
+
+def test_ratings_and_adjudications_recorded_before_commitments_get_commit_entries(
+    empty_database_url, monkeypatch
+):
+    """A 0006 database whose rating and adjudication entries carry no content hash: the
+    upgrade appends one `commit` entry for each, after which the ledger verifies and an edit
+    of either is named."""
+    from datetime import UTC, datetime
+
+    from itsmreview import settings as settings_module
+    from itsmreview.catalog.native import NativeTask
+    from itsmreview.db import _engine_for, session_scope
+    from itsmreview.ledger import chain
+    from itsmreview.provenance.service import verify_ledger
+    from sqlalchemy import text
+
+    engine = create_db_engine(empty_database_url)
+    native = {"id": "t1", "title": "T", "persona": "P", "track": "single-agent", "instruction": "x"}
+    digest = NativeTask.model_validate(native).content_hash()
+    rows = {
+        "users": "INSERT INTO users (id, username, display_name, role, password_hash, expertise,"
+        " active, created_at, session_epoch) VALUES (1, 'e1', 'E', 'expert', 'x', '[]', true,"
+        " '2026-01-01', 0)",
+        "rubrics": "INSERT INTO rubrics (id, name, version, title, definition, content_hash,"
+        " created_at) VALUES (1, 'r', 1, 'R', '{}', 'h', '2026-01-01')",
+        "tasks": "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
+        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
+        " '2026-01-01')",
+        "task_versions": "INSERT INTO task_versions (id, task_id, version, content_hash, title,"
+        " persona, track, source_format, instruction, environment, ground_truth, verifier, tags,"
+        f" source, provenance, extra, created_at, status) VALUES (1, 1, 1, '{digest}', 'T', 'P',"
+        " 'single-agent', 'native', 'x', '', '', '', '[]', '{}', '[]', '{}', '2026-01-01',"
+        " 'in_review')",
+        "review_rounds": "INSERT INTO review_rounds (id, name, rubric_id, k, status,"
+        " reservation_minutes, approval, created_at, created_by_id) VALUES (1, 'R', 1, 3,"
+        " 'open', 60, '{}', '2026-01-01', 1)",
+        "assignments": "INSERT INTO assignments (id, round_id, task_version_id, expert_id,"
+        " status, created_at) VALUES (1, 1, 1, 1, 'submitted', '2026-01-01')",
+        "ratings": "INSERT INTO ratings (id, assignment_id, round_id, task_version_id, expert_id,"
+        " rubric_id, revision, is_current, status, verdict, flags, comment, rater_kind,"
+        " created_at) VALUES (1, 1, 1, 1, 1, 1, 1, true, 'submitted', 'accept', '[]', 'ok',"
+        " 'human', '2026-01-01')",
+        "rating_scores": "INSERT INTO rating_scores (rating_id, dimension, value)"
+        " VALUES (1, 'realism', 4.0)",
+        "adjudications": "INSERT INTO adjudications (id, round_id, task_version_id, lead_id,"
+        " decision, reason, created_at) VALUES (1, 1, 1, 1, 'accept', 'fine', '2026-01-01')",
+    }
+    try:
+        upgrade_database(engine, "0006")
+        with engine.begin() as c:
+            for statement in rows.values():
+                c.execute(text(statement))
+            previous = chain.GENESIS_HASH
+            old = [
+                ("task", "t1@v1", "import", {"content_hash": digest}),
+                ("rating", "1", "submit", {"task_version_id": 1, "round": "R"}),
+            ]
+            for seq, (kind, ident, action, payload) in enumerate(old, start=1):
+                created = datetime(2026, 1, 1, tzinfo=UTC)
+                content = {
+                    "seq": seq,
+                    "created_at": created.isoformat(timespec="microseconds"),
+                    "artifact_type": kind,
+                    "artifact_id": ident,
+                    "field": None,
+                    "source_kind": "system",
+                    "reference": "",
+                    "action": action,
+                    "actor_id": None,
+                    "payload": payload,
+                }
+                entry_hash = chain.link(content, previous)
+                c.execute(
+                    text(
+                        "INSERT INTO ledger_entries (seq, created_at, artifact_type,"
+                        " artifact_id, field, source_kind, reference, action, actor_id, payload,"
+                        " prev_hash, entry_hash) VALUES (:seq, :created, :kind, :ident, NULL,"
+                        " 'system', '', :action, NULL, :payload, :prev, :hash)"
+                    ),
+                    {
+                        "seq": seq,
+                        "created": "2026-01-01 00:00:00.000000"
+                        if engine.dialect.name == "sqlite"
+                        else created,
+                        "kind": kind,
+                        "ident": ident,
+                        "action": action,
+                        "payload": json.dumps(payload),
+                        "prev": previous,
+                        "hash": entry_hash,
+                    },
+                )
+                previous = entry_hash
+        upgrade_database(engine)
+        monkeypatch.setenv("ITSMREVIEW_DATABASE_URL", empty_database_url)
+        settings_module.get_settings.cache_clear()
+        _engine_for.cache_clear()
+        with session_scope() as session:
+            report = verify_ledger(session=session)
+        assert report.ok, (report.chain_problem, report.problems)
+        assert report.entries == 4  # two old entries, two commits
+        with engine.begin() as c:
+            c.execute(text("UPDATE ratings SET comment = 'changed'"))
+            c.execute(text("UPDATE adjudications SET decision = 'reject'"))
+        with session_scope() as session:
+            problems = verify_ledger(session=session).problems
+        assert [p.split(":")[0] for p in problems] == [
+            "rating 1 (task version 1)",
+            "adjudication 1 (task version 1)",
+        ]
+    finally:
+        settings_module.get_settings.cache_clear()
+        _engine_for.cache_clear()
         engine.dispose()
