@@ -26,6 +26,8 @@ test: venv
 bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/run.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/agreement.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/exports.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/ledger.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
