@@ -230,8 +230,7 @@ def csv_columns(
     path: Path, sep: str = ",", encoding: str = "utf-8-sig", limits: Limits | None = None
 ) -> list[str]:
     """The column names in the header of a CSV log (plain or compressed), read from a bounded
-    sample. Raises ValueError for an unknown encoding, an undecodable or binary header, and a
-    column name that appears twice."""
+    sample. Raises ValueError for an unknown encoding or an undecodable or binary header."""
     check_encoding(encoding)
     if len(sep) != 1:
         raise ValueError(f"separator {sep!r} must be a single character, e.g. ',' or ';'")
@@ -243,18 +242,20 @@ def csv_columns(
             f"{path}: not readable as {encoding} ({exc.reason} at byte {exc.start} of the "
             "header); pass the file's encoding, e.g. --encoding latin-1"
         ) from None
-    columns = next(csv.reader([text.lstrip("\ufeff")], delimiter=sep), [])
-    counts: dict[str, list[int]] = {}
-    for index, name in enumerate(columns, start=1):
-        counts.setdefault(name, []).append(index)
-    repeated = {name: at for name, at in counts.items() if len(at) > 1}
-    if repeated:
-        name, at = next(iter(repeated.items()))
-        raise ValueError(
-            f"{path}: column name {name!r} appears {len(at)} times in the header (columns "
-            f"{', '.join(map(str, at))}); rename the copies so that each column is named once"
-        )
-    return columns
+    return next(csv.reader([text.lstrip("\ufeff")], delimiter=sep), [])
+
+
+def _check_unique(path: Path, wanted: list[str], present: list[str]) -> None:
+    """A mapped column whose name the header repeats is ambiguous: refuse it, naming both
+    places (unmapped repeated names are harmless)."""
+    for name in wanted:
+        at = [i for i, column in enumerate(present, start=1) if column == name]
+        if len(at) > 1:
+            raise ValueError(
+                f"{path}: column name {name!r} appears {len(at)} times in the header (columns "
+                f"{', '.join(map(str, at))}); rename the copies so that the mapped column is "
+                "named once"
+            )
 
 
 def log_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
@@ -290,9 +291,9 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
         raise ValueError(f"{path}: a CSV log needs a column mapping or a preset")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
     wanted = list(dict.fromkeys(c for c in wanted if c))
-    _check_columns(
-        path, wanted, csv_columns(path, mapping.sep, mapping.encoding, limits), mapping.sep
-    )
+    present = csv_columns(path, mapping.sep, mapping.encoding, limits)
+    _check_columns(path, wanted, present, mapping.sep)
+    _check_unique(path, wanted, present)
     encoding = "utf8" if mapping.encoding.lower() in ARROW_UTF8 else mapping.encoding
     # text columns are dictionary-encoded while parsing (in parallel), timestamps stay text
     dictionary = pa.dictionary(pa.int32(), pa.string())

@@ -106,3 +106,16 @@ def test_gzip_and_bom_are_read(tmp_path):
 def test_presets_name_their_timestamp_format():
     for name, preset in PRESETS.items():
         assert preset.timestamp_format, f"preset {name} leaves the format to guessing"
+
+
+def test_a_repeated_unmapped_column_name_is_harmless(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text(
+        "case,activity,time,note,note\n"
+        "c1,a,2020-01-01T00:00:00Z,x,y\n"
+        "c1,b,2020-01-01T01:00:00Z,x,y\n"
+    )
+    events, _ = read_log(path, ColumnMapping("case", "activity", "time"))
+    assert list(events["activity"]) == ["a", "b"]
+    with pytest.raises(ValueError, match="'note' appears 2 times"):
+        read_log(path, ColumnMapping("case", "activity", "time", resource="note"))
