@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 from itsmreview.exports.bundle import canonical, jsonl
+from itsmreview.ledger.service import entry_record
 
 TOP_GAPS = 20
 
@@ -203,20 +204,4 @@ def rubrics_file(rubrics: list) -> dict[str, str]:
 
 
 def ledger_rows(entries: list, names: dict[int | None, str]) -> list[dict]:
-    return [
-        {
-            "seq": e.seq,
-            "created_at": e.created_at.isoformat(),
-            "artifact_type": e.artifact_type,
-            "artifact_id": e.artifact_id,
-            "field": e.field,
-            "source_kind": e.source_kind,
-            "reference": e.reference,
-            "action": e.action,
-            "actor": names.get(e.actor_id),
-            "payload": e.payload,
-            "prev_hash": e.prev_hash,
-            "entry_hash": e.entry_hash,
-        }
-        for e in entries
-    ]
+    return [entry_record(e, names.get(e.actor_id)) for e in entries]

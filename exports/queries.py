@@ -8,6 +8,7 @@ from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.db import frame_of
 from itsmreview.exports.models import Export
+from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import (
     Adjudication,
@@ -117,48 +118,15 @@ def rubrics_by_id(*, session: Session, rubric_ids: list[int]) -> list[Rubric]:
     )
 
 
-LEDGER_COLUMNS = (
-    LedgerEntry.seq,
-    LedgerEntry.created_at,
-    LedgerEntry.artifact_type,
-    LedgerEntry.artifact_id,
-    LedgerEntry.field,
-    LedgerEntry.source_kind,
-    LedgerEntry.reference,
-    LedgerEntry.action,
-    LedgerEntry.actor_id,
-    LedgerEntry.payload,
-    LedgerEntry.prev_hash,
-    LedgerEntry.entry_hash,
-)
-
-
-def ledger_entries_of(
-    *, session: Session, artifact_types: tuple[str, ...], batch: int = 5000
-) -> Iterator:
-    """Entries (rows with the entry's fields) of the given artifact types in chain order,
-    read in batches as plain rows, so memory stays bounded whatever the ledger's size."""
-    after = 0
-    while True:
-        rows = session.exec(
-            select(*LEDGER_COLUMNS)
-            .where(LedgerEntry.seq > after, LedgerEntry.artifact_type.in_(artifact_types))
-            .order_by(LedgerEntry.seq)
-            .limit(batch)
-        ).all()
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1].seq
+def ledger_entries_of(*, session: Session, artifact_types: tuple[str, ...]) -> Iterator:
+    """Entries of the given artifact types in chain order, as plain rows, in batches."""
+    return ledger_queries.entry_rows(
+        session=session, where=LedgerEntry.artifact_type.in_(artifact_types)
+    )
 
 
 def ledger_head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str] | None:
-    """Sequence number and hash of the newest entry (not of the excluded artifact types)."""
-    query = select(LedgerEntry.seq, LedgerEntry.entry_hash)
-    if excluding:
-        query = query.where(LedgerEntry.artifact_type.not_in(excluding))
-    row = session.exec(query.order_by(LedgerEntry.seq.desc()).limit(1)).first()
-    return (int(row[0]), str(row[1])) if row else None
+    return ledger_queries.head(session=session, excluding=excluding)
 
 
 def filter_choices(*, session: Session) -> dict[str, list[str]]:

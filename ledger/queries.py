@@ -21,6 +21,46 @@ def lock_chain(*, session: Session) -> None:
         session.exec(text("UPDATE ledger_entries SET seq = seq WHERE 0 = 1"))
 
 
+ENTRY_COLUMNS = (
+    LedgerEntry.seq,
+    LedgerEntry.created_at,
+    LedgerEntry.artifact_type,
+    LedgerEntry.artifact_id,
+    LedgerEntry.field,
+    LedgerEntry.source_kind,
+    LedgerEntry.reference,
+    LedgerEntry.action,
+    LedgerEntry.actor_id,
+    LedgerEntry.payload,
+    LedgerEntry.prev_hash,
+    LedgerEntry.entry_hash,
+)
+
+
+def entry_rows(*, session: Session, where=None, batch: int = 5000) -> Iterator:
+    """Entries (or those matching `where`) in chain order as plain rows with the entry's
+    fields, read in batches: memory stays bounded whatever the ledger's length."""
+    after = 0
+    while True:
+        query = select(*ENTRY_COLUMNS).where(LedgerEntry.seq > after)
+        if where is not None:
+            query = query.where(where)
+        rows = session.exec(query.order_by(LedgerEntry.seq).limit(batch)).all()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].seq
+
+
+def head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str] | None:
+    """Sequence number and hash of the newest entry (not of the excluded artifact types)."""
+    query = select(LedgerEntry.seq, LedgerEntry.entry_hash)
+    if excluding:
+        query = query.where(LedgerEntry.artifact_type.not_in(excluding))
+    row = session.exec(query.order_by(LedgerEntry.seq.desc()).limit(1)).first()
+    return (int(row[0]), str(row[1])) if row else None
+
+
 def iter_entries(*, session: Session, batch: int = 5000) -> Iterator[LedgerEntry]:
     after = 0
     while True:

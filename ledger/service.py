@@ -14,10 +14,11 @@ from sqlmodel import Session
 SOURCE_KINDS = ("logs", "external", "expert", "system")
 
 
-def entry_content(entry: LedgerEntry) -> dict[str, Any]:
+def entry_content(entry, created_at: str | None = None) -> dict[str, Any]:
+    """What an entry's hash covers; `created_at` as ISO text when the caller has it already."""
     return {
         "seq": entry.seq,
-        "created_at": entry.created_at.isoformat(timespec="microseconds"),
+        "created_at": created_at or entry.created_at.isoformat(timespec="microseconds"),
         "artifact_type": entry.artifact_type,
         "artifact_id": entry.artifact_id,
         "field": entry.field,
@@ -27,6 +28,13 @@ def entry_content(entry: LedgerEntry) -> dict[str, Any]:
         "actor_id": entry.actor_id,
         "payload": entry.payload,
     }
+
+
+def entry_record(entry, actor: str | None) -> dict[str, Any]:
+    """An entry as a JSON-ready record with its hashes and the actor's (given) name."""
+    record = entry_content(entry, entry.created_at.isoformat())
+    del record["actor_id"]
+    return {**record, "actor": actor, "prev_hash": entry.prev_hash, "entry_hash": entry.entry_hash}
 
 
 def append_entry(

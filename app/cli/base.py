@@ -1,7 +1,9 @@
 """What every command module shares: the root Typer app, the error boundary, sessions."""
 
+import contextlib
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -75,3 +77,20 @@ def _root(
     if version:
         typer.echo(__version__)
         raise typer.Exit()
+
+
+@contextlib.contextmanager
+def progress_bar(label: str):
+    """A progress bar on standard error; yields the `progress(stage, fraction)` callback that
+    services take."""
+    with typer.progressbar(length=100, label=label, file=sys.stderr) as bar:
+        done = [0]
+
+        def progress(stage: str, fraction: float) -> None:
+            step = int(fraction * 100) - done[0]
+            if step > 0:
+                bar.update(step)
+                done[0] += step
+            bar.label = stage
+
+        yield progress

@@ -1,6 +1,5 @@
 """`itsmreview` commands: approved task sets with their evidence, and checking one."""
 
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from itsmreview.cli.base import (
     fail,
     open_session,
     operator,
+    progress_bar,
 )
 from typer.core import TyperGroup
 
@@ -76,34 +76,24 @@ def export_create(
     from itsmreview.exports.service import export_set
 
     ensure_schema()
-    with typer.progressbar(length=100, label="exporting", file=sys.stderr) as bar:
-        done = [0]
-
-        def progress(stage: str, fraction: float) -> None:
-            step = int(fraction * 100) - done[0]
-            if step > 0:
-                bar.update(step)
-                done[0] += step
-            bar.label = stage
-
-        with open_session() as session:
-            result = export_set(
-                out,
-                session=session,
-                actor=operator(),
-                formats=format,
-                round_name=round_name,
-                log=log,
-                persona=persona,
-                allow_tentative=allow_tentative,
-                reason=reason,
-                force=force,
-                with_names=with_names,
-                at=at,
-                make_zip=make_zip,
-                bootstrap=bootstrap,
-                progress=progress,
-            )
+    with progress_bar("exporting") as progress, open_session() as session:
+        result = export_set(
+            out,
+            session=session,
+            actor=operator(),
+            formats=format,
+            round_name=round_name,
+            log=log,
+            persona=persona,
+            allow_tentative=allow_tentative,
+            reason=reason,
+            force=force,
+            with_names=with_names,
+            at=at,
+            make_zip=make_zip,
+            bootstrap=bootstrap,
+            progress=progress,
+        )
     if as_json:
         echo_json(result.as_dict())
         return

@@ -1,11 +1,18 @@
 """`itsmreview` commands: event logs: import and statistics."""
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, fail, open_session
+from itsmreview.cli.base import (
+    app,
+    boundary,
+    echo_json,
+    ensure_schema,
+    fail,
+    open_session,
+    progress_bar,
+)
 
 log_app = typer.Typer(help="Event logs: import and statistics.", no_args_is_help=True)
 app.add_typer(log_app, name="log")
@@ -85,20 +92,10 @@ def log_import(
         preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
     )
     ensure_schema()
-    with typer.progressbar(length=100, label="importing", file=sys.stderr) as bar:
-        done = [0]
-
-        def progress(stage: str, fraction: float) -> None:
-            step = int(fraction * 100) - done[0]
-            if step > 0:
-                bar.update(step)
-                done[0] += step
-            bar.label = stage
-
-        with open_session() as session:
-            result = import_log(
-                path, session=session, name=name, preset=preset, mapping=mapping, progress=progress
-            )
+    with progress_bar("importing") as progress, open_session() as session:
+        result = import_log(
+            path, session=session, name=name, preset=preset, mapping=mapping, progress=progress
+        )
     log = result.log
     info = {
         "name": log.name,

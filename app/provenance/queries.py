@@ -7,41 +7,11 @@ from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.db import frame_of
 from itsmreview.exports.models import Export
+from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import Adjudication, Rating, RatingScore, ReviewRound
 from sqlalchemy import func, or_, text
 from sqlmodel import Session, select
-
-ENTRY_COLUMNS = (
-    LedgerEntry.seq,
-    LedgerEntry.created_at,
-    LedgerEntry.artifact_type,
-    LedgerEntry.artifact_id,
-    LedgerEntry.field,
-    LedgerEntry.source_kind,
-    LedgerEntry.reference,
-    LedgerEntry.action,
-    LedgerEntry.actor_id,
-    LedgerEntry.payload,
-    LedgerEntry.prev_hash,
-    LedgerEntry.entry_hash,
-)
-
-
-def entries(*, session: Session, batch: int = 20_000, where=None) -> Iterator:
-    """Every ledger entry (or those matching `where`) in chain order as plain rows, read in
-    batches by sequence number: memory stays bounded whatever the ledger's length."""
-    after = 0
-    while True:
-        query = select(*ENTRY_COLUMNS).where(LedgerEntry.seq > after)
-        if where is not None:
-            query = query.where(where)
-        rows = session.exec(query.order_by(LedgerEntry.seq).limit(batch)).all()
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1].seq
-
 
 RAW_ENTRIES = text(
     "SELECT seq, created_at, artifact_type, artifact_id, field, source_kind, reference, action,"
@@ -65,14 +35,11 @@ def raw_entries(*, session: Session, batch: int = 20_000) -> Iterator[tuple]:
 
 
 def head(*, session: Session) -> tuple[int, str] | None:
-    row = session.exec(
-        select(LedgerEntry.seq, LedgerEntry.entry_hash).order_by(LedgerEntry.seq.desc()).limit(1)
-    ).first()
-    return (int(row[0]), str(row[1])) if row else None
+    return ledger_queries.head(session=session)
 
 
-def entry_at(*, session: Session, seq: int):
-    return session.exec(select(*ENTRY_COLUMNS).where(LedgerEntry.seq == seq)).first()
+def entries(*, session: Session, where=None) -> Iterator:
+    return ledger_queries.entry_rows(session=session, where=where, batch=20_000)
 
 
 def ratings_batches(*, session: Session, batch: int = 5_000) -> Iterator[tuple[list, dict]]:
@@ -142,7 +109,7 @@ def task_entries(*, session: Session, external_id: str) -> list:
     """Ledger entries about one task (any version), oldest first."""
     return list(
         session.exec(
-            select(*ENTRY_COLUMNS)
+            select(*ledger_queries.ENTRY_COLUMNS)
             .where(
                 LedgerEntry.artifact_type == "task",
                 or_(
@@ -183,7 +150,7 @@ def added_sources(*, session: Session) -> list:
     """Every `ledger add` entry (sources recorded after import), oldest first."""
     return list(
         session.exec(
-            select(*ENTRY_COLUMNS)
+            select(*ledger_queries.ENTRY_COLUMNS)
             .where(LedgerEntry.action == "add-source")
             .order_by(LedgerEntry.seq)
         ).all()

@@ -21,7 +21,7 @@ from itsmreview.coverage import queries as coverage_queries
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger import chain
 from itsmreview.ledger.prov import prov_document
-from itsmreview.ledger.service import append_entry
+from itsmreview.ledger.service import append_entry, entry_content, entry_record
 from itsmreview.provenance import queries
 from itsmreview.review import queries as review_queries
 from itsmreview.review.reliability import adjudication_content
@@ -137,7 +137,9 @@ def verify_ledger(
                         "inserted or reordered)"
                     ),
                 )
-            elif chain.link(_entry_content(entry), entry.prev_hash) != entry.entry_hash:
+            elif (
+                chain.link(entry_content(entry, entry.created), entry.prev_hash) != entry.entry_hash
+            ):
                 report.broken_at, report.chain_problem = (
                     entry.seq,
                     "entry_hash does not match its content (the entry was edited)",
@@ -211,21 +213,6 @@ def _iso(value) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _entry_content(entry) -> dict:
-    return {
-        "seq": entry.seq,
-        "created_at": entry.created,
-        "artifact_type": entry.artifact_type,
-        "artifact_id": entry.artifact_id,
-        "field": entry.field,
-        "source_kind": entry.source_kind,
-        "reference": entry.reference,
-        "action": entry.action,
-        "actor_id": entry.actor_id,
-        "payload": entry.payload,
-    }
 
 
 def _mismatch(report: AuditReport, what: str, seq: int) -> None:
@@ -516,27 +503,8 @@ def export_ledger(
     with open(partial, "w", encoding="utf-8") as handle:
         if fmt == "jsonl":
             for e in rows:
-                handle.write(
-                    json.dumps(
-                        {
-                            "seq": e.seq,
-                            "created_at": e.created_at.isoformat(),
-                            "artifact_type": e.artifact_type,
-                            "artifact_id": e.artifact_id,
-                            "field": e.field,
-                            "source_kind": e.source_kind,
-                            "reference": e.reference,
-                            "action": e.action,
-                            "actor": names.get(e.actor_id),
-                            "payload": e.payload,
-                            "prev_hash": e.prev_hash,
-                            "entry_hash": e.entry_hash,
-                        },
-                        sort_keys=True,
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                )
+                record = entry_record(e, names.get(e.actor_id))
+                handle.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
         else:
             from prov.model import ProvDocument
 
