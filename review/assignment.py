@@ -32,6 +32,23 @@ def active_count(*, session: Session, round_id: int, task_version_id: int) -> in
     )
 
 
+def places_taken_now(*, session: Session, round_id: int, task_version_id: int, now) -> int:
+    """Places of k taken on one task once its lapsed reservations are released, counted under
+    the task's claim lock (held until the transaction ends), so the count stays true."""
+    queries.lock_round_task(
+        session=session,
+        round_task_id=queries.round_task_id(
+            session=session, round_id=round_id, task_version_id=task_version_id
+        ),
+    )
+    queries.release_lapsed(
+        session=session, round_id=round_id, task_version_id=task_version_id, now=now
+    )
+    return queries.places_taken(
+        session=session, round_id=round_id, task_version_id=task_version_id, now=now
+    )
+
+
 def claim_next(
     *, session: Session, actor: User, round_name: str | None = None
 ) -> Assignment | None:
@@ -63,14 +80,7 @@ def claim_next(
         candidates, key=lambda row: (row[2] not in expertise, -row[0].priority, row[1], row[0].id)
     )
     for round_task, _, _ in ordered:
-        queries.lock_round_task(session=session, round_task_id=round_task.id)
-        queries.release_lapsed(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=round_task.task_version_id,
-            now=now,
-        )
-        taken = queries.places_taken(
+        taken = places_taken_now(
             session=session,
             round_id=review_round.id,
             task_version_id=round_task.task_version_id,

@@ -11,6 +11,7 @@ from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import queries
+from itsmreview.review.assignment import places_taken_now
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -183,21 +184,7 @@ def submit_rating(
         and assignment.reserved_until <= now
     )
     if lapsed or assignment.status == AssignmentStatus.released:
-        queries.lock_round_task(
-            session=session,
-            round_task_id=queries.round_task_id(
-                session=session,
-                round_id=review_round.id,
-                task_version_id=assignment.task_version_id,
-            ),
-        )
-        queries.release_lapsed(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=assignment.task_version_id,
-            now=now,
-        )
-        taken = queries.places_taken(
+        taken = places_taken_now(
             session=session,
             round_id=review_round.id,
             task_version_id=assignment.task_version_id,
