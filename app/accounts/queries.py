@@ -31,3 +31,32 @@ def login_failures(*, session: Session, keys: list[tuple[str, str]]) -> list[Log
 
 def user_by_id(*, session: Session, user_id: int) -> User | None:
     return session.get(User, user_id)
+
+
+def count_failure(*, session: Session, scope: str, key: str, now) -> int:
+    """Add one failure to (scope, key), atomically (no lost update when failures race), and
+    return the new count. Raises IntegrityError when a concurrent first failure inserted the
+    row between the update and the insert (the caller retries)."""
+    from sqlalchemy import update
+
+    updated = session.exec(
+        update(LoginFailure)
+        .where(LoginFailure.scope == scope, LoginFailure.key == key)
+        .values(failures=LoginFailure.failures + 1, last_failure_at=now)
+        .returning(LoginFailure.failures)
+    ).first()
+    if updated is not None:
+        return int(updated[0])
+    session.add(LoginFailure(scope=scope, key=key, failures=1, last_failure_at=now))
+    session.flush()
+    return 1
+
+
+def lock_until(*, session: Session, scope: str, key: str, until) -> None:
+    from sqlalchemy import update
+
+    session.exec(
+        update(LoginFailure)
+        .where(LoginFailure.scope == scope, LoginFailure.key == key)
+        .values(locked_until=until)
+    )

@@ -9,9 +9,10 @@ from datetime import timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from itsmreview.accounts import queries
-from itsmreview.accounts.models import LoginFailure, Role, User
+from itsmreview.accounts.models import Role, User
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 _hasher = PasswordHasher()
@@ -139,15 +140,21 @@ def authenticate(
             session.delete(records[("account", name)])
             session.flush()
         return user
+    session.rollback()  # nothing of this attempt is kept but the failure itself
     for key in keys:
-        record = records.get(key) or LoginFailure(scope=key[0], key=key[1])
-        record.failures += 1
-        record.last_failure_at = now
         free = settings.login_free_failures * (ADDRESS_FACTOR if key[0] == "address" else 1)
-        delay = _delay(record.failures, free, settings.login_max_delay_s)
-        record.locked_until = now + timedelta(seconds=delay) if delay else None
-        session.add(record)
-    session.commit()
+        for attempt in range(2):
+            try:
+                failures = queries.count_failure(session=session, scope=key[0], key=key[1], now=now)
+                break
+            except IntegrityError:  # a concurrent first failure inserted it: count on it
+                session.rollback()
+                if attempt:
+                    raise
+        delay = _delay(failures, free, settings.login_max_delay_s)
+        until = now + timedelta(seconds=delay) if delay else None
+        queries.lock_until(session=session, scope=key[0], key=key[1], until=until)
+        session.commit()
     raise PermissionDenied(FAILED_LOGIN)
 
 

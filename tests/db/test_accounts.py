@@ -170,3 +170,21 @@ def test_users_commands(configured):
     assert unknown.exit_code == 1 and "no user 'nobody'" in unknown.output
     bad_role = run("users", "set-role", "eva", "owner")
     assert bad_role.exit_code == 1 and "not one of" in bad_role.output
+
+
+def test_concurrent_failures_for_a_new_name_are_all_counted(engine, at_once):
+    """Eight wrong passwords at once for a name never seen: each is a clean refusal (no
+    unique-constraint error from two first failures), and every one is counted."""
+    from sqlmodel import Session
+
+    def attempt(i):
+        with Session(engine, expire_on_commit=False) as session:
+            try:
+                authenticate(session=session, username="newcomer", password=f"x{i}")
+            except PermissionDenied:
+                return
+
+    assert at_once(attempt, list(range(8))) == []
+    with Session(engine) as session:
+        record = session.exec(select(LoginFailure).where(LoginFailure.key == "newcomer")).one()
+    assert record.failures == 8
