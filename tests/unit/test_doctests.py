@@ -14,6 +14,7 @@ MODULES = [
     "itsmreview.settings",
     "itsmreview.files",
     "itsmreview.catalog.queries",
+    "itsmreview.ui.transcript",
 ]
 
 
