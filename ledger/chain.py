@@ -66,14 +66,3 @@ def find_break(
             return seq, "entry_hash does not match its content"
         expected_prev = entry_hash
     return None
-
-
-def first_bad_hash(batch: list[tuple[Mapping[str, Any], str, str]]) -> tuple[int, str] | None:
-    """The first (content, prev_hash, entry_hash) of `batch` whose entry_hash does not match
-    its content and prev_hash, as (seq, what is wrong); None if all match. Only hashes: the
-    caller checks that each prev_hash is the hash before it. Runs in a worker process on
-    long ledgers, so it takes and returns plain data."""
-    for content, prev_hash, entry_hash in batch:
-        if link(content, prev_hash) != entry_hash:
-            return int(content.get("seq", -1)), "entry_hash does not match its content"
-    return None

@@ -1,9 +1,7 @@
 from collections.abc import Iterator
 
-import pandas as pd
-from itsmreview.db import frame_of
 from itsmreview.ledger.models import LedgerEntry
-from sqlalchemy import func, text
+from sqlalchemy import text
 from sqlmodel import Session, select
 
 
@@ -52,6 +50,27 @@ def entry_rows(*, session: Session, where=None, batch: int = 5000) -> Iterator:
         after = rows[-1].seq
 
 
+RAW_ENTRIES = text(
+    "SELECT seq, created_at, artifact_type, artifact_id, field, source_kind, reference, action,"
+    " actor_id, payload, prev_hash, entry_hash FROM ledger_entries WHERE seq > :after"
+    " ORDER BY seq LIMIT :batch"
+)
+
+
+def raw_entries(*, session: Session, batch: int = 20_000) -> Iterator[tuple]:
+    """Every entry as the driver returns it (no ORM type processing, which costs more than
+    hashing): created_at as text (SQLite) or datetime (PostgreSQL), payload as JSON text or
+    dict; the columns of ENTRY_COLUMNS. In sequence order, in batches."""
+    connection = session.connection()
+    after = 0
+    while True:
+        rows = connection.execute(RAW_ENTRIES, {"after": after, "batch": batch}).fetchall()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1][0]
+
+
 def head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str] | None:
     """Sequence number and hash of the newest entry (not of the excluded artifact types)."""
     query = select(LedgerEntry.seq, LedgerEntry.entry_hash)
@@ -59,54 +78,3 @@ def head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str
         query = query.where(LedgerEntry.artifact_type.not_in(excluding))
     row = session.exec(query.order_by(LedgerEntry.seq.desc()).limit(1)).first()
     return (int(row[0]), str(row[1])) if row else None
-
-
-def iter_entries(*, session: Session, batch: int = 5000) -> Iterator[LedgerEntry]:
-    after = 0
-    while True:
-        rows = session.exec(
-            select(LedgerEntry)
-            .where(LedgerEntry.seq > after)
-            .order_by(LedgerEntry.seq)
-            .limit(batch)
-        ).all()
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1].seq
-
-
-def entries_frame(
-    *,
-    session: Session,
-    artifact_type: str | None = None,
-    source_kind: str | None = None,
-    limit: int = 500,
-) -> pd.DataFrame:
-    query = (
-        select(
-            LedgerEntry.seq,
-            LedgerEntry.created_at,
-            LedgerEntry.artifact_type,
-            LedgerEntry.artifact_id,
-            LedgerEntry.field,
-            LedgerEntry.source_kind,
-            LedgerEntry.reference,
-            LedgerEntry.action,
-            LedgerEntry.actor_id,
-        )
-        .order_by(LedgerEntry.seq.desc())
-        .limit(limit)
-    )
-    if artifact_type:
-        query = query.where(LedgerEntry.artifact_type == artifact_type)
-    if source_kind:
-        query = query.where(LedgerEntry.source_kind == source_kind)
-    return frame_of(session, query)
-
-
-def source_kind_counts(*, session: Session) -> dict[str, int]:
-    rows = session.exec(
-        select(LedgerEntry.source_kind, func.count()).group_by(LedgerEntry.source_kind)
-    ).all()
-    return {kind: count for kind, count in rows}

@@ -1,10 +1,11 @@
 """Appending to and verifying the provenance ledger."""
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd
 from itsmreview.db import utcnow
 from itsmreview.errors import LedgerIntegrityError
 from itsmreview.ledger import chain, queries
@@ -77,53 +78,138 @@ def append_entry(
     return entry
 
 
-@dataclass(frozen=True)
-class ChainReport:
-    entries: int
-    ok: bool
-    broken_at: int | None = None
-    problem: str | None = None
+class StoredEntry:
+    """A raw ledger row with the types the chain was hashed with: the creation time as ISO
+    8601 text with microseconds and offset, the payload as a dict."""
+
+    __slots__ = (
+        "seq",
+        "created",
+        "artifact_type",
+        "artifact_id",
+        "field",
+        "source_kind",
+        "reference",
+        "action",
+        "actor_id",
+        "payload",
+        "prev_hash",
+        "entry_hash",
+    )
+
+    def __init__(self, row):
+        (
+            self.seq,
+            created,
+            self.artifact_type,
+            self.artifact_id,
+            self.field,
+            self.source_kind,
+            self.reference,
+            self.action,
+            self.actor_id,
+            payload,
+            self.prev_hash,
+            self.entry_hash,
+        ) = row
+        self.created = _iso(created)
+        self.payload = json.loads(payload) if isinstance(payload, str) else (payload or {})
 
 
-def verify_chain(*, session: Session, raise_on_break: bool = False) -> ChainReport:
-    """Recompute every hash in seq order; report the first broken entry.
+def _iso(value) -> str:
+    """ISO 8601 with microseconds and +00:00, from SQLite's stored text
+    ('2026-11-01 00:00:00.000001') or a driver's datetime."""
+    if isinstance(value, str):
+        if len(value) == 26 and value[10] == " ":
+            return f"{value[:10]}T{value[11:]}+00:00"
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
-    Raises LedgerIntegrityError instead of reporting when `raise_on_break` is set.
-    """
-    count = 0
 
-    def triples():
-        nonlocal count
-        for entry in queries.iter_entries(session=session):
-            count += 1
-            yield entry_content(entry), entry.prev_hash, entry.entry_hash
-
-    broken = chain.find_break(triples())
-    if broken is None:
-        return ChainReport(entries=count, ok=True)
-    seq, problem = broken
-    if raise_on_break:
-        raise LedgerIntegrityError(
-            f"ledger entry {seq}: {problem}; entries from {seq} on cannot be trusted"
-        )
-    return ChainReport(entries=count, ok=False, broken_at=seq, problem=problem)
+BREAKS = {
+    "prev_hash does not match the entry before it": "an entry was removed, inserted or reordered",
+    "entry_hash does not match its content": "the entry was edited",
+}
 
 
 @dataclass
-class LedgerOverview:
-    counts: dict[str, int]
-    entries: pd.DataFrame
+class ChainReport:
+    entries: int = 0
+    broken_at: int | None = None
+    problem: str | None = None
+    head: tuple[int, str] | None = None
+    expected_head_problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.expected_head_problem is None
 
 
-def ledger_overview(
-    *, session: Session, actor, source_kind: str | None = None, limit: int = 500
-) -> LedgerOverview:
-    """Entry counts per source kind and the newest entries (filtered by source kind)."""
-    from itsmreview.accounts.models import Role
-    from itsmreview.accounts.service import require_role
+def parse_head(text: str) -> tuple[int, str]:
+    """'SEQ:HASH' as (seq, hash). Raises ValueError naming the expected form."""
+    seq, _, digest = text.strip().partition(":")
+    if not seq.isdigit() or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(
+            f"expected head {text!r} is not SEQ:HASH (a sequence number, a colon and the 64 hex "
+            "digits `itsmreview ledger head` prints)"
+        )
+    return int(seq), digest
 
-    require_role(actor, Role.lead)
-    return LedgerOverview(
-        counts=queries.source_kind_counts(session=session),
-        entries=queries.entries_frame(session=session, source_kind=source_kind, limit=limit),
-    )
+
+def verify_chain(
+    *,
+    session: Session,
+    expect_head: str | None = None,
+    on_entry: Callable[[StoredEntry], None] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    raise_on_break: bool = False,
+) -> ChainReport:
+    """Recompute every hash in seq order in one stream of raw rows (bounded memory); report
+    the first broken entry and, with `expect_head` ('SEQ:HASH' kept outside the database),
+    whether that entry is there with that hash. `on_entry` sees every entry on the way.
+
+    Raises LedgerIntegrityError instead of reporting a break when `raise_on_break` is set.
+    """
+    report = ChainReport()
+    expected = parse_head(expect_head) if expect_head else None
+    seen_expected = False
+
+    def stream():
+        nonlocal seen_expected
+        for row in queries.raw_entries(session=session):
+            entry = StoredEntry(row)
+            report.entries += 1
+            if expected and entry.seq == expected[0]:
+                seen_expected = True
+                if entry.entry_hash != expected[1]:
+                    report.expected_head_problem = (
+                        f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
+                        f"{expected[1]}: the chain was re-written from there or before"
+                    )
+            if on_entry is not None:
+                on_entry(entry)
+            if progress and report.entries % 100_000 == 0:
+                progress("chain", report.entries)
+            yield entry_content(entry, entry.created), entry.prev_hash, entry.entry_hash
+
+    entries = stream()
+    broken = chain.find_break(entries)
+    if broken is not None:
+        report.broken_at, problem = broken
+        report.problem = f"{problem} ({BREAKS[problem]})"
+        for _ in entries:  # the rest is still counted and seen, no longer trusted
+            pass
+    report.head = queries.head(session=session)
+    if expected and not seen_expected:
+        report.expected_head_problem = (
+            f"entry {expected[0]} is missing: the ledger ends at "
+            f"{report.head[0] if report.head else 'nothing'} (truncated, or the wrong database)"
+        )
+    if raise_on_break and report.broken_at is not None:
+        raise LedgerIntegrityError(
+            f"ledger entry {report.broken_at}: {report.problem}; entries from "
+            f"{report.broken_at} on cannot be trusted"
+        )
+    return report

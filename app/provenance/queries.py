@@ -10,28 +10,8 @@ from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import Adjudication, Rating, RatingScore, ReviewRound
-from sqlalchemy import func, or_, text
+from sqlalchemy import func, or_
 from sqlmodel import Session, select
-
-RAW_ENTRIES = text(
-    "SELECT seq, created_at, artifact_type, artifact_id, field, source_kind, reference, action,"
-    " actor_id, payload, prev_hash, entry_hash FROM ledger_entries WHERE seq > :after"
-    " ORDER BY seq LIMIT :batch"
-)
-
-
-def raw_entries(*, session: Session, batch: int = 20_000) -> Iterator[tuple]:
-    """Every entry as the driver returns it (no ORM type processing, which costs more than
-    hashing): created_at as text (SQLite) or datetime (PostgreSQL), payload as JSON text or
-    dict. Columns as in ENTRY_COLUMNS. In sequence order, in batches."""
-    connection = session.connection()
-    after = 0
-    while True:
-        rows = connection.execute(RAW_ENTRIES, {"after": after, "batch": batch}).fetchall()
-        if not rows:
-            return
-        yield from rows
-        after = rows[-1][0]
 
 
 def head(*, session: Session) -> tuple[int, str] | None:

@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +20,7 @@ from itsmreview.coverage import queries as coverage_queries
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger import chain
 from itsmreview.ledger.prov import prov_document
-from itsmreview.ledger.service import append_entry, entry_content, entry_record
+from itsmreview.ledger.service import append_entry, entry_record, verify_chain
 from itsmreview.provenance import queries
 from itsmreview.review import queries as review_queries
 from itsmreview.review.reliability import adjudication_content
@@ -62,17 +61,6 @@ class AuditReport:
             "problems": self.problems,
             "objects_checked": self.objects_checked,
         }
-
-
-def parse_head(text: str) -> tuple[int, str]:
-    """'SEQ:HASH' as (seq, hash). Raises InvalidInput naming the expected form."""
-    seq, _, digest = text.strip().partition(":")
-    if not seq.isdigit() or not re.fullmatch(r"[0-9a-f]{64}", digest):
-        raise InvalidInput(
-            f"expected head {text!r} is not SEQ:HASH (a sequence number, a colon and the 64 hex "
-            "digits `itsmreview ledger head` prints)"
-        )
-    return int(seq), digest
 
 
 class _Commitments:
@@ -120,99 +108,22 @@ def verify_ledger(
     Streams the ledger and the objects in batches (memory does not grow with the ledger).
     Reads through `session`, expunging what it loaded after each batch.
     """
-    report = AuditReport()
-    expected = parse_head(expect_head) if expect_head else None
     commitments = _Commitments()
-    previous = chain.GENESIS_HASH
-    seen_expected = False
-    for row in queries.raw_entries(session=session):
-        entry = _Entry(row)
-        report.entries += 1
-        if report.broken_at is None:
-            if entry.prev_hash != previous:
-                report.broken_at, report.chain_problem = (
-                    entry.seq,
-                    (
-                        "prev_hash does not match the entry before it (an entry was removed, "
-                        "inserted or reordered)"
-                    ),
-                )
-            elif (
-                chain.link(entry_content(entry, entry.created), entry.prev_hash) != entry.entry_hash
-            ):
-                report.broken_at, report.chain_problem = (
-                    entry.seq,
-                    "entry_hash does not match its content (the entry was edited)",
-                )
-        previous = entry.entry_hash
-        if expected and entry.seq == expected[0]:
-            seen_expected = True
-            if entry.entry_hash != expected[1]:
-                report.expected_head_problem = (
-                    f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
-                    f"{expected[1]}: the chain was re-written from there or before"
-                )
-        commitments.note(entry)
-        if progress and report.entries % 100_000 == 0:
-            progress("chain", report.entries)
-    report.head = queries.head(session=session)
-    if expected and not seen_expected:
-        report.expected_head_problem = (
-            f"entry {expected[0]} is missing: the ledger ends at "
-            f"{report.head[0] if report.head else 'nothing'} (truncated, or the wrong database)"
+    try:
+        checked = verify_chain(
+            session=session, expect_head=expect_head, on_entry=commitments.note, progress=progress
         )
+    except ValueError as exc:  # a malformed expected head
+        raise InvalidInput(str(exc)) from None
+    report = AuditReport(
+        entries=checked.entries,
+        head=checked.head,
+        broken_at=checked.broken_at,
+        chain_problem=checked.problem,
+        expected_head_problem=checked.expected_head_problem,
+    )
     _check_objects(session, commitments, report, progress)
     return report
-
-
-class _Entry:
-    """A raw ledger row with the types the chain was hashed with: the creation time as ISO
-    8601 with microseconds and offset, the payload as a dict."""
-
-    __slots__ = (
-        "seq",
-        "created",
-        "artifact_type",
-        "artifact_id",
-        "field",
-        "source_kind",
-        "reference",
-        "action",
-        "actor_id",
-        "payload",
-        "prev_hash",
-        "entry_hash",
-    )
-
-    def __init__(self, row):
-        (
-            self.seq,
-            created,
-            self.artifact_type,
-            self.artifact_id,
-            self.field,
-            self.source_kind,
-            self.reference,
-            self.action,
-            self.actor_id,
-            payload,
-            self.prev_hash,
-            self.entry_hash,
-        ) = row
-        self.created = _iso(created)
-        self.payload = json.loads(payload) if isinstance(payload, str) else (payload or {})
-
-
-def _iso(value) -> str:
-    """ISO 8601 with microseconds and +00:00, from SQLite's stored text
-    ('2026-11-01 00:00:00.000001') or a driver's datetime."""
-    if isinstance(value, str):
-        if len(value) == 26 and value[10] == " ":
-            return f"{value[:10]}T{value[11:]}+00:00"
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _mismatch(report: AuditReport, what: str, seq: int) -> None:
