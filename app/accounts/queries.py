@@ -35,21 +35,26 @@ def user_by_id(*, session: Session, user_id: int) -> User | None:
 
 def count_failure(*, session: Session, scope: str, key: str, now) -> int:
     """Add one failure to (scope, key), atomically (no lost update when failures race), and
-    return the new count. Raises IntegrityError when a concurrent first failure inserted the
-    row between the update and the insert (the caller retries)."""
+    return the new count. A first failure inserts the row inside a savepoint; if a concurrent
+    first failure inserted it meanwhile, only the savepoint is undone and the row is updated."""
     from sqlalchemy import update
+    from sqlalchemy.exc import IntegrityError
 
-    updated = session.exec(
+    increment = (
         update(LoginFailure)
         .where(LoginFailure.scope == scope, LoginFailure.key == key)
         .values(failures=LoginFailure.failures + 1, last_failure_at=now)
         .returning(LoginFailure.failures)
-    ).first()
+    )
+    updated = session.exec(increment).first()
     if updated is not None:
         return int(updated[0])
-    session.add(LoginFailure(scope=scope, key=key, failures=1, last_failure_at=now))
-    session.flush()
-    return 1
+    try:
+        with session.begin_nested():
+            session.add(LoginFailure(scope=scope, key=key, failures=1, last_failure_at=now))
+        return 1
+    except IntegrityError:
+        return int(session.exec(increment).first()[0])
 
 
 def lock_until(*, session: Session, scope: str, key: str, until) -> None:

@@ -12,7 +12,6 @@ from itsmreview.accounts import queries
 from itsmreview.accounts.models import Role, User
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 _hasher = PasswordHasher()
@@ -118,8 +117,8 @@ def authenticate(
     """The active user with this name and password. Raises PermissionDenied otherwise, and
     LoginThrottled while the account name or the address must wait after repeated failures
     (unknown names are throttled alike, so throttling tells nothing about which names exist).
-    A failure is committed at once, so that no rollback by the caller erases it; an unknown
-    name costs the same password check as a known one."""
+    A failure commits the session at once (with whatever else it holds), so that no rollback
+    by the caller erases it; an unknown name costs the same password check as a known one."""
     from itsmreview.settings import get_settings
 
     settings = get_settings()
@@ -140,21 +139,13 @@ def authenticate(
             session.delete(records[("account", name)])
             session.flush()
         return user
-    session.rollback()  # nothing of this attempt is kept but the failure itself
     for key in keys:
         free = settings.login_free_failures * (ADDRESS_FACTOR if key[0] == "address" else 1)
-        for attempt in range(2):
-            try:
-                failures = queries.count_failure(session=session, scope=key[0], key=key[1], now=now)
-                break
-            except IntegrityError:  # a concurrent first failure inserted it: count on it
-                session.rollback()
-                if attempt:
-                    raise
+        failures = queries.count_failure(session=session, scope=key[0], key=key[1], now=now)
         delay = _delay(failures, free, settings.login_max_delay_s)
         until = now + timedelta(seconds=delay) if delay else None
         queries.lock_until(session=session, scope=key[0], key=key[1], until=until)
-        session.commit()
+    session.commit()
     raise PermissionDenied(FAILED_LOGIN)
 
 
