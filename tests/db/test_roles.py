@@ -8,8 +8,15 @@ from itsmreview.catalog.importing import import_as
 from itsmreview.coverage.overview import log_overview
 from itsmreview.demo.loader import load_demo
 from itsmreview.errors import PermissionDenied
-from itsmreview.exports.service import list_exports
-from itsmreview.ledger.service import ledger_overview
+from itsmreview.exports.service import export_choices, list_exports, preview
+from itsmreview.provenance.service import (
+    Reference,
+    audit_for,
+    ledger_page,
+    realism_by_provenance,
+    record_source,
+    summary_for,
+)
 from itsmreview.review.assignment import claim_next, close_round
 from itsmreview.review.completeness import add_activities, report, submit_review
 from itsmreview.review.dashboard import dashboard
@@ -21,7 +28,20 @@ from itsmreview.review.view import assignment_view, expert_queue
 LEAD_ONLY = [
     lambda s, u: dashboard(session=s, actor=u, bootstrap=0),
     lambda s, u: log_overview(session=s, actor=u, name="demo-vinst"),
-    lambda s, u: ledger_overview(session=s, actor=u),
+    lambda s, u: ledger_page(session=s, actor=u),
+    lambda s, u: summary_for(session=s, actor=u),
+    lambda s, u: audit_for(session=s, actor=u),
+    lambda s, u: realism_by_provenance(session=s, actor=u),
+    lambda s, u: record_source(
+        session=s,
+        actor=u,
+        about="world:w",
+        field_name="f",
+        kind="external",
+        reference=Reference("r"),
+    ),
+    lambda s, u: export_choices(session=s, actor=u),
+    lambda s, u: preview(session=s, actor=u),
     lambda s, u: list_exports(session=s, actor=u),
     lambda s, u: round_agreement(session=s, actor=u, bootstrap=0),
     lambda s, u: task_table(session=s, actor=u),
