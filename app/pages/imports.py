@@ -8,6 +8,7 @@ from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, log_columns, lo
 from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log_as
 from itsmreview.db import session_scope
+from itsmreview.files import UnsafePath, safe_join
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
@@ -29,7 +30,11 @@ def _stored_upload(upload) -> Path:
     """The uploaded file on disk, written once per upload (not on every rerun)."""
     stored = st.session_state.setdefault("uploaded-files", {})
     if upload.file_id not in stored:
-        target = Path(tempfile.mkdtemp(dir=_upload_dir())) / Path(upload.name).name
+        folder = Path(tempfile.mkdtemp(dir=_upload_dir()))
+        try:  # the browser's file name: kept for its extension, never allowed to leave folder
+            target = safe_join(folder, Path(upload.name.replace("\\", "/")).name)
+        except UnsafePath:
+            target = folder / "upload"
         target.write_bytes(upload.getvalue())
         stored[upload.file_id] = target
     return stored[upload.file_id]
