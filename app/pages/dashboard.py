@@ -11,6 +11,7 @@ from itsmreview.review.reliability import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import cached
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
 from itsmreview.ui.notice import announce
 
@@ -59,8 +60,8 @@ with st.expander("Alpha over time"):
 with st.expander("Realism by provenance and coverage"):
     from itsmreview.provenance.service import realism_by_provenance
 
-    split = perform(realism_by_provenance, actor=user, round_name=data.round_name)
-    if split is FAILED or split.empty:
+    split = cached(realism_by_provenance)(user, round_name=data.round_name)
+    if split.empty:
         st.caption("No ratings in this round yet.")
     else:
         st.caption(

@@ -10,6 +10,7 @@ from itsmreview.exports.service import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import cached
 
 ALL = "(all)"
 user = require(Role.lead)
@@ -30,9 +31,7 @@ filters = {
     "log": None if log == ALL else log,
     "persona": None if persona == ALL else persona,
 }
-shown = perform(preview, actor=user, **filters)
-if shown is FAILED:
-    st.stop()
+shown = cached(preview)(user, **filters)
 tiles = st.columns(3)
 tiles[0].metric("Approved tasks", shown["tasks"])
 tiles[1].metric("Personas", len(shown["by_persona"]))

@@ -16,6 +16,7 @@ from itsmreview.provenance.service import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import cached
 
 PAGE_SIZE = 200
 ALL = "(all)"
@@ -28,8 +29,7 @@ st.write(
     "the content they record, so an edit anywhere is found by **Verify**."
 )
 
-with session_scope() as session:
-    summary = summary_for(session=session, actor=user)
+summary = cached(summary_for)(user)
 if summary["fields"]:
     st.subheader("Task fields by source")
     long = pd.DataFrame(
