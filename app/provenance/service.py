@@ -396,9 +396,9 @@ def provenance_summary(*, session: Session) -> dict:
 def export_ledger(
     out: Path | str, *, session: Session, fmt: str = "jsonl", external_id: str | None = None
 ) -> int:
-    """Write the ledger (or a task's entries) as JSON lines or W3C PROV-JSON; the PROV
-    document is built and checked through the `prov` package. Returns the entry count."""
-
+    """Write the ledger (or a task's entries) as JSON lines, streamed, or W3C PROV-JSON,
+    built and checked through the `prov` package (which holds the document in memory).
+    Written beside OUT, then renamed into place. Returns the entry count."""
     if fmt not in ("jsonl", "prov-json"):
         raise InvalidInput(f"--format {fmt!r} is not one of jsonl, prov-json")
     if external_id is not None:
@@ -406,24 +406,32 @@ def export_ledger(
             raise NotFound(f"no task {external_id!r}; `itsmreview tasks list` shows the ids")
         rows = queries.task_entries(session=session, external_id=external_id)
     else:
-        rows = list(queries.entries(session=session))
+        rows = queries.entries(session=session)
     names = queries.user_names(session=session)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
-    with open(partial, "w", encoding="utf-8") as handle:
-        if fmt == "jsonl":
-            for e in rows:
-                record = entry_record(e, names.get(e.actor_id))
-                handle.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
-        else:
-            from prov.model import ProvDocument
+    try:
+        count = 0
+        with open(partial, "w", encoding="utf-8") as handle:
+            if fmt == "jsonl":
+                for e in rows:
+                    count += 1
+                    record = entry_record(e, names.get(e.actor_id))
+                    handle.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+            else:
+                from prov.model import ProvDocument
 
-            document = prov_document(rows, agent_names=names)
-            checked = ProvDocument.deserialize(content=json.dumps(document), format="json")
-            handle.write(checked.serialize(format="json", indent=1) + "\n")
+                rows = list(rows)
+                count = len(rows)
+                document = prov_document(rows, agent_names=names)
+                checked = ProvDocument.deserialize(content=json.dumps(document), format="json")
+                handle.write(checked.serialize(format="json", indent=1) + "\n")
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(out)
-    return len(rows)
+    return count
 
 
 @dataclass
