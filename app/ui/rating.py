@@ -2,7 +2,7 @@
 
 import streamlit as st
 from itsmreview.review.view import AssignmentView
-from itsmreview.ui.action import FAILED, perform
+from itsmreview.ui.action import perform
 from itsmreview.ui.transcript import escape_markdown
 from itsmreview.ui.variant import render_variant, variant_details
 
@@ -32,10 +32,13 @@ def provenance_card(external_id: str, *, key: str) -> None:
     """Where each field of the task came from (logs, external practice, experts)."""
     from itsmreview.provenance.service import provenance_card as card_of
     from itsmreview.ui.auth import current_user
+    from itsmreview.ui.cache import cached
 
-    card = perform(card_of, actor=current_user(), external_id=external_id)
-    with st.expander(f"Provenance ({0 if card is FAILED else len(card)} recorded sources)"):
-        if card is FAILED or card.empty:
+    # cached per database state: the expert's page reruns on every click, and the card reads
+    # the ledger
+    card = cached(card_of)(current_user(), external_id=external_id)
+    with st.expander(f"Provenance ({len(card)} recorded sources)"):
+        if card.empty:
             st.caption("No source recorded for this task.")
             return
         st.dataframe(
