@@ -10,7 +10,7 @@ import pandas as pd
 from alembic import command
 from alembic.config import Config
 from itsmreview.settings import get_settings, normalise_database_url
-from sqlalchemy import Engine, create_engine, event, insert, inspect
+from sqlalchemy import Engine, create_engine, event, insert, inspect, text
 from sqlalchemy import column as sa_column
 from sqlalchemy import table as sa_table
 from sqlalchemy.engine import make_url
@@ -106,6 +106,14 @@ def insert_rows(
     """The portable way (SQLAlchemy's executemany), for drivers without a faster one."""
     target = sa_table(table, *(sa_column(name) for name in columns))
     session.execute(insert(target), [dict(zip(columns, row, strict=True)) for row in rows])
+
+
+def analyze(session: Session, *tables: str) -> None:
+    """Refresh the planner's statistics of tables just written in bulk (PostgreSQL: without
+    them, autovacuum may be late or off and plans go wrong; SQLite: `ANALYZE` feeds its
+    planner too). Names are the code's own table names, never user input."""
+    for table in tables:
+        session.exec(text(f'ANALYZE "{table}"'))
 
 
 def alembic_config(url: str | None = None) -> Config:

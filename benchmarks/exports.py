@@ -26,6 +26,16 @@ from pathlib import Path
 DIMENSIONS = 8
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
+    over exec from the parent, it counts only what this program used."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def build(path: Path, tasks: int, ratings_per_task: int, experts: int = 20) -> None:
     from itsmreview.accounts.models import User
     from itsmreview.catalog.models import Task, TaskVersion
@@ -231,7 +241,7 @@ def child(task: str, database: str, out: str) -> dict:
     from itsmreview.accounts.models import Role, User
     from itsmreview.db import session_scope
 
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_mb()
     start = time.perf_counter()
     if task == "baseline":
         import pandas as pd
@@ -263,7 +273,7 @@ def child(task: str, database: str, out: str) -> dict:
             session.rollback()  # leave the database as built for the next repeat
         assert result.tasks > 0
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mb()
     return {"seconds": seconds, "peak_mb": peak, "grew_mb": peak - before}
 
 

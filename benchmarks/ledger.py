@@ -23,6 +23,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
+    over exec from the parent, it counts only what this program used."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def build(path: Path, entries: int) -> None:
     from itsmreview.db import create_db_engine, upgrade_database
     from itsmreview.ledger import chain
@@ -88,7 +98,7 @@ def child(task: str, database: str) -> dict:
             report = verify_ledger(session=session)
             count, ok = report.entries, report.ok
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mb()
     return {"seconds": seconds, "entries": count, "ok": ok, "peak_mb": peak}
 
 

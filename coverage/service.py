@@ -30,7 +30,7 @@ from itsmreview.coverage.models import (
     LogVariant,
 )
 from itsmreview.coverage.variants import materialise
-from itsmreview.db import bulk_insert
+from itsmreview.db import analyze, bulk_insert
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
 from itsmreview.settings import get_settings
@@ -163,6 +163,7 @@ def import_log(
             session.flush()
             report("storing statistics", 0.8)
             _insert_materialised(session, log.id, mat)
+            analyze(session, *MATERIALISED_TABLES)
             report("writing events", 0.9)
             events_written.result()
             cases_written.result()
@@ -307,6 +308,9 @@ def _variant_rows(log_id: int, variants) -> Iterator[tuple]:
             None if median != median else median,
             _json_strings(examples),
         )
+
+
+MATERIALISED_TABLES = ("log_variants", "log_directly_follows", "log_activities", "log_role_values")
 
 
 def _insert_materialised(session: Session, log_id: int, mat) -> None:

@@ -38,10 +38,11 @@ def canonical(value: Any, *, indent: int | None = None) -> str:
     )
 
 
+_LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def jsonl(rows: Iterable[Any]) -> str:
-    return "".join(
-        json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n" for row in rows
-    )
+    return "".join(_LINE(row) + "\n" for row in rows)
 
 
 def sha256_file(path: Path) -> str:
@@ -71,6 +72,10 @@ class Staging:
         target = self.path(relative)
         target.write_text(text, encoding="utf-8", newline="\n")
         return target
+
+    def open(self, relative: str):
+        """A text file in the folder, for writing piece by piece."""
+        return open(self.path(relative), "w", encoding="utf-8", newline="\n")
 
     def files(self) -> list[str]:
         return sorted(

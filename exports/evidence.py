@@ -3,7 +3,6 @@ adjudications, coverage, rubrics and the ledger slice. Each function returns
 {relative path: text}; nothing here reads the clock."""
 
 import csv
-import io
 import math
 from collections.abc import Iterable
 
@@ -77,8 +76,8 @@ def ratings_table(
     return table.to_dict("records")
 
 
-def ratings_files(rows: list[dict], dimensions: list[str]) -> dict[str, str]:
-    columns = [
+def rating_columns(dimensions: list[str]) -> list[str]:
+    return [
         "task",
         "version",
         "round",
@@ -92,17 +91,31 @@ def ratings_files(rows: list[dict], dimensions: list[str]) -> dict[str, str]:
         "comment",
         "submitted_at",
     ]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(
-            {
-                **{k: row.get(k) for k in columns},
-                "flags": ";".join(row["flags"]),
-            }
+
+
+class RatingsFiles:
+    """evidence/ratings.csv and evidence/ratings.jsonl, written a batch of rows at a time."""
+
+    def __init__(self, staging, dimensions: list[str]):
+        self.columns = rating_columns(dimensions)
+        self.rows = 0
+        self._csv = staging.open("evidence/ratings.csv")
+        self._jsonl = staging.open("evidence/ratings.jsonl")
+        self._writer = csv.writer(self._csv, lineterminator="\n")
+        self._writer.writerow(self.columns)
+
+    def add(self, rows: list[dict]) -> None:
+        columns = self.columns
+        self._writer.writerows(
+            [row.get(k) for k in columns]
+            for row in ({**r, "flags": ";".join(r["flags"])} for r in rows)
         )
-    return {"evidence/ratings.csv": buffer.getvalue(), "evidence/ratings.jsonl": jsonl(rows)}
+        self._jsonl.write(jsonl(rows))
+        self.rows += len(rows)
+
+    def close(self) -> None:
+        self._csv.close()
+        self._jsonl.close()
 
 
 def task_summary(rows: list[dict], dimensions: list[str]) -> list[dict]:
@@ -203,5 +216,5 @@ def rubrics_file(rubrics: list) -> dict[str, str]:
     }
 
 
-def ledger_rows(entries: list, names: dict[int | None, str]) -> list[dict]:
-    return [entry_record(e, names.get(e.actor_id)) for e in entries]
+def ledger_line(entry, names: dict[int | None, str]) -> str:
+    return jsonl([entry_record(entry, names.get(entry.actor_id))])

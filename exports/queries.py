@@ -12,6 +12,8 @@ from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import (
     Adjudication,
+    Rating,
+    RatingScore,
     ReviewRound,
     RoundTask,
     Rubric,
@@ -81,6 +83,56 @@ def usernames(*, session: Session, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(session.exec(select(User.id, User.username).where(User.id.in_(ids))).all())
+
+
+def _current_of(version_ids):
+    return (
+        Rating.task_version_id.in_(version_ids),
+        Rating.is_current,
+        Rating.status == "submitted",
+    )
+
+
+def raters_and_rubrics(*, session: Session, version_ids: list[int]) -> tuple[set, set]:
+    """Who rated a batch of versions, and with which rubrics (current submitted ratings)."""
+    rows = session.exec(
+        select(Rating.expert_id, Rating.rubric_id).where(*_current_of(version_ids)).distinct()
+    ).all()
+    return {int(e) for e, _ in rows}, {int(r) for _, r in rows}
+
+
+def ratings_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
+    """Current submitted ratings of a batch of versions (a bounded list: an export reads
+    them a batch at a time), with their round's name."""
+    return frame_of(
+        session,
+        select(
+            Rating.id.label("rating_id"),
+            Rating.task_version_id,
+            Rating.expert_id,
+            Rating.verdict,
+            Rating.flags,
+            Rating.submitted_at,
+            Rating.rater_kind,
+            Rating.revision,
+            Rating.comment,
+            Rating.confidence,
+            Rating.rubric_id,
+            ReviewRound.name.label("round"),
+        )
+        .join(ReviewRound, ReviewRound.id == Rating.round_id)
+        .where(*_current_of(version_ids))
+        .order_by(Rating.id),
+    )
+
+
+def scores_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
+    return frame_of(
+        session,
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(*_current_of(version_ids)),
+    )
 
 
 def adjudications_in(*, session: Session, ids) -> pd.DataFrame:

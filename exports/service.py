@@ -26,15 +26,17 @@ from itsmreview.exports.bundle import (
     write_zip,
 )
 from itsmreview.exports.models import Export
-from itsmreview.ledger.prov import prov_document
+from itsmreview.ledger.prov import ProvWriter
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import reliability
+from itsmreview.review.approval import TaskRatings, decide
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session
 
 FORMATS = ("native", "harbor", "hf", "tau2")
 Progress = Callable[[str, float], None]
 LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
+RATING_BATCH = 5000  # task versions whose ratings are read, written and decided together
 
 
 @dataclass
@@ -124,31 +126,29 @@ def preview(
         "tasks": len(chosen.pairs),
         "by_persona": frame["persona"].value_counts().sort_index().to_dict(),
         "by_log": frame["log"].value_counts().sort_index().to_dict(),
-        "gate": {r.name: _gate_state(session, r)[0] for r in chosen.rounds},
+        "gate": {r.name: _gate_state(session, r) for r in chosen.rounds},
     }
 
 
-def _gate_state(session: Session, review_round) -> tuple[dict, reliability.RoundData]:
-    """Whether the round's agreement reaches its gate: alpha of every gating dimension."""
-    data = reliability.load_round(session=session, round_name=review_round.id)
-    config = reliability.gate_config(review_round, data.rubric)
-    alphas, weak = {}, []
-    for item in config.gating_dimensions:
-        matrix, _, _ = reliability.reliability_matrix(data, item)
-        level = data.rubric.dimension(item).level
-        value = reliability.agreement.alpha(matrix, level).value if matrix.size else None
-        alphas[item] = value
-        if value is None or value < config.alpha_min:
-            weak.append(
-                f"alpha of {item} is {'undefined' if value is None else f'{value:.3f}'}, "
-                f"below {config.alpha_min:.3f}"
-            )
+def _gate_state(session: Session, review_round, counts: dict | None = None) -> dict:
+    """Whether the round's agreement reaches its gate: alpha of every gating dimension,
+    from per-task counts (no rating is loaded)."""
+    config, rubric = reliability.current_gate(session=session, round_name=review_round.id)
+    alphas = reliability.gating_alphas(
+        session=session, review_round=review_round, rubric=rubric, counts=counts
+    )
+    weak = [
+        f"alpha of {item} is {'undefined' if value is None else f'{value:.3f}'}, "
+        f"below {config.alpha_min:.3f}"
+        for item, value in alphas.items()
+        if value is None or value < config.alpha_min
+    ]
     return {
         "reached": not weak,
         "alpha": alphas,
         "alpha_min": config.alpha_min,
         "problems": weak,
-    }, data
+    }
 
 
 def export_set(
@@ -201,9 +201,15 @@ def export_set(
             + "; tasks are approved by a review round's gate (`itsmreview round list`)"
         )
     report("checking the gate", 0.08)
-    gates, datas = {}, {}
-    for review_round in chosen.rounds:
-        gates[review_round.name], datas[review_round.name] = _gate_state(session, review_round)
+    counts = {
+        r.name: reliability.round_counts(
+            session=session,
+            round_id=r.id,
+            rubric=reliability.current_gate(session=session, round_name=r.id)[1],
+        )
+        for r in chosen.rounds
+    }
+    gates = {r.name: _gate_state(session, r, counts[r.name]) for r in chosen.rounds}
     weak = {name: g["problems"] for name, g in gates.items() if not g["reached"]}
     if weak and not allow_tentative:
         details = "; ".join(f"round {n}: {', '.join(p)}" for n, p in sorted(weak.items()))
@@ -220,7 +226,7 @@ def export_set(
             chosen=chosen,
             formats=formats,
             gates=gates,
-            datas=datas,
+            item_counts=counts,
             with_names=with_names,
             bootstrap=bootstrap,
             report=report,
@@ -313,7 +319,7 @@ def _write_files(
     chosen: Selection,
     formats: list[str],
     gates: dict,
-    datas: dict,
+    item_counts: dict,
     with_names: bool,
     bootstrap: int,
     report: Callable[[str, float], None],
@@ -352,45 +358,31 @@ def _write_files(
         for path, text in written.items():
             staging.write_text(path, text)
     report("reading ratings", 0.4)
-    for review_round in queries.rounds_of(session=session, ids=chosen.ids):
-        if review_round.name not in datas:  # rated in a round other than the one chosen
-            datas[review_round.name] = reliability.load_round(
-                session=session, round_name=review_round.id
-            )
-    # the rounds' ratings and scores were loaded for the gate: reused, not read again
-    ratings = pd.concat(
-        [d.ratings.assign(round=name) for name, d in datas.items()], ignore_index=True
-    )
-    ratings = ratings[ratings["task_version_id"].isin(version_ids)]
-    scores = pd.concat([d.scores for d in datas.values()], ignore_index=True)
-    scores = scores[scores["rating_id"].isin(set(ratings["rating_id"]))]
-    ratings["username"] = ratings["expert_id"].map(
-        queries.usernames(session=session, ids=sorted(set(map(int, ratings["expert_id"]))))
-    )
+    ordered = sorted(chosen.pairs, key=lambda pair: (pair[0].external_id, pair[1].version))
+    batches = [
+        [v.id for _, v in ordered[start : start + RATING_BATCH]]
+        for start in range(0, len(ordered), RATING_BATCH)
+    ]
+    experts, rubric_ids = set(), {int(r.rubric_id) for r in chosen.rounds}
+    for batch in batches:
+        rated_by, rated_with = queries.raters_and_rubrics(session=session, version_ids=batch)
+        experts |= rated_by
+        rubric_ids |= rated_with
     adjudications = queries.adjudications_in(session=session, ids=chosen.ids)
     adjudications = adjudications[adjudications["task_version_id"].isin(version_ids)]
-    usernames = dict(zip(ratings["expert_id"], ratings["username"], strict=False))
     if with_names:
-        names = {int(k): str(v) for k, v in usernames.items()}
+        names = queries.usernames(session=session, ids=sorted(experts))
         leads = {int(i): f"user-{int(i)}" for i in adjudications["lead_id"]}
     else:
-        names = evidence.pseudonyms(map(int, ratings["expert_id"]), "rater")
+        names = evidence.pseudonyms(experts, "rater")
         leads = evidence.pseudonyms(map(int, adjudications["lead_id"]), "lead")
-    rubric_ids = sorted(
-        {int(r.rubric_id) for r in chosen.rounds} | set(map(int, ratings["rubric_id"]))
-    )
-    rubrics = queries.rubrics_by_id(session=session, rubric_ids=rubric_ids)
+    rubrics = queries.rubrics_by_id(session=session, rubric_ids=sorted(rubric_ids))
     dimensions = sorted(
         {d.key for r in rubrics for d in RubricDefinition.model_validate(r.definition).dimensions}
     )
-    rows = evidence.ratings_table(
-        ratings, scores, versions=versions, names=names, dimensions=dimensions
-    )
-    files = {**evidence.ratings_files(rows, dimensions)}
-    report("computing agreement", 0.5)
-    per_round, gate_per_round = {}, {}
+    report("computing agreement", 0.45)
+    per_round, gate_per_round, deciding = {}, {}, {}
     for review_round in chosen.rounds:
-        data = datas[review_round.name]
         _, items = reliability.round_agreement(
             session=session,
             actor=actor,
@@ -398,11 +390,15 @@ def _write_files(
             bootstrap=bootstrap,
             seed=0,
             detail=False,
-            data=data,
+            counts=item_counts[review_round.name],
         )
         per_round[review_round.name] = [_agreement_row(i.as_dict()) for i in items]
-        tasks, decisions = reliability.gate_decisions(session=session, data=data)
-        config = reliability.gate_config(review_round, data.rubric)
+        config, _ = reliability.current_gate(session=session, round_name=review_round.id)
+        deciding[review_round.name] = (
+            config,
+            set(reliability.queries.round_task_ids(session=session, round_id=review_round.id)),
+            reliability.queries.adjudications_of_round(session=session, round_id=review_round.id),
+        )
         gate_per_round[review_round.name] = {
             "settings": {
                 "k_min": config.k_min,
@@ -413,20 +409,41 @@ def _write_files(
                 "blocking_flags": list(config.blocking_flags),
             },
             "agreement": gates[review_round.name],
-            "decisions": [
-                {
-                    "task": versions[int(v)][0],
-                    "version": versions[int(v)][1],
-                    "status": decisions[int(v)].status,
-                    "reasons": decisions[int(v)].reasons,
-                }
-                for v in sorted(
-                    tasks["task_version_id"], key=lambda v: versions.get(int(v), ("", 0))
-                )
-                if int(v) in version_ids
-            ],
+            "decisions": [],
         }
-    files.update(evidence.agreement_file(per_round, evidence.task_summary(rows, dimensions)))
+    report("writing ratings", 0.5)
+    summary, rating_ids = [], set()
+    ratings_out = evidence.RatingsFiles(staging, dimensions)
+    try:
+        for done, batch in enumerate(batches, start=1):
+            ratings = queries.ratings_of(session=session, version_ids=batch)
+            scores = queries.scores_of(session=session, version_ids=batch)
+            rows = evidence.ratings_table(
+                ratings, scores, versions=versions, names=names, dimensions=dimensions
+            )
+            ratings_out.add(rows)
+            summary.extend(evidence.task_summary(rows, dimensions))
+            rating_ids.update(ratings["rating_id"].astype(int).tolist())
+            for round_name, (config, members, adjudicated) in deciding.items():
+                in_round = reliability.task_ratings(ratings[ratings["round"] == round_name], scores)
+                gate_per_round[round_name]["decisions"] += [
+                    _decision_row(
+                        versions[v],
+                        decide(
+                            in_round.get(v, TaskRatings({}, [], [])),
+                            config,
+                            gates[round_name]["alpha"],
+                            adjudicated.get(v),
+                        ),
+                    )
+                    for v in batch
+                    if v in members
+                ]
+            report("writing ratings", 0.5 + 0.15 * done / len(batches))
+    finally:
+        ratings_out.close()
+    files = {}
+    files.update(evidence.agreement_file(per_round, summary))
     files.update(evidence.gate_file(gate_per_round))
     files.update(evidence.adjudications_file(adjudications, versions=versions, names=leads))
     report("computing coverage", 0.65)
@@ -445,40 +462,19 @@ def _write_files(
         coverage[log_name] = {**result.as_dict(), "unresolved_case_ids": unresolved}
     files.update(evidence.coverage_file(coverage))
     files.update(evidence.rubrics_file(rubrics))
-    report("reading the ledger", 0.75)
-    wanted = {
-        "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
-        | {t.external_id for t, _ in chosen.pairs},
-        "rating": {str(int(i)) for i in ratings["rating_id"]},
-        "review_round": {r.name for r in chosen.rounds},
-    }
-    log_prefixes = tuple(f"{name}@" for name in by_log)
-    entries = [
-        e
-        for e in queries.ledger_entries_of(session=session, artifact_types=LEDGER_TYPES)
-        if e.artifact_id in wanted.get(e.artifact_type, ())
-        or (e.artifact_type == "event_log" and e.artifact_id.startswith(log_prefixes or ("\0",)))
-    ]
-    agents: dict[int | None, str] = {**names, **leads}
-    files["evidence/ledger.jsonl"] = "".join(
-        evidence.jsonl([row]) for row in evidence.ledger_rows(entries, agents)
-    )
-    derivations = [
-        (f"task/{t.external_id}@v{v.version}", f"event_log/{(v.source or {}).get('log')}")
-        for t, v in chosen.pairs
-        if (v.source or {}).get("log")
-    ]
-    files["evidence/ledger.prov.json"] = canonical(
-        prov_document(entries, agent_names=agents, derivations=derivations)
-    )
     for path, text in files.items():
         staging.write_text(path, text)
+    report("reading the ledger", 0.75)
+    agents: dict[int | None, str] = {**names, **leads}
+    ledger_entries = _write_ledger_slice(
+        staging, session=session, chosen=chosen, rating_ids=rating_ids, logs=by_log, agents=agents
+    )
     counts.update(
         {
-            "ratings": len(rows),
+            "ratings": ratings_out.rows,
             "raters": len(names),
             "adjudications": len(adjudications),
-            "ledger_entries": len(entries),
+            "ledger_entries": ledger_entries,
         }
     )
     return {
@@ -487,6 +483,58 @@ def _write_files(
             {"name": r.name, "version": r.version, "content_hash": r.content_hash} for r in rubrics
         ],
     }
+
+
+def _decision_row(version: tuple[str, int], decision) -> dict:
+    return {
+        "task": version[0],
+        "version": version[1],
+        "status": decision.status,
+        "reasons": decision.reasons,
+    }
+
+
+def _write_ledger_slice(
+    staging: Staging,
+    *,
+    session: Session,
+    chosen: Selection,
+    rating_ids: set[int],
+    logs: dict,
+    agents: dict[int | None, str],
+) -> int:
+    """evidence/ledger.jsonl and evidence/ledger.prov.json: the entries of the exported task
+    versions, their ratings, rounds and source logs, streamed from the ledger."""
+    wanted = {
+        "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
+        | {t.external_id for t, _ in chosen.pairs},
+        "review_round": {r.name for r in chosen.rounds},
+    }
+    log_prefixes = tuple(f"{name}@" for name in logs) or ("\0",)
+
+    def exported(entry) -> bool:
+        if entry.artifact_type == "rating":
+            return entry.artifact_id.isdigit() and int(entry.artifact_id) in rating_ids
+        if entry.artifact_type == "event_log":
+            return entry.artifact_id.startswith(log_prefixes)
+        return entry.artifact_id in wanted.get(entry.artifact_type, ())
+
+    written = 0
+    with ProvWriter(agents) as prov, staging.open("evidence/ledger.jsonl") as lines:
+        for entry in queries.ledger_entries_of(session=session, artifact_types=LEDGER_TYPES):
+            if exported(entry):
+                lines.write(evidence.ledger_line(entry, agents))
+                prov.add_entry(entry)
+                written += 1
+        for task, version in chosen.pairs:
+            if (version.source or {}).get("log"):
+                prov.add_derivation(
+                    f"task/{task.external_id}@v{version.version}",
+                    f"event_log/{version.source['log']}",
+                )
+        with staging.open("evidence/ledger.prov.json") as handle:
+            prov.write(handle)
+    return written
 
 
 def _agreement_row(item: dict) -> dict:

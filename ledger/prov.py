@@ -8,11 +8,17 @@ same document.
 """
 
 import hashlib
+import io
+import json
+import shutil
+import tempfile
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote
 
 NAMESPACE = "https://itsmreview.org/ns#"
+_BODY = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+_KEY = json.JSONEncoder(ensure_ascii=False).encode
 CREATING_ACTIONS = {"import", "submit", "add", "export", "add-source"}
 
 
@@ -21,75 +27,153 @@ def _id(kind: str, value: str) -> str:
     return f"itsm:{quote(kind, safe='/')}/{quote(value, safe='@.-_')}"
 
 
+SECTIONS = (
+    "entity",
+    "activity",
+    "agent",
+    "wasGeneratedBy",
+    "used",
+    "wasAssociatedWith",
+    "wasAttributedTo",
+    "wasDerivedFrom",
+)
+
+
+class ProvWriter:
+    """A PROV-JSON document written as entries arrive: each section is spooled to a
+    temporary file, so memory holds only the identifiers of artifacts seen (to name each
+    entity once), not the document. Records keep their arrival order; each record's body
+    has sorted keys, so the same entries give the same bytes."""
+
+    def __init__(self, agent_names: dict[int | None, str]):
+        self.agent_names = agent_names
+        self._spools = {
+            kind: tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close)
+            for kind in SECTIONS
+        }
+        self._counts = dict.fromkeys(SECTIONS, 0)
+        self._pending: dict[str, list[str]] = {kind: [] for kind in SECTIONS}
+        self._entities: set[str] = set()
+        self._generated: set[str] = set()
+        self._relations = 0
+
+    def __enter__(self) -> "ProvWriter":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for spool in self._spools.values():
+            spool.close()
+
+    def _put(self, kind: str, key: str, body: dict) -> None:
+        pending = self._pending[kind]
+        if self._counts[kind]:
+            pending.append(",")
+        pending += (_KEY(key), ":", _BODY(body))
+        self._counts[kind] += 1
+        if len(pending) > 4000:
+            self._spools[kind].write("".join(pending))
+            pending.clear()
+
+    def _entity(self, entity: str, body: dict) -> None:
+        if entity not in self._entities:
+            self._entities.add(entity)
+            self._put("entity", entity, body)
+
+    def _relation(self, kind: str, body: dict) -> None:
+        self._relations += 1
+        self._put(kind, f"_:{kind}{self._relations}", body)
+
+    def add_entry(self, entry: Any) -> None:
+        """One ledger entry (an object with the LedgerEntry fields)."""
+        entity = _id(entry.artifact_type, entry.artifact_id)
+        self._entity(entity, {"prov:type": f"itsm:{entry.artifact_type}"})
+        activity = _id("ledger", str(entry.seq))
+        self._put(
+            "activity",
+            activity,
+            {
+                "prov:startTime": entry.created_at.isoformat(),
+                "prov:endTime": entry.created_at.isoformat(),
+                "itsm:action": entry.action,
+                "itsm:sourceKind": entry.source_kind,
+                "itsm:entryHash": entry.entry_hash,
+                **({"itsm:field": entry.field} if entry.field else {}),
+                **({"itsm:reference": entry.reference} if entry.reference else {}),
+            },
+        )
+        if entry.action in CREATING_ACTIONS and entity not in self._generated:
+            self._generated.add(entity)
+            self._relation("wasGeneratedBy", {"prov:entity": entity, "prov:activity": activity})
+        else:
+            self._relation("used", {"prov:activity": activity, "prov:entity": entity})
+        if entry.actor_id is not None and entry.actor_id in self.agent_names:
+            agent = _id("agent", self.agent_names[entry.actor_id])
+            if agent not in self._entities:
+                self._entities.add(agent)
+                self._put("agent", agent, {"prov:type": "prov:Person"})
+            self._relation("wasAssociatedWith", {"prov:activity": activity, "prov:agent": agent})
+            if entry.action in CREATING_ACTIONS:
+                self._relation("wasAttributedTo", {"prov:entity": entity, "prov:agent": agent})
+        if entry.field and entry.source_kind in ("logs", "external", "expert"):
+            reference = entry.reference or entry.source_kind
+            digest = hashlib.sha256(reference.encode()).hexdigest()[:16]
+            source = _id(f"source/{entry.source_kind}", digest)
+            self._entity(
+                source, {"prov:type": f"itsm:{entry.source_kind}", "prov:label": reference}
+            )
+            part = f"{entity}.{quote(entry.field, safe='')}"
+            self._entity(part, {"prov:type": "itsm:field"})
+            self._relation(
+                "wasDerivedFrom", {"prov:generatedEntity": part, "prov:usedEntity": source}
+            )
+
+    def add_derivation(self, derived: str, source: str) -> None:
+        """A (derived artifact, source artifact) pair as `type/id` strings, e.g. a task
+        version derived from an event log."""
+        derived_id, source_id = _id(*derived.split("/", 1)), _id(*source.split("/", 1))
+        self._entity(derived_id, {"prov:type": f"itsm:{derived.split('/', 1)[0]}"})
+        self._entity(source_id, {"prov:type": f"itsm:{source.split('/', 1)[0]}"})
+        self._relation(
+            "wasDerivedFrom", {"prov:generatedEntity": derived_id, "prov:usedEntity": source_id}
+        )
+
+    def write(self, handle: IO[str]) -> None:
+        """The document, sections in a fixed order, empty sections left out; closes the
+        spools."""
+        handle.write('{"prefix":' + json.dumps({"itsm": NAMESPACE}))
+        for kind in SECTIONS:
+            spool = self._spools[kind]
+            if self._counts[kind]:
+                handle.write(f',"{kind}":{{')
+                spool.write("".join(self._pending[kind]))
+                spool.seek(0)
+                shutil.copyfileobj(spool, handle, 1 << 20)
+                handle.write("}")
+        handle.write("}\n")
+        self.close()
+
+
 def prov_document(
     entries: Iterable[Any],
     *,
     agent_names: dict[int | None, str],
     derivations: Iterable[tuple[str, str]] = (),
 ) -> dict:
-    """A PROV-JSON document of ledger entries (objects with the LedgerEntry fields).
+    """A PROV-JSON document of ledger entries (objects with the LedgerEntry fields), as a
+    dict ready for json.dumps; `ProvWriter` writes the same document to a file.
 
     `agent_names` maps actor ids to the names agents get (pseudonyms in an export);
     `derivations` adds (derived artifact, source artifact) pairs, e.g. a task version derived
-    from an event log, as `type/id` strings. Returns a dict ready for json.dumps.
+    from an event log, as `type/id` strings.
     """
-    doc: dict[str, dict] = {
-        "prefix": {"itsm": NAMESPACE},
-        "entity": {},
-        "activity": {},
-        "agent": {},
-        "wasGeneratedBy": {},
-        "used": {},
-        "wasAssociatedWith": {},
-        "wasAttributedTo": {},
-        "wasDerivedFrom": {},
-    }
-    counter = {"n": 0}
-
-    def relation(kind: str, body: dict) -> None:
-        counter["n"] += 1
-        doc[kind][f"_:{kind}{counter['n']}"] = body
-
-    generated: set[str] = set()
-    for entry in entries:
-        entity = _id(entry.artifact_type, entry.artifact_id)
-        doc["entity"].setdefault(entity, {"prov:type": f"itsm:{entry.artifact_type}"})
-        activity = _id("ledger", str(entry.seq))
-        doc["activity"][activity] = {
-            "prov:startTime": entry.created_at.isoformat(),
-            "prov:endTime": entry.created_at.isoformat(),
-            "itsm:action": entry.action,
-            "itsm:sourceKind": entry.source_kind,
-            "itsm:entryHash": entry.entry_hash,
-            **({"itsm:field": entry.field} if entry.field else {}),
-            **({"itsm:reference": entry.reference} if entry.reference else {}),
-        }
-        if entry.action in CREATING_ACTIONS and entity not in generated:
-            generated.add(entity)
-            relation("wasGeneratedBy", {"prov:entity": entity, "prov:activity": activity})
-        else:
-            relation("used", {"prov:activity": activity, "prov:entity": entity})
-        if entry.actor_id is not None and entry.actor_id in agent_names:
-            agent = _id("agent", agent_names[entry.actor_id])
-            doc["agent"].setdefault(agent, {"prov:type": "prov:Person"})
-            relation("wasAssociatedWith", {"prov:activity": activity, "prov:agent": agent})
-            if entry.action in CREATING_ACTIONS:
-                relation("wasAttributedTo", {"prov:entity": entity, "prov:agent": agent})
-        if entry.field and entry.source_kind in ("logs", "external", "expert"):
-            reference = entry.reference or entry.source_kind
-            digest = hashlib.sha256(reference.encode()).hexdigest()[:16]
-            source = _id(f"source/{entry.source_kind}", digest)
-            doc["entity"].setdefault(
-                source, {"prov:type": f"itsm:{entry.source_kind}", "prov:label": reference}
-            )
-            part = f"{entity}.{quote(entry.field, safe='')}"
-            doc["entity"].setdefault(part, {"prov:type": "itsm:field"})
-            relation("wasDerivedFrom", {"prov:generatedEntity": part, "prov:usedEntity": source})
-    for derived, source in derivations:
-        derived_id, source_id = _id(*derived.split("/", 1)), _id(*source.split("/", 1))
-        doc["entity"].setdefault(derived_id, {"prov:type": f"itsm:{derived.split('/', 1)[0]}"})
-        doc["entity"].setdefault(source_id, {"prov:type": f"itsm:{source.split('/', 1)[0]}"})
-        relation(
-            "wasDerivedFrom", {"prov:generatedEntity": derived_id, "prov:usedEntity": source_id}
-        )
-    return {key: value for key, value in doc.items() if value or key == "prefix"}
+    buffer = io.StringIO()
+    with ProvWriter(agent_names) as writer:
+        for entry in entries:
+            writer.add_entry(entry)
+        for derived, source in derivations:
+            writer.add_derivation(derived, source)
+        writer.write(buffer)
+    return json.loads(buffer.getvalue())

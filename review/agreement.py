@@ -160,14 +160,35 @@ def alpha(
         )
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie between 0 and 1, e.g. 0.95, not {confidence}")
-    array = _as_array(data)
-    counts, values = value_counts(array)
+    counts, values = value_counts(_as_array(data))
+    return alpha_of_counts(
+        counts, values, level, bootstrap=bootstrap, seed=seed, confidence=confidence
+    )
+
+
+def alpha_of_counts(
+    counts: np.ndarray,
+    values: np.ndarray,
+    level: Level = "ordinal",
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Alpha:
+    """Alpha from per-unit value counts (units x values, as `value_counts` returns them, units
+    in a stable order): what `alpha` computes, without a raters x units array. The bootstrap
+    resamples the pairable units in the order given."""
+    if level not in LEVELS:
+        raise ValueError(f"level of measurement {level!r} is not one of {', '.join(LEVELS)}")
+    counts = np.asarray(counts, dtype=float).reshape(-1, len(values))
+    values = np.asarray(values, dtype=float)
     m = counts.sum(axis=1)
     pairable = m >= 2
     units, pairable_values = int(pairable.sum()), int(m[pairable].sum())
     if units == 0:
         return Alpha(None, level, 0, 0, reason="no unit has two or more ratings")
-    if np.count_nonzero(counts[pairable].sum(axis=0)) < 2:
+    used = counts[pairable].sum(axis=0) > 0
+    if np.count_nonzero(used) < 2:
         return Alpha(
             None,
             level,
@@ -175,13 +196,16 @@ def alpha(
             pairable_values,
             reason="every pairable rating has the same value (no variation)",
         )
-    if level == "ratio" and values.min() < 0:
+    if level == "ratio" and values[used].min() < 0:
         raise ValueError("ratio data cannot have negative values")
-    point = float(krippendorff.alpha(reliability_data=array, level_of_measurement=level))
+    paired, domain = counts[pairable][:, used], values[used]
+    point = float(
+        krippendorff.alpha(value_counts=paired, value_domain=domain, level_of_measurement=level)
+    )
     if not bootstrap:
         return Alpha(point, level, units, pairable_values)
-    samples = _resampled_coincidences(unit_coincidences(counts[pairable]), bootstrap, seed)
-    estimates = alpha_from_coincidences(samples, values, level)
+    samples = _resampled_coincidences(unit_coincidences(paired), bootstrap, seed)
+    estimates = alpha_from_coincidences(samples, domain, level)
     estimates = estimates[~np.isnan(estimates)]
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(estimates, [tail, 100 - tail]) if len(estimates) else (np.nan, np.nan)
@@ -268,7 +292,9 @@ def rater_bias(data) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         others_mean = (totals[None, :] - np.where(present, array, 0)) / others_count
         difference = np.where(present & (others_count > 0), array - others_mean, np.nan)
-        return np.nanmean(np.where(np.isnan(difference), np.nan, difference), axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a rater with no shared unit
+            return np.nanmean(np.where(np.isnan(difference), np.nan, difference), axis=1)
 
 
 def item_dispersion(data) -> dict[str, np.ndarray]:
@@ -307,8 +333,16 @@ def gwet_ac(data, weights: str = "identity", categories=None) -> Gwet:
     """Gwet's AC1 (identity weights) or AC2 (linear or quadratic weights) for any number of
     raters with missing ratings (Gwet 2014, ch. 3). `categories`: the full scale, so that
     unused categories still count in chance agreement (default: the values seen)."""
-    array = _as_array(data)
-    counts, seen = value_counts(array)
+    counts, seen = value_counts(_as_array(data))
+    return gwet_of_counts(counts, seen, weights, categories)
+
+
+def gwet_of_counts(
+    counts: np.ndarray, seen: np.ndarray, weights: str = "identity", categories=None
+):
+    """Gwet's AC1/AC2 from per-unit value counts (units x values): what `gwet_ac` computes."""
+    counts = np.asarray(counts, dtype=float).reshape(-1, len(seen))
+    seen = np.asarray(seen, dtype=float)
     values = np.asarray(sorted(set(seen) | set(categories or ())), dtype=float)
     if len(values) < 2:
         return Gwet(None, None, None, weights, "fewer than two categories")
@@ -331,3 +365,72 @@ def gwet_ac(data, weights: str = "identity", categories=None) -> Gwet:
     if pe >= 1:
         return Gwet(None, pa, pe, weights, "chance agreement is 1")
     return Gwet((pa - pe) / (1 - pe), pa, pe, weights)
+
+
+def _unit_coincidence_sums(counts: np.ndarray) -> np.ndarray:
+    """The summed coincidence matrix of many units' count rows (units x V): V x V."""
+    if not len(counts):
+        return np.zeros((counts.shape[1], counts.shape[1]))
+    m = counts.sum(axis=1)
+    scale = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
+    scaled = counts * scale[:, None]
+    return scaled.T @ counts - np.diag((counts * scale[:, None]).sum(axis=0))
+
+
+def leave_one_rater_out_long(
+    raters: np.ndarray, units: np.ndarray, values: np.ndarray, level: Level = "ordinal"
+) -> dict[int, float | None]:
+    """Alpha without each rater in turn, from ratings in long form (one entry per rating:
+    rater, unit, value): what `leave_one_rater_out` gives on the raters x units matrix, by
+    taking each rater's ratings out of the round's coincidence matrix instead of
+    recomputing it."""
+    raters, units = np.asarray(raters), np.asarray(units)
+    values = np.asarray(values, dtype=float)
+    if not len(values):
+        return {}
+    domain, value_codes = np.unique(values, return_inverse=True)
+    unit_ids, unit_codes = np.unique(units, return_inverse=True)
+    counts = np.zeros((len(unit_ids), len(domain)))
+    np.add.at(counts, (unit_codes, value_codes), 1)
+    total = _unit_coincidence_sums(counts)
+    out: dict[int, float | None] = {}
+    order = np.argsort(raters, kind="stable")
+    rater_ids, starts = np.unique(raters[order], return_index=True)
+    for rater, rows in zip(rater_ids.tolist(), np.split(order, starts[1:]), strict=True):
+        touched = counts[unit_codes[rows]]
+        without = touched.copy()
+        np.subtract.at(without, (np.arange(len(rows)), value_codes[rows]), 1)
+        matrix = total - _unit_coincidence_sums(touched) + _unit_coincidence_sums(without)
+        matrix[np.abs(matrix) < 1e-9] = 0.0
+        used = matrix.sum(axis=1) > 0
+        value = (
+            float(alpha_from_coincidences(matrix[np.ix_(used, used)], domain[used], level))
+            if used.sum() >= 2
+            else float("nan")
+        )
+        out[rater] = None if np.isnan(value) else value
+    return out
+
+
+def rater_bias_long(
+    raters: np.ndarray, units: np.ndarray, values: np.ndarray
+) -> dict[int, float | None]:
+    """Per rater, the mean of (their rating - the mean of the other raters on that unit) over
+    units where others rated: what `rater_bias` gives, from ratings in long form."""
+    raters, units = np.asarray(raters), np.asarray(units)
+    values = np.asarray(values, dtype=float)
+    if not len(values):
+        return {}
+    _, unit_codes = np.unique(units, return_inverse=True)
+    sums = np.bincount(unit_codes, weights=values)
+    n = np.bincount(unit_codes)
+    others = n[unit_codes] - 1
+    paired = others > 0
+    difference = values[paired] - (sums[unit_codes] - values)[paired] / others[paired]
+    rater_ids, rater_codes = np.unique(raters, return_inverse=True)
+    totals = np.bincount(rater_codes[paired], weights=difference, minlength=len(rater_ids))
+    seen = np.bincount(rater_codes[paired], minlength=len(rater_ids))
+    return {
+        int(r): (float(t / s) if s else None)
+        for r, t, s in zip(rater_ids.tolist(), totals, seen, strict=True)
+    }

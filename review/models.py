@@ -187,3 +187,17 @@ class RoundExpert(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
     expert_id: int = Field(foreign_key="users.id", index=True)
+
+
+class RoundCoincidence(SQLModel, table=True):
+    """The coincidence counts of one rubric dimension over a round's current human ratings,
+    kept up to date by each submit so that the gate's alpha never rereads the round: per
+    number of ratings m of a task, the integer sums of n_c (n_k - [c == k]) as {"m": {"c|k":
+    n}} (exact: no rounding drift however many submits)."""
+
+    __tablename__ = "round_coincidences"
+
+    round_id: int = Field(foreign_key="review_rounds.id", primary_key=True, ondelete="CASCADE")
+    dimension: str = Field(sa_type=String(64), primary_key=True)
+    pairs: dict = Field(default_factory=dict, sa_type=JSON)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,37 +1,55 @@
 """Which tasks experts should rate first: those whose source variants carry the most log
 weight that approved tasks do not cover yet."""
 
-from itsmreview.catalog.models import TaskVersion
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.coverage.report import coverage_report
 from itsmreview.coverage.variants import sequence_key
+from itsmreview.review import queries
 from sqlmodel import Session
 
 
-def uncovered_weight(*, session: Session, task_version_ids: list[int]) -> dict[int, float]:
-    """Per task version: the summed share of cases of its declared variants that no approved
-    task covers (0 for tasks with no log or no declared variant)."""
-    cache: dict[str, tuple[dict[str, float], set[str]]] = {}
-    out = {}
-    for version_id in task_version_ids:
-        version = session.get(TaskVersion, version_id)
-        source = version.source or {}
-        name = source.get("log")
-        if not name or not source.get("variants"):
-            out[version_id] = 0.0
-            continue
-        if name not in cache:
-            log = coverage_queries.latest_log(session=session, name=name)
+class UncoveredWeight:
+    """Per source: the summed share of cases of its declared variants that no approved task
+    covers (0 with no log or no declared variant). Each log is read once."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.logs: dict[str, tuple[dict[str, float], set[str]]] = {}
+
+    def _log(self, name: str) -> tuple[dict[str, float], set[str]]:
+        if name not in self.logs:
+            log = coverage_queries.latest_log(session=self.session, name=name)
             if log is None:
-                cache[name] = ({}, set())
+                self.logs[name] = ({}, set())
             else:
-                frame = coverage_queries.variants_frame(session=session, log_id=log.id)
-                report, _ = coverage_report(session=session, log_name=name, task_filter="approved")
-                cache[name] = (
+                frame = coverage_queries.variants_frame(session=self.session, log_id=log.id)
+                report, _ = coverage_report(
+                    session=self.session, log_name=name, task_filter="approved"
+                )
+                self.logs[name] = (
                     dict(zip(frame["sequence_key"], frame["share"], strict=True)),
                     report.declared_keys,
                 )
-        shares, approved = cache[name]
+        return self.logs[name]
+
+    def __call__(self, source: dict | None) -> float:
+        source = source or {}
+        name = source.get("log")
+        if not name or not source.get("variants"):
+            return 0.0
+        shares, approved = self._log(name)
         keys = {sequence_key(v) for v in source["variants"]}
-        out[version_id] = float(sum(shares.get(k, 0.0) for k in keys if k not in approved))
-    return out
+        return float(sum(shares.get(k, 0.0) for k in keys if k not in approved))
+
+
+def set_priorities(*, session: Session, round_id: int) -> int:
+    """Give every task of the round its uncovered weight as priority, reading the tasks'
+    sources in batches; returns how many tasks got a non-zero priority."""
+    weight = UncoveredWeight(session)
+    priorities = [
+        (round_task_id, value)
+        for round_task_id, source in queries.round_task_sources(session=session, round_id=round_id)
+        if (value := weight(source))
+    ]
+    queries.set_round_task_priorities(session=session, priorities=priorities)
+    return len(priorities)

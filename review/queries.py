@@ -1,3 +1,5 @@
+from collections.abc import Iterator
+
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
@@ -10,7 +12,7 @@ from itsmreview.review.models import (
     ReviewRound,
     RoundTask,
 )
-from sqlalchemy import case, func, or_, text, update
+from sqlalchemy import bindparam, case, func, or_, text, update
 from sqlmodel import Session, select
 
 
@@ -271,11 +273,12 @@ def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
     return int(row[0]), int(row[1] or 0), int(row[2] or 0), str(row[3])
 
 
-def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
-    """One row per current submitted rating (human or model): ids, verdict, flags, time,
-    revision, comment, confidence and rubric."""
-    return frame_of(
-        session,
+def current_ratings_wide(
+    *, session: Session, round_id: int, task_version_id: int | None = None
+) -> pd.DataFrame:
+    """One row per current submitted rating (human or model) of the round (of one task
+    version, when given): ids, verdict, flags, time, revision, comment, confidence, rubric."""
+    query = (
         select(
             Rating.id.label("rating_id"),
             Rating.task_version_id,
@@ -294,45 +297,158 @@ def current_ratings_wide(*, session: Session, round_id: int) -> pd.DataFrame:
             Rating.is_current,
             Rating.status == "submitted",
         )
-        .order_by(Rating.id),
+        .order_by(Rating.id)
     )
+    if task_version_id is not None:
+        query = query.where(Rating.task_version_id == task_version_id)
+    return frame_of(session, query)
 
 
-def scores_long(*, session: Session, round_id: int) -> pd.DataFrame:
-    return frame_of(
-        session,
+def scores_long(
+    *, session: Session, round_id: int, task_version_id: int | None = None
+) -> pd.DataFrame:
+    query = (
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
         .join(Rating, Rating.id == RatingScore.rating_id)
         .where(
             Rating.round_id == round_id,
             Rating.is_current,
             Rating.status == "submitted",
-        ),
+        )
+    )
+    if task_version_id is not None:
+        query = query.where(Rating.task_version_id == task_version_id)
+    return frame_of(session, query)
+
+
+def unit_score_counts(
+    *, session: Session, round_id: int, task_version_id: int
+) -> list[tuple[str, float, int]]:
+    """(dimension, value, ratings) of one task version's current submitted human ratings."""
+    return list(
+        session.exec(
+            select(RatingScore.dimension, RatingScore.value, func.count())
+            .join(Rating, Rating.id == RatingScore.rating_id)
+            .where(
+                *_current_submitted(round_id, ("human",)),
+                Rating.task_version_id == task_version_id,
+                RatingScore.value.is_not(None),
+            )
+            .group_by(RatingScore.dimension, RatingScore.value)
+        ).all()
     )
 
 
-def adjudications_of_round(*, session: Session, round_id: int) -> dict[int, str]:
-    """task version id -> the newest adjudicated decision."""
+def coincidence_rows(*, session: Session, round_id: int, for_update: bool = False) -> list:
+    """The round's stored coincidence counts, one row per rubric dimension; `for_update`
+    locks them until the transaction ends (PostgreSQL; SQLite has one writer anyway)."""
+    from itsmreview.review.models import RoundCoincidence
+
+    query = select(RoundCoincidence).where(RoundCoincidence.round_id == round_id)
+    if for_update:
+        query = query.with_for_update()
+    return list(session.exec(query).all())
+
+
+def _current_submitted(round_id: int, kinds: tuple[str, ...]):
+    return (
+        Rating.round_id == round_id,
+        Rating.is_current,
+        Rating.status == "submitted",
+        Rating.rater_kind.in_(kinds),
+    )
+
+
+def score_value_counts(
+    *, session: Session, round_id: int, kinds: tuple[str, ...]
+) -> list[tuple[str, int, float, int]]:
+    """(dimension, task version id, value, ratings) over the round's current submitted
+    ratings of these rater kinds, counted in the database; unscored values left out. Rows
+    grow with tasks x scale points, not with ratings."""
+    return list(
+        session.exec(
+            select(
+                RatingScore.dimension,
+                Rating.task_version_id,
+                RatingScore.value,
+                func.count(),
+            )
+            .join(Rating, Rating.id == RatingScore.rating_id)
+            .where(*_current_submitted(round_id, kinds), RatingScore.value.is_not(None))
+            .group_by(RatingScore.dimension, Rating.task_version_id, RatingScore.value)
+            .order_by(RatingScore.dimension, Rating.task_version_id, RatingScore.value)
+        ).all()
+    )
+
+
+def scores_by_rater(
+    *, session: Session, round_id: int, kinds: tuple[str, ...], batch: int = 50_000
+) -> Iterator[list[tuple[str, int, int, float]]]:
+    """(dimension, rater id, task version id, value) of every scored value of the round's
+    current submitted ratings of these kinds, in batches, by dimension."""
+    result = session.execute(
+        select(RatingScore.dimension, Rating.expert_id, Rating.task_version_id, RatingScore.value)
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(*_current_submitted(round_id, kinds), RatingScore.value.is_not(None))
+        .order_by(RatingScore.dimension)
+        .execution_options(yield_per=batch)
+    )
+    yield from result.partitions(batch)
+
+
+def has_model_ratings(*, session: Session, round_id: int) -> bool:
+    return (
+        session.exec(
+            select(Rating.id).where(*_current_submitted(round_id, ("model",))).limit(1)
+        ).first()
+        is not None
+    )
+
+
+def verdicts_and_flags(
+    *, session: Session, round_id: int, kinds: tuple[str, ...], batch: int = 5000
+) -> Iterator[list[tuple[int, str | None, list]]]:
+    """The round's current submitted ratings of these kinds as (task version id, verdict,
+    flags, rater id), in batches of `batch` rows, by task version."""
+    result = session.exec(
+        select(Rating.task_version_id, Rating.verdict, Rating.flags, Rating.expert_id)
+        .where(*_current_submitted(round_id, kinds))
+        .order_by(Rating.task_version_id, Rating.id)
+        .execution_options(yield_per=batch)
+    )
+    yield from result.partitions(batch)
+
+
+def adjudications_of_round(
+    *, session: Session, round_id: int, task_version_id: int | None = None
+) -> dict[int, str]:
+    """task version id -> the newest adjudicated decision (of one version, when given)."""
     from itsmreview.review.models import Adjudication
 
-    rows = session.exec(
-        select(Adjudication.task_version_id, Adjudication.decision)
-        .where(Adjudication.round_id == round_id)
-        .order_by(Adjudication.id)
-    ).all()
+    query = select(Adjudication.task_version_id, Adjudication.decision).where(
+        Adjudication.round_id == round_id
+    )
+    if task_version_id is not None:
+        query = query.where(Adjudication.task_version_id == task_version_id)
+    rows = session.exec(query.order_by(Adjudication.id)).all()
     return {version: decision for version, decision in rows}
 
 
-def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
-    """The round's task versions with the decision stored on each version, and whether it is
-    its task's newest version (whose decision the task mirrors)."""
-    newest = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("newest"))
-        .group_by(TaskVersion.task_id)
-        .subquery()
-    )
-    return frame_of(
-        session,
+def round_task_statuses(
+    *, session: Session, round_id: int, task_version_id: int | None = None
+) -> pd.DataFrame:
+    """The round's task versions (or one) with the decision stored on each version, and
+    whether it is its task's newest version (whose decision the task mirrors)."""
+    newest = select(TaskVersion.task_id, func.max(TaskVersion.version).label("newest"))
+    if task_version_id is not None:
+        newest = newest.where(
+            TaskVersion.task_id
+            == select(TaskVersion.task_id)
+            .where(TaskVersion.id == task_version_id)
+            .scalar_subquery()
+        )
+    newest = newest.group_by(TaskVersion.task_id).subquery()
+    query = (
         select(
             TaskVersion.id.label("task_version_id"),
             Task.id.label("task_id"),
@@ -346,8 +462,11 @@ def round_task_statuses(*, session: Session, round_id: int) -> pd.DataFrame:
         .join(Task, Task.id == TaskVersion.task_id)
         .join(newest, newest.c.task_id == Task.id)
         .where(RoundTask.round_id == round_id)
-        .order_by(Task.external_id),
+        .order_by(Task.external_id)
     )
+    if task_version_id is not None:
+        query = query.where(TaskVersion.id == task_version_id)
+    return frame_of(session, query)
 
 
 def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
@@ -493,15 +612,37 @@ def completeness_reviews(*, session: Session, persona: str, expert_id: int | Non
     return list(session.exec(query).all())
 
 
-def draft_versions_of_round(*, session: Session, round_id: int) -> list[TaskVersion]:
-    """The round's task versions that no round has decided on yet."""
-    return list(
-        session.exec(
-            select(TaskVersion)
-            .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
-            .where(RoundTask.round_id == round_id, TaskVersion.status == "draft")
-        ).all()
+def start_review_of_drafts(*, session: Session, round_id: int) -> None:
+    """The round's task versions that no round has decided on yet go in review, in one
+    statement."""
+    in_round = select(RoundTask.task_version_id).where(RoundTask.round_id == round_id)
+    session.exec(
+        update(TaskVersion)
+        .where(TaskVersion.status == "draft", TaskVersion.id.in_(in_round))
+        .values(status="in_review")
+        .execution_options(synchronize_session="fetch")
     )
+
+
+def round_task_sources(*, session: Session, round_id: int) -> Iterator[tuple[int, dict | None]]:
+    """(round task id, source of its task version) of every task of the round, in batches."""
+    yield from session.exec(
+        select(RoundTask.id, TaskVersion.source)
+        .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+        .where(RoundTask.round_id == round_id)
+        .execution_options(yield_per=5000)
+    )
+
+
+def set_round_task_priorities(*, session: Session, priorities: list[tuple[int, float]]) -> None:
+    """(round task id, priority) pairs, in one executemany."""
+    if priorities:
+        session.execute(
+            update(RoundTask.__table__)
+            .where(RoundTask.__table__.c.id == bindparam("row_id"))
+            .values(priority=bindparam("row_priority")),
+            [{"row_id": i, "row_priority": p} for i, p in priorities],
+        )
 
 
 def mirror_newest_status(*, session: Session, round_id: int) -> None:

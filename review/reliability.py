@@ -12,7 +12,7 @@ from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import agreement, queries
+from itsmreview.review import agreement, gatecache, queries
 from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
 from itsmreview.review.rubrics import RubricDefinition
@@ -77,6 +77,140 @@ def reliability_matrix(
         index="expert_id", columns="task_version_id", values="value", aggfunc="first"
     )
     return wide.to_numpy(dtype=float), list(wide.index), list(wide.columns)
+
+
+@dataclass
+class ItemCounts:
+    """Per-unit value counts of one rubric item: the reliability data of `reliability_matrix`
+    without the raters, counted from the long table."""
+
+    units: np.ndarray  # task version ids, ascending
+    counts: np.ndarray  # units x values
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, units, values, weights=None) -> "ItemCounts":
+        """From parallel arrays of unit and value, one entry per rating (or per `weights`
+        ratings)."""
+        units, values = np.asarray(units, dtype=np.int64), np.asarray(values, dtype=float)
+        found_units, unit_codes = np.unique(units, return_inverse=True)
+        found_values, value_codes = np.unique(values, return_inverse=True)
+        flat = np.bincount(
+            unit_codes * len(found_values) + value_codes,
+            weights=None if weights is None else np.asarray(weights, dtype=float),
+            minlength=len(found_units) * len(found_values),
+        )
+        counts = flat.reshape(len(found_units), len(found_values)).astype(float)
+        return cls(found_units, counts, found_values)
+
+    @property
+    def empty(self) -> bool:
+        return self.counts.size == 0
+
+
+@dataclass
+class LongRatings:
+    """One rubric item's ratings in long form: one entry per rating."""
+
+    raters: np.ndarray
+    units: np.ndarray
+    values: np.ndarray
+
+    def counts(self) -> ItemCounts:
+        return ItemCounts.of(self.units, self.values)
+
+
+def round_long(
+    *, session: Session, round_id: int, rubric: RubricDefinition, kinds: tuple[str, ...] = HUMAN
+) -> dict[str, LongRatings]:
+    """LongRatings of every rubric item of a round (dimensions, the verdict and each flag),
+    read in batches: what per-rater figures (leave-one-rater-out, bias) need."""
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for batch in queries.scores_by_rater(session=session, round_id=round_id, kinds=kinds):
+        dimensions = [row[0] for row in batch]
+        raters = np.fromiter((row[1] for row in batch), np.int64, len(batch))
+        units = np.fromiter((row[2] for row in batch), np.int64, len(batch))
+        values = np.fromiter((row[3] for row in batch), float, len(batch))
+        start = 0
+        for end in [i for i in range(1, len(batch)) if dimensions[i] != dimensions[i - 1]] + [
+            len(batch)
+        ]:
+            parts.setdefault(dimensions[start], []).append(
+                (raters[start:end], units[start:end], values[start:end])
+            )
+            start = end
+    flag_keys = [f.key for f in rubric.flags]
+    rows: dict[str, list] = {"raters": [], "units": [], "verdicts": []}
+    flags: dict[str, list] = {key: [] for key in flag_keys}
+    for batch in queries.verdicts_and_flags(session=session, round_id=round_id, kinds=kinds):
+        rows["units"].append(np.fromiter((row[0] for row in batch), np.int64, len(batch)))
+        rows["raters"].append(np.fromiter((row[3] for row in batch), np.int64, len(batch)))
+        rows["verdicts"].append(
+            np.fromiter((VERDICT_CODES.get(row[1], np.nan) for row in batch), float, len(batch))
+        )
+        for key in flag_keys:
+            flags[key].append(
+                np.fromiter((key in (row[2] or ()) for row in batch), float, len(batch))
+            )
+
+    def joined(chunks: list, dtype) -> np.ndarray:
+        return np.concatenate(chunks) if chunks else np.empty(0, dtype)
+
+    out = {
+        dimension: LongRatings(*(joined([c[i] for c in chunks], float) for i in range(3)))
+        for dimension, chunks in parts.items()
+    }
+    raters, units = joined(rows["raters"], np.int64), joined(rows["units"], np.int64)
+    verdicts = joined(rows["verdicts"], float)
+    voted = ~np.isnan(verdicts)
+    out["verdict"] = LongRatings(raters[voted], units[voted], verdicts[voted])
+    for key in flag_keys:
+        out[f"flag:{key}"] = LongRatings(raters, units, joined(flags[key], float))
+    empty = LongRatings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
+    return {item: out.get(item, empty) for item, _, _ in gate_items(rubric)}
+
+
+def round_counts(
+    *,
+    session: Session,
+    round_id: int,
+    rubric: RubricDefinition,
+    kinds: tuple[str, ...] = HUMAN,
+    dimensions_only: bool = False,
+) -> dict[str, ItemCounts]:
+    """ItemCounts of every rubric item of a round (dimensions, the verdict and each flag;
+    only the dimensions with `dimensions_only`), in one grouped query and one pass over the
+    ratings in batches: memory grows with the round's tasks, not with its ratings."""
+    out: dict[str, ItemCounts] = {}
+    rows = queries.score_value_counts(session=session, round_id=round_id, kinds=kinds)
+    by_dimension: dict[str, list] = {}
+    for dimension, unit, value, n in rows:
+        by_dimension.setdefault(dimension, []).append((unit, value, n))
+    for dimension, entries in by_dimension.items():
+        units, values, n = (np.array(column) for column in zip(*entries, strict=True))
+        out[dimension] = ItemCounts.of(units, values, n)
+    empty = ItemCounts.of([], [])
+    if dimensions_only:
+        return {d.key: out.get(d.key, empty) for d in rubric.dimensions}
+    flag_keys = [f.key for f in rubric.flags]
+    units, verdicts, flags = [], [], {key: [] for key in flag_keys}
+    for batch in queries.verdicts_and_flags(session=session, round_id=round_id, kinds=kinds):
+        units.append(np.fromiter((row[0] for row in batch), np.int64, len(batch)))
+        verdicts.append(
+            np.fromiter((VERDICT_CODES.get(row[1], np.nan) for row in batch), float, len(batch))
+        )
+        for key in flag_keys:
+            flags[key].append(
+                np.fromiter((key in (row[2] or ()) for row in batch), np.int8, len(batch))
+            )
+    all_units = np.concatenate(units) if units else np.empty(0, np.int64)
+    codes = np.concatenate(verdicts) if verdicts else np.empty(0)
+    voted = ~np.isnan(codes)
+    out["verdict"] = ItemCounts.of(all_units[voted], codes[voted])
+    for key in flag_keys:
+        raised = np.concatenate(flags[key]) if flags[key] else np.empty(0, np.int8)
+        out[f"flag:{key}"] = ItemCounts.of(all_units, raised)
+    return {item: out.get(item, empty) for item, _, _ in gate_items(rubric)}
 
 
 def gate_items(rubric: RubricDefinition) -> list[tuple[str, str, str]]:
@@ -157,21 +291,36 @@ def round_agreement(
     bootstrap: int = 1000,
     seed: int = 0,
     detail: bool = True,
-    data: "RoundData | None" = None,
+    counts: dict[str, ItemCounts] | None = None,
 ) -> tuple[ReviewRound, list[ItemAgreement]]:
-    """Alpha (with a bootstrap CI), Gwet's AC (AC2 quadratic for ordinal and interval items,
-    AC1 for nominal), leave-one-rater-out alpha and rater bias (`detail`) for every rubric
-    item of a round, from `data` when the caller loaded the round already. Human ratings
-    only. Leads only."""
+    """Alpha (with a bootstrap CI) and Gwet's AC (AC2 quadratic for ordinal and interval
+    items, AC1 for nominal) of every rubric item of a round, from per-unit counts; with
+    `detail`, also leave-one-rater-out alpha, rater bias and model raters, which need the
+    ratings themselves. `counts`: the round's `round_counts`, when the caller has them.
+    Human ratings only. Leads only."""
     require_role(actor, Role.lead)
-    data = data or load_round(session=session, round_name=round_name)
-    names = queries.experts_by_id(
-        session=session, ids=sorted(set(data.ratings["expert_id"].tolist()))
+    review_round = find_round(session, round_name)
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    long = round_long(session=session, round_id=review_round.id, rubric=rubric) if detail else None
+    if counts is None:
+        counts = (
+            {item: ratings.counts() for item, ratings in long.items()}
+            if long is not None
+            else round_counts(session=session, round_id=review_round.id, rubric=rubric)
+        )
+    data = (
+        load_round(session=session, round_name=review_round.id)
+        if detail and queries.has_model_ratings(session=session, round_id=review_round.id)
+        else None
     )
+    names = {}
+    if long is not None:
+        raters = sorted({int(r) for ratings in long.values() for r in np.unique(ratings.raters)})
+        names = queries.experts_by_id(session=session, ids=raters)
     results = []
-    for item, label, level in gate_items(data.rubric):
-        matrix, raters, _ = reliability_matrix(data, item)
-        if matrix.size == 0:
+    for item, label, level in gate_items(rubric):
+        found = counts[item]
+        if found.empty:
             results.append(
                 ItemAgreement(
                     item,
@@ -183,33 +332,45 @@ def round_agreement(
                 )
             )
             continue
-        result = agreement.alpha(matrix, level, bootstrap=bootstrap, seed=seed)
+        result = agreement.alpha_of_counts(
+            found.counts, found.values, level, bootstrap=bootstrap, seed=seed
+        )
         scale = None
-        if item in {d.key for d in data.rubric.dimensions}:
-            low, high = data.rubric.dimension(item).scale
+        if item in {d.key for d in rubric.dimensions}:
+            low, high = rubric.dimension(item).scale
             scale = list(range(low, high + 1))
         weights = "identity" if level == "nominal" else "quadratic"
-        ac = agreement.gwet_ac(matrix, weights, categories=scale)
-        loo, bias = {}, {}
-        if detail:
+        ac = agreement.gwet_of_counts(found.counts, found.values, weights, categories=scale)
+        loo, bias, models = {}, {}, {}
+        if long is not None:
+            ratings = long[item]
             loo = {
                 names.get(r, str(r)): v
-                for r, v in zip(raters, agreement.leave_one_rater_out(matrix, level), strict=True)
+                for r, v in agreement.leave_one_rater_out_long(
+                    ratings.raters, ratings.units, ratings.values, level
+                ).items()
             }
             bias = {
-                names.get(r, str(r)): (None if np.isnan(b) else float(b))
-                for r, b in zip(raters, agreement.rater_bias(matrix), strict=True)
+                names.get(r, str(r)): v
+                for r, v in agreement.rater_bias_long(
+                    ratings.raters, ratings.units, ratings.values
+                ).items()
             }
-        results.append(
-            ItemAgreement(item, label, result, ac, loo, bias, model_agreement(data, item, level))
-        )
-    return data.review_round, results
+        if data is not None:
+            models = model_agreement(data, item, level)
+        results.append(ItemAgreement(item, label, result, ac, loo, bias, models))
+    return review_round, results
 
 
 def _task_ratings(data: RoundData) -> dict[int, TaskRatings]:
-    """The gate's view of each task: human ratings only, gathered in one pass over the rows."""
-    humans = data.ratings[data.ratings["rater_kind"].isin(HUMAN)]
-    scores = data.scores.merge(humans[["rating_id", "task_version_id"]], on="rating_id")
+    return task_ratings(data.ratings, data.scores)
+
+
+def task_ratings(ratings: pd.DataFrame, scores: pd.DataFrame) -> dict[int, TaskRatings]:
+    """The gate's view of each task (ratings of one round; scores may hold more): human
+    ratings only, gathered in one pass over the rows."""
+    humans = ratings[ratings["rater_kind"].isin(HUMAN)]
+    scores = scores.merge(humans[["rating_id", "task_version_id"]], on="rating_id")
     per_task: dict[int, TaskRatings] = {}
     for tv, verdict, flags in zip(
         humans["task_version_id"].tolist(),
@@ -241,17 +402,49 @@ def gate_config(review_round: ReviewRound, rubric: RubricDefinition) -> GateConf
     return GateConfig.from_dict(config, required=required, blocking=blocking)
 
 
+def gating_alphas(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    rubric: RubricDefinition,
+    counts: dict[str, ItemCounts] | None = None,
+) -> dict[str, float | None]:
+    """Alpha of each gating dimension over the round's human ratings (None: undefined): from
+    `counts` when given, else from the round's stored coincidence counts (`gatecache`)."""
+    config = gate_config(review_round, rubric)
+    if counts is None:
+        return gatecache.gate_alphas(
+            session=session,
+            review_round=review_round,
+            rubric=rubric,
+            dimensions=config.gating_dimensions,
+        )
+    return {
+        item: None
+        if counts[item].empty
+        else agreement.alpha_of_counts(
+            counts[item].counts, counts[item].values, rubric.dimension(item).level
+        ).value
+        for item in config.gating_dimensions
+    }
+
+
+def alpha_reached(config: GateConfig, alphas: dict[str, float | None]) -> bool:
+    """Whether the round's agreement lets tasks be approved: the only way alpha enters a
+    task's status (a task's reasons quote the values, its status does not)."""
+    return all(
+        (value := alphas.get(d)) is not None and value >= config.alpha_min
+        for d in config.gating_dimensions
+    )
+
+
 def gate_decisions(
     *, session: Session, data: RoundData
 ) -> tuple[pd.DataFrame, dict[int, Decision]]:
     """The gate's decision for every task of the round, without storing anything: the
     round's tasks with their stored status, and task version id -> decision."""
     config = gate_config(data.review_round, data.rubric)
-    round_alpha = {}
-    for item in config.gating_dimensions:
-        matrix, _, _ = reliability_matrix(data, item)
-        level = data.rubric.dimension(item).level
-        round_alpha[item] = agreement.alpha(matrix, level).value if matrix.size else None
+    round_alpha = gating_alphas(session=session, review_round=data.review_round, rubric=data.rubric)
     ratings = _task_ratings(data)
     adjudicated = queries.adjudications_of_round(session=session, round_id=data.review_round.id)
     tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
@@ -278,31 +471,94 @@ def recompute_statuses(
     data = load_round(session=session, round_name=round_name)
     tasks, decisions = gate_decisions(session=session, data=data)
     for row in tasks.itertuples():
-        version_id = int(row.task_version_id)
-        decision = decisions[version_id]
-        if decision.status != row.status:
-            version = session.get(TaskVersion, version_id)
-            version.status = decision.status
-            if row.is_newest:
-                task = session.get(Task, int(row.task_id))
-                task.status = decision.status
-                task.updated_at = utcnow()
-            append_entry(
-                session=session,
-                artifact_type="task",
-                artifact_id=f"{row.external_id}@v{row.version}",
-                action=f"status:{decision.status}",
-                source_kind="expert",
-                actor_id=actor_id,
-                reference=f"round {data.review_round.name}",
-                payload={
-                    "from": row.status,
-                    "reasons": decision.reasons,
-                    "task_version_id": version_id,
-                },
-            )
+        _store_decision(
+            session, row, decisions[int(row.task_version_id)], data.review_round, actor_id
+        )
     session.flush()
     return decisions
+
+
+def _store_decision(
+    session: Session, row, decision: Decision, review_round: ReviewRound, actor_id: int | None
+) -> None:
+    """Store a task version's decision when it changed (and on its task when it is the
+    newest version), with a ledger entry."""
+    version_id = int(row.task_version_id)
+    if decision.status == row.status:
+        return
+    version = session.get(TaskVersion, version_id)
+    version.status = decision.status
+    if row.is_newest:
+        task = session.get(Task, int(row.task_id))
+        task.status = decision.status
+        task.updated_at = utcnow()
+    append_entry(
+        session=session,
+        artifact_type="task",
+        artifact_id=f"{row.external_id}@v{row.version}",
+        action=f"status:{decision.status}",
+        source_kind="expert",
+        actor_id=actor_id,
+        reference=f"round {review_round.name}",
+        payload={"from": row.status, "reasons": decision.reasons, "task_version_id": version_id},
+    )
+
+
+def redecide_after_rating(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    task_version_id: int,
+    before: gatecache.UnitCounts,
+    actor_id: int | None = None,
+    decide_now: bool = True,
+) -> Decision | None:
+    """After a task's ratings changed (its counts `before` the change given): move the
+    round's stored coincidence counts by that task alone, then re-decide only that task,
+    unless the change moved the round's alpha across the gate, which re-decides every task
+    of the round (as `recompute_statuses`). With `decide_now` False only the counts move."""
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    config = gate_config(review_round, rubric)
+    was = alpha_reached(
+        config, gating_alphas(session=session, review_round=review_round, rubric=rubric)
+    )
+    after = gatecache.unit_counts(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    gatecache.record_change(
+        session=session, review_round=review_round, rubric=rubric, before=before, after=after
+    )
+    if not decide_now:
+        return None
+    alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
+    if alpha_reached(config, alphas) != was:
+        return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor_id)[
+            task_version_id
+        ]
+    ratings = task_ratings(
+        queries.current_ratings_wide(
+            session=session, round_id=review_round.id, task_version_id=task_version_id
+        ),
+        queries.scores_long(
+            session=session, round_id=review_round.id, task_version_id=task_version_id
+        ),
+    )
+    adjudicated = queries.adjudications_of_round(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    decision = decide(
+        ratings.get(task_version_id, TaskRatings({}, [], [])),
+        config,
+        alphas,
+        adjudicated.get(task_version_id),
+    )
+    rows = queries.round_task_statuses(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    for row in rows.itertuples():
+        _store_decision(session, row, decision, review_round, actor_id)
+    session.flush()
+    return decision
 
 
 def adjudicate(

@@ -5,12 +5,12 @@ from datetime import timedelta
 
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
-from itsmreview.db import utcnow
+from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.db import analyze, bulk_insert, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import queries
+from itsmreview.review import gatecache, queries
 from itsmreview.review.assignment import places_taken_now
 from itsmreview.review.models import (
     Assignment,
@@ -20,13 +20,12 @@ from itsmreview.review.models import (
     RatingStatus,
     ReviewRound,
     RoundStatus,
-    RoundTask,
     Rubric,
     TurnNote,
     Verdict,
 )
-from itsmreview.review.priority import uncovered_weight
-from itsmreview.review.reliability import recompute_statuses
+from itsmreview.review.priority import set_priorities
+from itsmreview.review.reliability import redecide_after_rating
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session, select
 
@@ -49,19 +48,23 @@ def create_round(
     review_round = ReviewRound(name=name, rubric_id=rubric.id, k=k, created_by_id=actor.id)
     session.add(review_round)
     session.flush()
-    weights = uncovered_weight(session=session, task_version_ids=list(task_version_ids))
-    for version_id in task_version_ids:
-        session.add(
-            RoundTask(
-                round_id=review_round.id,
-                task_version_id=version_id,
-                priority=weights.get(version_id, 0.0),
-            )
-        )
-    for version in queries.draft_versions_of_round(session=session, round_id=review_round.id):
-        version.status = TaskStatus.in_review
+    version_ids = sorted({int(v) for v in task_version_ids})
+    bulk_insert(
+        session,
+        "round_tasks",
+        ("round_id", "task_version_id", "priority"),
+        ((review_round.id, v, 0.0) for v in version_ids),
+    )
+    set_priorities(session=session, round_id=review_round.id)
+    gatecache.ensure(
+        session=session,
+        review_round=review_round,
+        rubric=RubricDefinition.model_validate(rubric.definition),
+    )
+    queries.start_review_of_drafts(session=session, round_id=review_round.id)
     queries.mirror_newest_status(session=session, round_id=review_round.id)
     session.flush()
+    analyze(session, "round_tasks", "task_versions", "tasks")
     return review_round
 
 
@@ -209,6 +212,9 @@ def submit_rating(
     if draft is not None:
         session.delete(draft)
         session.flush()
+    before = gatecache.unit_counts(
+        session=session, round_id=review_round.id, task_version_id=assignment.task_version_id
+    )
     previous = queries.current_rating(session=session, assignment_id=assignment.id)
     if previous is not None:
         previous.is_current = False
@@ -251,8 +257,14 @@ def submit_rating(
         },
     )
     session.flush()
-    if recompute:
-        recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)
+    redecide_after_rating(
+        session=session,
+        review_round=review_round,
+        task_version_id=assignment.task_version_id,
+        before=before,
+        actor_id=actor.id,
+        decide_now=recompute,
+    )
     return rating
 
 

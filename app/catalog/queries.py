@@ -113,6 +113,24 @@ def version_number(*, session: Session, task_id: int, number: int) -> TaskVersio
     ).first()
 
 
+def latest_version_ids(*, session: Session, external_ids: list[str] | None = None) -> list[int]:
+    """Ids of the newest version of every task (of the given tasks), by task id."""
+    latest = _latest_versions()
+    query = (
+        select(TaskVersion.id)
+        .join(
+            latest,
+            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
+        )
+        .order_by(TaskVersion.task_id)
+    )
+    if external_ids:
+        query = query.where(
+            TaskVersion.task_id.in_(select(Task.id).where(Task.external_id.in_(external_ids)))
+        )
+    return list(session.exec(query).all())
+
+
 def latest_versions_of(
     *, session: Session, external_ids: list[str] | None = None
 ) -> list[tuple[Task, TaskVersion]]:

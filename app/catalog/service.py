@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from itsmreview.catalog import queries
 from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
 from itsmreview.catalog.native import NativeTask
-from itsmreview.db import utcnow
+from itsmreview.db import analyze, utcnow
 from itsmreview.ledger.service import append_entry
 from sqlmodel import Session
 
@@ -135,7 +135,12 @@ def import_tasks(
                 actor_id=actor_id,
             )
     session.flush()
+    if len(report.created) + len(report.new_versions) >= ANALYZE_AFTER:
+        analyze(session, "tasks", "task_versions", "transcripts")
     return report
+
+
+ANALYZE_AFTER = 1000  # tasks written in one import: refresh the planner's statistics
 
 
 def version_to_native(task: Task, version: TaskVersion, transcripts: list[Transcript]) -> dict:

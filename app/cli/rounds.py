@@ -31,14 +31,14 @@ def round_create(
     ] = None,
 ) -> None:
     """Open a review round over the newest versions of tasks; experts then claim them."""
-    from itsmreview.catalog.queries import latest_versions_of
+    from itsmreview.catalog.queries import latest_version_ids
     from itsmreview.review.rubrics import DEFAULT_RUBRIC, ensure_rubric, load_rubric
     from itsmreview.review.service import create_round
 
     ensure_schema()
     with open_session() as session:
         definition = ensure_rubric(load_rubric(rubric or DEFAULT_RUBRIC), session=session)
-        versions = [v.id for _, v in latest_versions_of(session=session, external_ids=task_ids)]
+        versions = latest_version_ids(session=session, external_ids=task_ids)
         if not versions:
             fail("no tasks to review; import some with `itsmreview tasks import`")
         review_round = create_round(

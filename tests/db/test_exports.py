@@ -229,6 +229,23 @@ def test_two_exports_of_one_state_are_byte_identical(reviewed):
     assert (first.parent / "set.zip").read_bytes() == (second.parent / "set.zip").read_bytes()
 
 
+def test_ratings_read_a_batch_at_a_time_give_the_same_files(reviewed, monkeypatch):
+    """Ratings, agreement and gate decisions are written batch by batch; the batch size
+    changes nothing in the output."""
+    from itsmreview.exports import service
+
+    whole, piecemeal = reviewed["tmp"] / "whole" / "set", reviewed["tmp"] / "piecemeal" / "set"
+    _export(reviewed, whole, formats=["native"])
+    monkeypatch.setattr(service, "RATING_BATCH", 1)
+    _export(reviewed, piecemeal, formats=["native"])
+    for name in ("ratings.csv", "ratings.jsonl", "agreement.json", "gate.json", "ledger.jsonl"):
+        first = (whole / "evidence" / name).read_bytes()
+        assert first == (piecemeal / "evidence" / name).read_bytes(), name
+    lines = (whole / "evidence/ratings.jsonl").read_text().splitlines()
+    assert len(lines) == 12  # four approved tasks, three raters each
+    assert [json.loads(x)["task"] for x in lines] == sorted(json.loads(x)["task"] for x in lines)
+
+
 def test_verify_names_changed_missing_and_extra_files(reviewed):
     out = reviewed["tmp"] / "set"
     _export(reviewed, out, formats=["native", "hf"])

@@ -5,6 +5,7 @@ import json
 import krippendorff
 import numpy as np
 import pytest
+from itsmreview.accounts.models import User
 from itsmreview.accounts.queries import user_by_username
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.cli import app
@@ -322,3 +323,132 @@ def test_round_gate_command(session, demo, configured):
     assert result["k_min"] == 2 and sum(result["statuses"].values()) == 24
     bad = runner.invoke(app, ["round", "gate", "Demo round 1", "--k-min", "0"])
     assert bad.exit_code == 1 and "k_min must be at least 1" in bad.output
+
+
+def test_counts_from_the_database_equal_the_slow_path_for_every_item(session, demo):
+    """round_counts (grouped in SQL, streamed in batches) against the raters x tasks matrix
+    of the wide ratings (the slow path), for every dimension, the verdict and each flag."""
+    from itsmreview.review.agreement import value_counts
+    from itsmreview.review.reliability import (
+        gate_items,
+        load_round,
+        reliability_matrix,
+        round_counts,
+    )
+
+    data = load_round(session=session)
+    counts = round_counts(session=session, round_id=data.review_round.id, rubric=data.rubric)
+    checked = 0
+    for item, _, _ in gate_items(data.rubric):
+        matrix, _, units = reliability_matrix(data, item)
+        if not matrix.size:
+            assert counts[item].empty
+            continue
+        expected, values = value_counts(matrix)
+        assert counts[item].units.tolist() == [int(u) for u in units], item
+        assert counts[item].values.tolist() == values.tolist(), item
+        assert counts[item].counts.tolist() == expected.tolist(), item
+        checked += 1
+    assert checked >= len(data.rubric.dimensions) + 1
+
+
+def _slow_statuses(session):
+    """Every task's decision from the round's ratings, recomputed from scratch."""
+    from itsmreview.review.reliability import gate_decisions, load_round, round_counts
+
+    data = load_round(session=session)
+    counts = round_counts(session=session, round_id=data.review_round.id, rubric=data.rubric)
+    return data, counts, gate_decisions(session=session, data=data)
+
+
+def _open_assignments(session, expert_ids):
+    from itsmreview.review.models import Assignment, AssignmentStatus
+
+    return session.exec(
+        select(Assignment)
+        .where(Assignment.status == AssignmentStatus.reserved)
+        .where(Assignment.expert_id.in_(expert_ids))
+        .order_by(Assignment.id)
+    ).all()
+
+
+def test_submits_keep_the_stored_alpha_and_statuses_equal_to_a_full_recompute(session, demo):
+    """A submit moves the round's stored coincidence counts by one task and re-decides only
+    that task; after every submit and revision, alpha and every stored status equal what the
+    full recomputation from all ratings gives."""
+    from itsmreview.review import gatecache
+    from itsmreview.review.agreement import alpha_of_counts
+    from itsmreview.review.models import Assignment, AssignmentStatus
+    from itsmreview.review.reliability import set_gate
+    from itsmreview.review.service import submit_rating
+
+    data, _, _ = _slow_statuses(session)
+    dimensions = [d.key for d in data.rubric.dimensions]
+    experts = {u.id: u for u in session.exec(select(User).where(User.role == "expert")).all()}
+    submitted = session.exec(
+        select(Assignment).where(Assignment.status == AssignmentStatus.submitted)
+    ).all()
+    plan = [(a, "first") for a in _open_assignments(session, list(experts))[:12]]
+    plan += [(a, "revision") for a in submitted[:6]]
+    assert len(plan) >= 10
+
+    def submit(assignment, step):
+        score = 1 + (assignment.id * 7 + step) % 5
+        submit_rating(
+            session=session,
+            actor=experts[assignment.expert_id],
+            assignment_id=assignment.id,
+            scores={d: score for d in dimensions},
+            verdict="accept" if score >= 3 else "revise",
+        )
+
+    def check():
+        fresh, counts, (tasks, decisions) = _slow_statuses(session)
+        stored = gatecache.gate_alphas(
+            session=session,
+            review_round=fresh.review_round,
+            rubric=fresh.rubric,
+            dimensions=tuple(dimensions),
+        )
+        for d in dimensions:
+            slow = (
+                alpha_of_counts(
+                    counts[d].counts, counts[d].values, fresh.rubric.dimension(d).level
+                ).value
+                if not counts[d].empty
+                else None
+            )
+            assert stored[d] == pytest.approx(slow), d
+        assert {
+            int(v): s for v, s in zip(tasks["task_version_id"], tasks["status"], strict=True)
+        } == {v: d.status for v, d in decisions.items()}
+        return stored
+
+    for step, (assignment, _) in enumerate(plan):
+        submit(assignment, step)
+        check()
+    # a submit that carries the round's alpha across the gate re-decides every task
+    gating = data.rubric.dimensions[0].key
+    before = check()[gating]
+    assignment, _ = plan[0]
+    with session.begin_nested() as trial:
+        submit(assignment, 99)
+        after = check()[gating]
+        trial.rollback()
+    assert before is not None and after is not None and before != after
+    set_gate(
+        session=session,
+        actor=demo["lead"],
+        round_name=data.review_round.name,
+        changes={"gating_dimensions": [gating], "alpha_min": (before + after) / 2, "k_min": 1},
+    )
+    approved_before = {
+        v for v, s in session.exec(select(TaskVersion.id, TaskVersion.status)) if s == "approved"
+    }
+    submit(assignment, 99)
+    check()
+    approved_after = {
+        v for v, s in session.exec(select(TaskVersion.id, TaskVersion.status)) if s == "approved"
+    }
+    assert approved_before != approved_after  # many tasks flipped, not just the rated one
+    assert len(approved_before ^ approved_after) > 1

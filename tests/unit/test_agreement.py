@@ -8,11 +8,15 @@ import pytest
 from itsmreview.review.agreement import (
     alpha,
     alpha_from_coincidences,
+    alpha_of_counts,
     bootstrap_draws,
     gwet_ac,
+    gwet_of_counts,
     item_dispersion,
     leave_one_rater_out,
+    leave_one_rater_out_long,
     rater_bias,
+    rater_bias_long,
     unit_coincidences,
     value_counts,
 )
@@ -191,6 +195,27 @@ def test_gwet_ac_equals_a_loop_implementation(weights):
     )
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_alpha_from_hand_counted_units_equals_the_package_on_the_matrix(level):
+    """Counts per unit made by hand (no code under test), with units that have one rating
+    and a value seen only there, give the package's alpha of the raters x units matrix."""
+    data = random_ratings(11, raters=5, units=40)
+    data[1:, 0] = nan  # a unit with one rating
+    data[0, 0] = 7.0  # whose value no pairable unit has
+    values = np.unique(data[~np.isnan(data)])
+    counts = np.array([[np.sum(data[:, u] == v) for v in values] for u in range(data.shape[1])])
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    result = alpha_of_counts(counts, values, level, bootstrap=100, seed=3)
+    assert result.value == pytest.approx(expected)
+    direct = alpha(data, level, bootstrap=100, seed=3)
+    assert (result.units, result.pairable_values) == (direct.units, direct.pairable_values)
+    assert (result.ci_low, result.ci_high) == pytest.approx((direct.ci_low, direct.ci_high))
+    for weights in ("identity", "quadratic"):
+        assert gwet_of_counts(counts, values, weights, [1, 2, 3, 4, 5]).value == pytest.approx(
+            gwet_reference(data, weights, [1.0, 2.0, 3.0, 4.0, 5.0, 7.0])
+        )
+
+
 def test_gwet_ac1_stays_high_when_alpha_collapses_on_skewed_ratings():
     skewed = np.full((3, 40), 5.0)
     skewed[0, 3] = 4.0
@@ -237,3 +262,34 @@ def test_gate_decisions():
     assert decide(rejected, config, alphas).status == "rejected"
     assert decide(good, config, {"realism": None, "clarity": 0.9}).status == "pending"
     assert decide(conflict, config, alphas, adjudication="accept").status == "approved"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("seed", [4, 5])
+def test_per_rater_figures_from_long_form_equal_the_matrix_ones(level, seed):
+    """Leave-one-rater-out alpha and bias from ratings in long form (taking a rater out of
+    the coincidence matrix) against recomputing on the matrix without that rater."""
+    data = random_ratings(seed, raters=7, units=35, missing=0.45)
+    data[3] = nan  # a rater who rated nothing is simply absent in long form
+    data[5, :] = nan
+    data[5, 0] = 2.0  # a rater whose only unit has no other rating
+    data[:, 0] = nan
+    data[5, 0] = 2.0
+    raters, units = np.nonzero(~np.isnan(data))
+    values = data[raters, units]
+    ids = raters * 10 + 100  # any ids, not row numbers
+    long_loo = leave_one_rater_out_long(ids, units, values, level)
+    long_bias = rater_bias_long(ids, units, values)
+    matrix_loo = leave_one_rater_out(data, level)
+    matrix_bias = rater_bias(data)
+    for row in sorted(set(raters.tolist())):
+        expected = matrix_loo[row]
+        got = long_loo[row * 10 + 100]
+        assert (got is None) == (expected is None), row
+        if expected is not None:
+            assert got == pytest.approx(expected), row
+        if np.isnan(matrix_bias[row]):
+            assert long_bias[row * 10 + 100] is None
+        else:
+            assert long_bias[row * 10 + 100] == pytest.approx(matrix_bias[row])
+    assert set(long_loo) == {r * 10 + 100 for r in set(raters.tolist())}

@@ -1,0 +1,597 @@
+"""Scale: `python benchmarks/scale.py` (one command; `--backend sqlite,postgresql`).
+
+Builds a database of N tasks (default 100,000) in one review round, k = 3 of 50 experts, three
+current ratings of every rubric dimension for all but the last 2,000 tasks (about 300,000
+ratings), a synthetic event log the tasks derive from, and a ledger entry per task and rating,
+in bulk. Then, on each backend, each group in a fresh process:
+
+- pages: server time of each page rendered with Streamlit's AppTest as the role that uses
+  it (median of 5 warm runs);
+- write: claim and submit one rating (20 experts in turn), against the full recomputation
+  of the round's gate that every submit did before (the baseline, in the same run);
+- agreement: `itsmreview agreement` (alpha, AC, leave-one-rater-out and bias of every item,
+  1,000 bootstrap samples);
+- round: creating a round over every task;
+- cli: `itsmreview --help` and `itsmreview round list` as a user starts them;
+- concurrent (PostgreSQL): 50 processes, each claiming and submitting 20 ratings at once:
+  p50/p95/max latency, submits per second, and lost, duplicated or over-k ratings.
+
+Prints medians with their spread; record the table in docs/performance.md.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+POSTGRES = os.environ.get(
+    "ITSMREVIEW_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+EXPERTS = 50
+K = 3
+UNRATED = 2_000
+PASSWORD = "scale-pass"
+PAGES = {
+    "lead": ["home", "dashboard", "tasks", "coverage", "completeness", "variants", "ledger"],
+    "expert": ["queue"],
+}
+
+
+def _database_url(backend: str, folder: Path) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{folder / 'scale.db'}"
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text('DROP DATABASE IF EXISTS "itsmreview_scale" WITH (FORCE)'))
+        connection.execute(text('CREATE DATABASE "itsmreview_scale"'))
+    admin.dispose()
+    return make_url(POSTGRES).set(database="itsmreview_scale").render_as_string(False)
+
+
+def build(url: str, tasks: int, folder: Path) -> dict:
+    """The database, in bulk; returns what was built."""
+    from itsmreview.accounts.models import User
+    from itsmreview.accounts.service import hash_password
+    from itsmreview.catalog.models import Task, TaskVersion
+    from itsmreview.coverage import queries as coverage_queries
+    from itsmreview.coverage.service import import_log
+    from itsmreview.coverage.synthetic import generate_log, write_csv
+    from itsmreview.db import analyze, create_db_engine, upgrade_database
+    from itsmreview.ledger.models import LedgerEntry
+    from itsmreview.review.models import (
+        Assignment,
+        Rating,
+        RatingScore,
+        ReviewRound,
+        RoundTask,
+    )
+    from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from sqlalchemy import insert, text
+    from sqlmodel import Session
+
+    started = time.perf_counter()
+    engine = create_db_engine(url)
+    upgrade_database(engine)
+    when = datetime(2026, 11, 1, tzinfo=UTC)
+    log_file = write_csv(generate_log(3000, seed=11), folder / "scale-log.csv")
+    with Session(engine) as session:
+        log = import_log(log_file, session=session, preset="bpi2013", name="synth").log
+        variants = coverage_queries.variants_frame(session=session, log_id=log.id)
+        sequences = [list(s) for s in variants["sequence"].head(200)]
+        rubric_row = ensure_rubric(load_rubric(), session=session)
+        rubric = load_rubric()
+        session.commit()
+        rubric_id = rubric_row.id
+    keys = [d.key for d in rubric.dimensions]
+    secret = hash_password(PASSWORD)
+    with engine.begin() as c:
+
+        def put(model, rows):
+            for start in range(0, len(rows), 20_000):
+                c.execute(insert(model.__table__), rows[start : start + 20_000])
+
+        put(
+            User,
+            [
+                {
+                    "id": i,
+                    "username": "lead" if i == 1 else f"e{i - 1}",
+                    "display_name": "Lead" if i == 1 else f"Expert {i - 1}",
+                    "role": "lead" if i == 1 else "expert",
+                    "password_hash": secret,
+                    "expertise": [],
+                    "active": True,
+                    "created_at": when,
+                    "session_epoch": 0,
+                }
+                for i in range(1, EXPERTS + 2)
+            ],
+        )
+        put(
+            ReviewRound,
+            [
+                {
+                    "id": 1,
+                    "name": "R",
+                    "rubric_id": rubric_id,
+                    "k": K,
+                    "status": "open",
+                    "reservation_minutes": 60,
+                    "approval": {},
+                    "created_at": when,
+                    "created_by_id": 1,
+                }
+            ],
+        )
+        personas = ["L1 service desk agent", "L2 resolver", "Change manager", "Problem manager"]
+        put(
+            Task,
+            [
+                {
+                    "id": t,
+                    "external_id": f"task-{t:06d}",
+                    "title": f"Task {t}",
+                    "persona": personas[t % len(personas)],
+                    "track": "single-agent",
+                    "status": "in_review",
+                    "created_at": when,
+                    "updated_at": when,
+                }
+                for t in range(1, tasks + 1)
+            ],
+        )
+        put(
+            TaskVersion,
+            [
+                {
+                    "id": t,
+                    "task_id": t,
+                    "version": 1,
+                    "content_hash": f"{t:064x}",
+                    "title": f"Task {t}",
+                    "persona": personas[t % len(personas)],
+                    "track": "single-agent",
+                    "source_format": "native",
+                    "instruction": f"Handle incident {t}: the caller cannot reach the VPN.",
+                    "environment": "",
+                    "ground_truth": "",
+                    "verifier": "",
+                    "tags": [],
+                    "source": {"log": "synth", "variants": [sequences[t % len(sequences)]]},
+                    "provenance": [],
+                    "extra": {},
+                    "created_at": when,
+                    "status": "in_review",
+                }
+                for t in range(1, tasks + 1)
+            ],
+        )
+        put(
+            RoundTask,
+            [
+                {"id": t, "round_id": 1, "task_version_id": t, "priority": (t % 97) / 97}
+                for t in range(1, tasks + 1)
+            ],
+        )
+        rated = tasks - UNRATED
+        assignments, ratings, scores = [], [], []
+        rid = 0
+        for t in range(1, rated + 1):
+            truth = 2 + t % 4
+            for j in range(K):
+                rid += 1
+                expert = 2 + (t * K + j) % EXPERTS
+                stamp = when + timedelta(seconds=rid)
+                assignments.append(
+                    {
+                        "id": rid,
+                        "round_id": 1,
+                        "task_version_id": t,
+                        "expert_id": expert,
+                        "status": "submitted",
+                        "created_at": stamp,
+                        "submitted_at": stamp,
+                    }
+                )
+                ratings.append(
+                    {
+                        "id": rid,
+                        "assignment_id": rid,
+                        "round_id": 1,
+                        "task_version_id": t,
+                        "expert_id": expert,
+                        "rubric_id": rubric_id,
+                        "revision": 1,
+                        "is_current": True,
+                        "status": "submitted",
+                        "verdict": "accept" if truth >= 3 else "revise",
+                        "flags": [],
+                        "comment": "",
+                        "confidence": 4,
+                        "rater_kind": "human",
+                        "created_at": stamp,
+                        "submitted_at": stamp,
+                    }
+                )
+                for k, key in enumerate(keys):
+                    scores.append(
+                        {
+                            "rating_id": rid,
+                            "dimension": key,
+                            "value": float(min(5, truth + ((t + j + k) % 4 == 0))),
+                        }
+                    )
+            if len(scores) >= 200_000:
+                put(Assignment, assignments)
+                put(Rating, ratings)
+                put(RatingScore, scores)
+                assignments, ratings, scores = [], [], []
+        put(Assignment, assignments)
+        put(Rating, ratings)
+        put(RatingScore, scores)
+        entries = [("task", f"task-{t:06d}@v1", "import", "system") for t in range(1, tasks + 1)]
+        entries += [("rating", str(r), "submit", "expert") for r in range(1, rid + 1)]
+        first = c.execute(text("SELECT COALESCE(MAX(seq), 0) FROM ledger_entries")).scalar()
+        put(
+            LedgerEntry,
+            [
+                {
+                    "seq": first + i,
+                    "created_at": when,
+                    "artifact_type": a,
+                    "artifact_id": b,
+                    "field": None,
+                    "source_kind": kind,
+                    "reference": "",
+                    "action": action,
+                    "actor_id": None,
+                    "payload": {},
+                    "prev_hash": f"{first + i - 1:064x}",
+                    "entry_hash": f"{first + i:064x}",
+                }
+                for i, (a, b, action, kind) in enumerate(entries, start=1)
+            ],
+        )
+        if c.dialect.name == "postgresql":
+            for table in ("users", "review_rounds", "tasks", "task_versions", "round_tasks"):
+                c.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT MAX(id) FROM {table}))"
+                    )
+                )
+            for table in ("assignments", "ratings", "rating_scores", "ledger_entries"):
+                c.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT MAX(id) FROM {table}))"
+                    )
+                )
+    with Session(engine) as session:
+        _settle_statuses(session)
+        analyze(
+            session,
+            "tasks",
+            "task_versions",
+            "round_tasks",
+            "assignments",
+            "ratings",
+            "rating_scores",
+            "ledger_entries",
+        )
+        session.commit()
+    engine.dispose()
+    return {"tasks": tasks, "ratings": rid, "seconds": time.perf_counter() - started}
+
+
+def _settle_statuses(session) -> None:
+    """Store the gate's decision of every task, as the submits would have left it (without a
+    ledger entry per task: this is a benchmark's shortcut, not the product's path)."""
+    from itsmreview.review.reliability import gate_decisions, load_round
+    from sqlalchemy import text
+
+    _, decisions = gate_decisions(session=session, data=load_round(session=session))
+    rows = [{"s": d.status, "v": v} for v, d in decisions.items()]
+    session.execute(text("UPDATE task_versions SET status = :s WHERE id = :v"), rows)
+    session.execute(text("UPDATE tasks SET status = :s WHERE id = :v"), rows)  # id == version id
+    session.commit()
+
+
+def _median(values: list[float]) -> dict:
+    return {
+        "median_ms": statistics.median(values) * 1000,
+        "min_ms": min(values) * 1000,
+        "max_ms": max(values) * 1000,
+        "n": len(values),
+    }
+
+
+def _lead(session):
+    from itsmreview.accounts.queries import user_by_username
+
+    return user_by_username(session=session, username="lead")
+
+
+def group_pages(repeats: int = 5) -> dict:
+    import itsmreview
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(itsmreview.__file__).parent / "streamlit_app.py")
+    out = {}
+    for role, pages in PAGES.items():
+        at = AppTest.from_file(app, default_timeout=600)
+        at.run()
+        at.text_input(key="login_username").input("lead" if role == "lead" else "e1")
+        at.text_input(key="login_password").input(PASSWORD)
+        at.button(key="FormSubmitter:login-Log in").click().run()
+        for page in pages:
+            times = []
+            for _ in range(repeats + 1):  # the first run warms caches and imports
+                start = time.perf_counter()
+                at.switch_page(f"pages/{page}.py").run()
+                times.append(time.perf_counter() - start)
+                if at.exception:
+                    raise SystemExit(f"page {page} failed: {at.exception}")
+            out[f"page {page} ({role})"] = _median(times[1:])
+    return out
+
+
+def group_write(submits: int = 20) -> dict:
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.assignment import claim_next
+    from itsmreview.review.reliability import current_gate, recompute_statuses
+    from itsmreview.review.service import submit_rating
+
+    claims, writes = [], []
+    for n in range(submits):
+        with session_scope() as session:
+            expert = user_by_username(session=session, username=f"e{1 + n % EXPERTS}")
+            start = time.perf_counter()
+            assignment = claim_next(session=session, actor=expert)
+            claims.append(time.perf_counter() - start)
+            _, rubric = current_gate(session=session)
+            start = time.perf_counter()
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores={d.key: 4 for d in rubric.dimensions},
+                verdict="accept",
+            )
+            session.flush()
+            writes.append(time.perf_counter() - start)
+    full = []
+    for _ in range(3):
+        with session_scope() as session:
+            start = time.perf_counter()
+            recompute_statuses(session=session)
+            full.append(time.perf_counter() - start)
+            session.rollback()
+    return {
+        "claim the next task": _median(claims),
+        "submit one rating": _median(writes),
+        "baseline: full gate recomputation (what each submit did before)": _median(full),
+    }
+
+
+def group_agreement() -> dict:
+    from itsmreview.db import session_scope
+    from itsmreview.review.reliability import round_agreement
+
+    times = []
+    for _ in range(3):
+        with session_scope() as session:
+            start = time.perf_counter()
+            round_agreement(session=session, actor=_lead(session), bootstrap=1000)
+            times.append(time.perf_counter() - start)
+    return {"agreement, 1,000 bootstrap samples": _median(times)}
+
+
+def group_round() -> dict:
+    from itsmreview.catalog.queries import latest_version_ids
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rubric
+    from itsmreview.review.service import create_round
+    from sqlmodel import select
+
+    times = []
+    for n in range(3):
+        with session_scope() as session:
+            rubric = session.exec(select(Rubric)).first()
+            start = time.perf_counter()
+            versions = latest_version_ids(session=session)
+            create_round(
+                session=session,
+                actor=_lead(session),
+                name=f"all-{n}",
+                rubric=rubric,
+                task_version_ids=versions,
+            )
+            session.flush()
+            times.append(time.perf_counter() - start)
+            session.rollback()
+    return {"create a round over every task": _median(times)}
+
+
+def group_cli() -> dict:
+    out = {}
+    binary = Path(sys.executable).with_name("itsmreview")
+    for name, args in (
+        ("itsmreview --help", ["--help"]),
+        ("itsmreview round list", ["round", "list"]),
+    ):
+        times = []
+        for _ in range(4):
+            start = time.perf_counter()
+            subprocess.run([str(binary), *args], check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+        out[name] = _median(times[1:])
+    return out
+
+
+def concurrent_worker(index: int, submits: int) -> dict:
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.assignment import claim_next
+    from itsmreview.review.reliability import current_gate
+    from itsmreview.review.service import submit_rating
+
+    claims, writes, errors = [], [], []
+    for _ in range(submits):
+        try:
+            with session_scope() as session:
+                expert = user_by_username(session=session, username=f"e{index}")
+                start = time.perf_counter()
+                assignment = claim_next(session=session, actor=expert)
+                claims.append(time.perf_counter() - start)
+                if assignment is None:
+                    break
+                assignment_id = assignment.id
+            with session_scope() as session:
+                expert = user_by_username(session=session, username=f"e{index}")
+                _, rubric = current_gate(session=session)
+                start = time.perf_counter()
+                submit_rating(
+                    session=session,
+                    actor=expert,
+                    assignment_id=assignment_id,
+                    scores={d.key: 4 for d in rubric.dimensions},
+                    verdict="accept",
+                )
+            writes.append(time.perf_counter() - start)  # includes the commit
+        except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
+            errors.append(f"{type(exc).__name__}: {exc}"[:200])
+    return {"claims": claims, "writes": writes, "errors": errors}
+
+
+def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
+    from itsmreview.db import get_engine
+    from sqlalchemy import text
+
+    start = time.perf_counter()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(i), str(submits)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ,
+        )
+        for i in range(1, workers + 1)
+    ]
+    results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in processes]
+    elapsed = time.perf_counter() - start
+    writes = sorted(w for r in results for w in r["writes"])
+    claims = sorted(c for r in results for c in r["claims"])
+    with get_engine().connect() as c:
+        over_k = c.execute(
+            text(
+                "SELECT COUNT(*) FROM (SELECT task_version_id FROM ratings WHERE is_current "
+                "AND status = 'submitted' AND round_id = 1 GROUP BY task_version_id "
+                "HAVING COUNT(*) > 3) o"
+            )
+        ).scalar()
+        duplicated = c.execute(
+            text(
+                "SELECT COUNT(*) FROM (SELECT assignment_id FROM ratings WHERE is_current "
+                "GROUP BY assignment_id HAVING COUNT(*) > 1) d"
+            )
+        ).scalar()
+
+    def pct(values, q):
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else None
+
+    errors = [e for r in results for e in r["errors"]]
+    return {
+        "concurrent": {
+            "workers": workers,
+            "submits": len(writes),
+            "submits_per_s": len(writes) / elapsed,
+            "submit_p50_ms": pct(writes, 0.5),
+            "submit_p95_ms": pct(writes, 0.95),
+            "submit_max_ms": writes[-1] * 1000 if writes else None,
+            "claim_p50_ms": pct(claims, 0.5),
+            "claim_p95_ms": pct(claims, 0.95),
+            "errors": len(errors),
+            "first_errors": errors[:3],
+            "over_k_tasks": over_k,
+            "duplicated": duplicated,
+        }
+    }
+
+
+GROUPS = {
+    "pages": group_pages,
+    "write": group_write,
+    "agreement": group_agreement,
+    "round": group_round,
+    "cli": group_cli,
+    "concurrent": group_concurrent,
+}
+
+
+def run_group(name: str, url: str, data_dir: Path) -> dict:
+    env = {
+        **os.environ,
+        "ITSMREVIEW_DATABASE_URL": url,
+        "ITSMREVIEW_DATA_DIR": str(data_dir),
+        "PYTHONSAFEPATH": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, __file__, "--group", name], capture_output=True, text=True, env=env
+    )
+    if result.returncode != 0:
+        return {name: {"failed": result.stderr.strip().splitlines()[-1:]}}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--backend", default="sqlite,postgresql")
+    parser.add_argument("--groups", default=",".join(GROUPS))
+    parser.add_argument("--group", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.group:
+        print(json.dumps(GROUPS[args.group]()))
+        return
+    if args.worker:
+        print(json.dumps(concurrent_worker(*args.worker)))
+        return
+    for backend in args.backend.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            url = _database_url(backend, folder)
+            os.environ["ITSMREVIEW_DATA_DIR"] = str(folder)
+            built = build(url, args.tasks, folder)
+            print(
+                f"[{backend}] built {built['tasks']:,} tasks / {built['ratings']:,} ratings "
+                f"in {built['seconds']:.0f} s",
+                flush=True,
+            )
+            for group in args.groups.split(","):
+                if group == "concurrent" and backend != "postgresql":
+                    continue
+                for name, row in run_group(group, url, folder).items():
+                    if "median_ms" in row:
+                        print(
+                            f"[{backend}] {name:<66} {row['median_ms']:>9.1f} ms "
+                            f"({row['min_ms']:.1f}-{row['max_ms']:.1f}, n={row['n']})",
+                            flush=True,
+                        )
+                    else:
+                        print(f"[{backend}] {name}: {json.dumps(row)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
