@@ -1,21 +1,28 @@
 """Engines, sessions and migrations for SQLite (embedded default) and PostgreSQL (team)."""
 
-from collections.abc import Iterable, Iterator, Sequence
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-import pandas as pd
-from alembic import command
-from alembic.config import Config
+from itsmreview.errors import Busy
 from itsmreview.settings import get_settings, normalise_database_url
 from sqlalchemy import Engine, create_engine, event, insert, inspect, text
 from sqlalchemy import column as sa_column
 from sqlalchemy import table as sa_table
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from alembic.config import Config
+
+T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -33,6 +40,15 @@ def _set_sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
+def _sqlite_begin(connection) -> None:
+    """A writing transaction on SQLite (`write_transaction`) begins IMMEDIATE: it takes the
+    single write lock up front (waiting up to the busy timeout), so it can never fail
+    half-way because another writer committed after it read. Other transactions keep the
+    driver's way: reads outside a transaction, BEGIN before the first write."""
+    if connection.get_execution_options().get("sqlite_immediate"):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def create_db_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, foreign keys and a busy timeout on every connection."""
     url = normalise_database_url(url)
@@ -42,6 +58,7 @@ def create_db_engine(url: str) -> Engine:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _set_sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, pool_pre_ping=True)
 
@@ -68,8 +85,56 @@ def session_scope(engine: Engine | None = None) -> Iterator[Session]:
             raise
 
 
-def frame_of(session: Session, query) -> pd.DataFrame:
+WRITE_RETRY_SECONDS = 30.0  # how long a write keeps retrying while the database is busy
+
+
+def _busy(exc: DBAPIError) -> bool:
+    """A failure that a retry of the whole transaction resolves: SQLite's lock, PostgreSQL's
+    serialization failure, deadlock or lock timeout."""
+    code = getattr(exc.orig, "sqlstate", None)
+    if code in ("40001", "40P01", "55P03"):
+        return True
+    text_ = str(exc.orig).lower()
+    return "database is locked" in text_ or "database is busy" in text_
+
+
+def write_transaction(
+    work: Callable[[Session], T],
+    *,
+    engine: Engine | None = None,
+    budget_seconds: float = WRITE_RETRY_SECONDS,
+) -> T:
+    """work(session) in a transaction that takes SQLite's write lock up front and is retried
+    whole, with growing waits, while the database is busy; raises Busy when the budget runs
+    out. `work` must do nothing but database work (it may run more than once)."""
+    engine = engine or get_engine()
+    bind = (
+        engine.execution_options(sqlite_immediate=True)
+        if engine.dialect.name == "sqlite"
+        else engine
+    )
+    deadline = time.monotonic() + budget_seconds
+    wait = 0.02
+    while True:
+        try:
+            with session_scope(bind) as session:
+                return work(session)
+        except DBAPIError as exc:
+            if not _busy(exc):
+                raise
+            if time.monotonic() + wait > deadline:
+                raise Busy(
+                    "the database is busy with other people's changes; nothing was saved, "
+                    "please try again in a moment"
+                ) from exc
+            time.sleep(wait * (0.5 + random.random()))
+            wait = min(wait * 2, 1.0)
+
+
+def frame_of(session: Session, query) -> "pd.DataFrame":
     """The rows of a select() as a DataFrame named by its columns (label one to rename it)."""
+    import pandas as pd
+
     result = session.exec(query)
     return pd.DataFrame([tuple(row) for row in result], columns=list(result.keys()))
 
@@ -116,15 +181,30 @@ def analyze(session: Session, *tables: str) -> None:
         session.exec(text(f'ANALYZE "{table}"'))
 
 
-def alembic_config(url: str | None = None) -> Config:
+def alembic_config(url: str | None = None) -> "Config":
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", url or get_settings().resolved_database_url())
     return config
 
 
+HEAD_REVISION = "0008"  # the newest migration; a test checks it against the scripts
+
+
+def ensure_current(engine: Engine | None = None) -> None:
+    """Migrate the database unless it is at HEAD_REVISION already (then Alembic, which
+    reads every migration script, is not even imported: light commands start fast)."""
+    engine = engine or get_engine()
+    if current_revision(engine) != HEAD_REVISION:
+        upgrade_database(engine)
+
+
 def upgrade_database(engine: Engine | None = None, revision: str = "head") -> None:
     """Apply Alembic migrations up to `revision` on `engine` (default: the configured database)."""
+    from alembic import command
+
     engine = engine or get_engine()
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     with engine.begin() as connection:

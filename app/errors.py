@@ -23,3 +23,7 @@ class PermissionDenied(ItsmReviewError):
 
 class LedgerIntegrityError(ItsmReviewError):
     """The provenance ledger's hash chain does not verify."""
+
+
+class Busy(ItsmReviewError):
+    """The database stayed busy with other writers for the whole retry budget."""

@@ -36,7 +36,7 @@ from sqlmodel import Session
 FORMATS = ("native", "harbor", "hf", "tau2")
 Progress = Callable[[str, float], None]
 LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
-RATING_BATCH = 5000  # task versions whose ratings are read, written and decided together
+RATING_BATCH = 1000  # task versions whose ratings are read, written and decided together
 
 
 @dataclass

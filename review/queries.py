@@ -1,6 +1,8 @@
-from collections.abc import Iterator
+from __future__ import annotations
 
-import pandas as pd
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import frame_of, utcnow
@@ -14,6 +16,9 @@ from itsmreview.review.models import (
 )
 from sqlalchemy import bindparam, case, func, or_, text, update
 from sqlmodel import Session, select
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def holds_place(now):
@@ -242,6 +247,19 @@ def progress_frame(*, session: Session) -> pd.DataFrame:
     )
 
 
+def round_progress(*, session: Session) -> dict[str, tuple[int, int]]:
+    """Per round name: (assigned, submitted) assignments that hold a place, counted in the
+    database (no frame: light commands stay light)."""
+    submitted = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
+    rows = session.exec(
+        select(ReviewRound.name, func.count(Assignment.id), submitted)
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .where(holds_place(utcnow()))
+        .group_by(ReviewRound.name)
+    ).all()
+    return {name: (int(assigned), int(done or 0)) for name, assigned, done in rows}
+
+
 def rating_count(*, session: Session) -> int:
     return session.exec(select(func.count()).select_from(Rating)).one()
 
@@ -273,11 +291,24 @@ def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
     return int(row[0]), int(row[1] or 0), int(row[2] or 0), str(row[3])
 
 
-def current_ratings_wide(
-    *, session: Session, round_id: int, task_version_id: int | None = None
-) -> pd.DataFrame:
+def _version_filter(column, versions):
+    """column == versions for one id; column IN versions for a subquery of ids."""
+    return column == versions if isinstance(versions, int) else column.in_(versions)
+
+
+def round_versions_with_status(*, round_id: int, status: str):
+    """Subquery: ids of the round's task versions whose stored decision is `status`."""
+    return (
+        select(TaskVersion.id)
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .where(RoundTask.round_id == round_id, TaskVersion.status == status)
+    )
+
+
+def current_ratings_wide(*, session: Session, round_id: int, task_version_id=None) -> pd.DataFrame:
     """One row per current submitted rating (human or model) of the round (of one task
-    version, when given): ids, verdict, flags, time, revision, comment, confidence, rubric."""
+    version, or of a subquery of versions, when given): ids, verdict, flags, time, revision,
+    comment, confidence, rubric."""
     query = (
         select(
             Rating.id.label("rating_id"),
@@ -300,13 +331,11 @@ def current_ratings_wide(
         .order_by(Rating.id)
     )
     if task_version_id is not None:
-        query = query.where(Rating.task_version_id == task_version_id)
+        query = query.where(_version_filter(Rating.task_version_id, task_version_id))
     return frame_of(session, query)
 
 
-def scores_long(
-    *, session: Session, round_id: int, task_version_id: int | None = None
-) -> pd.DataFrame:
+def scores_long(*, session: Session, round_id: int, task_version_id=None) -> pd.DataFrame:
     query = (
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
         .join(Rating, Rating.id == RatingScore.rating_id)
@@ -317,7 +346,7 @@ def scores_long(
         )
     )
     if task_version_id is not None:
-        query = query.where(Rating.task_version_id == task_version_id)
+        query = query.where(_version_filter(Rating.task_version_id, task_version_id))
     return frame_of(session, query)
 
 
@@ -435,7 +464,11 @@ def adjudications_of_round(
 
 
 def round_task_statuses(
-    *, session: Session, round_id: int, task_version_id: int | None = None
+    *,
+    session: Session,
+    round_id: int,
+    task_version_id: int | None = None,
+    status: str | None = None,
 ) -> pd.DataFrame:
     """The round's task versions (or one) with the decision stored on each version, and
     whether it is its task's newest version (whose decision the task mirrors)."""
@@ -466,6 +499,8 @@ def round_task_statuses(
     )
     if task_version_id is not None:
         query = query.where(TaskVersion.id == task_version_id)
+    if status is not None:
+        query = query.where(TaskVersion.status == status)
     return frame_of(session, query)
 
 

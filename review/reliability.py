@@ -625,12 +625,35 @@ def disagreements(
 ) -> pd.DataFrame:
     """Tasks of the round waiting for adjudication, with the gate's reasons. Leads only."""
     require_role(actor, Role.lead)
-    # statuses are stored whenever ratings or adjudications change; a page view only reads
-    tasks, decisions = gate_decisions(
-        session=session, data=load_round(session=session, round_name=round_name)
+    # statuses are stored whenever ratings or adjudications change: a page view reads them
+    # and explains only the tasks waiting for a lead
+    review_round = find_round(session, round_name)
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    tasks = queries.round_task_statuses(
+        session=session, round_id=review_round.id, status="adjudication"
     )
-    tasks["reasons"] = tasks["task_version_id"].map(lambda v: "; ".join(decisions[int(v)].reasons))
-    return tasks[tasks["status"] == "adjudication"].reset_index(drop=True)
+    waiting = queries.round_versions_with_status(round_id=review_round.id, status="adjudication")
+    per_task = task_ratings(
+        queries.current_ratings_wide(
+            session=session, round_id=review_round.id, task_version_id=waiting
+        ),
+        queries.scores_long(session=session, round_id=review_round.id, task_version_id=waiting),
+    )
+    config = gate_config(review_round, rubric)
+    alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
+    adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
+    tasks["reasons"] = [
+        "; ".join(
+            decide(
+                per_task.get(int(v), TaskRatings({}, [], [])),
+                config,
+                alphas,
+                adjudicated.get(int(v)),
+            ).reasons
+        )
+        for v in tasks["task_version_id"]
+    ]
+    return tasks.reset_index(drop=True)
 
 
 def alpha_over_time(

@@ -54,14 +54,14 @@ def open_session():
 
 
 def ensure_schema() -> None:
-    from itsmreview.db import current_revision, describe_url, get_engine, upgrade_database
+    from itsmreview.db import current_revision, describe_url, ensure_current, get_engine
 
     engine = get_engine()
     try:
         current_revision(engine)
     except Exception as exc:  # connection problems surface here, with the URL
         fail(f"cannot reach the database {describe_url(str(engine.url))}: {exc}")
-    upgrade_database(engine)
+    ensure_current(engine)
 
 
 def operator():

@@ -191,24 +191,22 @@ def round_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List review rounds with their progress."""
-    from itsmreview.review.queries import list_rounds, progress_frame
+    from itsmreview.review.queries import list_rounds, round_progress
 
     ensure_schema()
     with open_session() as session:
         rounds = list_rounds(session=session)
-        progress = progress_frame(session=session)
-    rows = []
-    for r in rounds:
-        mine = progress[progress["round"] == r.name]
-        rows.append(
-            {
-                "name": r.name,
-                "status": r.status,
-                "k": r.k,
-                "assigned": int(mine["assigned"].sum()),
-                "submitted": int(mine["submitted"].sum()),
-            }
-        )
+        progress = round_progress(session=session)
+    rows = [
+        {
+            "name": r.name,
+            "status": r.status,
+            "k": r.k,
+            "assigned": progress.get(r.name, (0, 0))[0],
+            "submitted": progress.get(r.name, (0, 0))[1],
+        }
+        for r in rounds
+    ]
     if as_json:
         echo_json(rows)
         return

@@ -1,6 +1,6 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.db import session_scope
+from itsmreview.db import session_scope, write_transaction
 from itsmreview.errors import ItsmReviewError
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.service import save_draft, submit_rating
@@ -60,14 +60,19 @@ with left:
 def _next_task(expert) -> str:
     """After a submit, the expert's next task is open without another click: an open
     reservation of theirs, or a new claim."""
+
+    def claim(session):
+        following = claim_next(session=session, actor=expert)
+        if following is None:
+            return None, None
+        return following, expert_queue(session=session, actor=expert)
+
     try:
-        with session_scope() as session:
-            following = claim_next(session=session, actor=expert)
-            if following is None:
-                return "Every task of the round has its experts. Thank you!"
-            mine = expert_queue(session=session, actor=expert)
+        following, mine = write_transaction(claim)
     except ItsmReviewError:  # the round closed, or the expert left it
         return ""
+    if following is None:
+        return "Every task of the round has its experts. Thank you!"
     title = mine.loc[mine["assignment_id"] == following.id, "title"].iloc[0]
     return f"Next: {title}."
 

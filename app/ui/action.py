@@ -4,7 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-from itsmreview.db import session_scope
+from itsmreview.db import write_transaction
 from itsmreview.errors import ItsmReviewError
 
 FAILED = object()  # what perform returns when the service refused (its message is shown)
@@ -14,8 +14,7 @@ def perform(service: Callable[..., Any], /, **arguments) -> Any:
     """service(session=..., **arguments) in a transaction of its own; on an ItsmReviewError
     nothing is stored, the message is shown and FAILED comes back."""
     try:
-        with session_scope() as session:
-            return service(session=session, **arguments)
+        return write_transaction(lambda session: service(session=session, **arguments))
     except ItsmReviewError as exc:
         st.error(str(exc))
         return FAILED

@@ -452,7 +452,11 @@ def test_the_exports_page_refuses_a_name_that_leaves_its_folder(demo_configured)
     at.text_input[0].set_value("../../escape")
     at.button(key="FormSubmitter:export-Export").click().run()
     assert not at.exception
-    assert any("leaves its folder" in e.value for e in at.error)
+    assert any("leaves its folder" in e.value for e in at.error), (
+        [e.value for e in at.error],
+        [w.value for w in at.warning],
+        [b.disabled for b in at.button],
+    )
 
 
 def test_a_lead_records_a_world_source_and_verifies_the_ledger(demo_configured):

@@ -134,3 +134,29 @@ def test_serve_listens_on_this_machine_unless_told(configured, monkeypatch):
     addresses = [c[c.index("--server.address") + 1] for c in launched]
     assert addresses == ["127.0.0.1", "0.0.0.0"]
     assert launched[0][launched[0].index("--server.port") + 1] == "8765"
+
+
+def test_light_commands_start_without_pandas_pm4py_or_streamlit(configured):
+    """`--help` and `round list` answer without importing the heavy libraries (and, on a
+    current database, without Alembic)."""
+    import subprocess
+    import sys
+
+    assert CliRunner().invoke(app, ["round", "list"]).exit_code == 0  # migrates once
+    probe = (
+        "import sys\n"
+        "from itsmreview.cli import main\n"
+        "for argv in (['itsmreview', '--help'], ['itsmreview', 'round', 'list']):\n"
+        "    sys.argv = argv\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exit:\n"
+        "        assert not exit.code, exit.code\n"
+        "heavy = {'pandas', 'pm4py', 'streamlit', 'alembic', 'numpy'} & set(sys.modules)\n"
+        "print('heavy:', sorted(heavy))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "heavy: []"

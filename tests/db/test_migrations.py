@@ -229,3 +229,14 @@ def test_ratings_and_adjudications_recorded_before_commitments_get_commit_entrie
         settings_module.get_settings.cache_clear()
         _engine_for.cache_clear()
         engine.dispose()
+
+
+def test_head_revision_constant_names_the_newest_migration():
+    """`ensure_current` skips Alembic when the database is at HEAD_REVISION: it must be the
+    newest script's revision."""
+    from alembic.script import ScriptDirectory
+    from itsmreview.db import HEAD_REVISION
+
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == (
+        HEAD_REVISION
+    )
