@@ -425,6 +425,41 @@ def scores_by_rater(
     yield from result.partitions(batch)
 
 
+def submission_times(*, session: Session, round_id: int) -> list:
+    """When each current submitted rating of the round (any rater kind) was submitted."""
+    return list(
+        session.exec(
+            select(Rating.submitted_at).where(
+                Rating.round_id == round_id, Rating.is_current, Rating.status == "submitted"
+            )
+        ).all()
+    )
+
+
+def item_values_with_times(
+    *, session: Session, round_id: int, item: str, kinds: tuple[str, ...]
+) -> list[tuple]:
+    """(task version id, value, submitted at) of one rubric item over the round's current
+    submitted ratings of these kinds: a dimension's score (unscored left out), the verdict
+    (`verdict`) or a flag's list of flags (`flag:<key>`: the rating's flags)."""
+    if item == "verdict" or item.startswith("flag:"):
+        column = Rating.verdict if item == "verdict" else Rating.flags
+        query = select(Rating.task_version_id, column, Rating.submitted_at).where(
+            *_current_submitted(round_id, kinds)
+        )
+    else:
+        query = (
+            select(Rating.task_version_id, RatingScore.value, Rating.submitted_at)
+            .join(Rating, Rating.id == RatingScore.rating_id)
+            .where(
+                *_current_submitted(round_id, kinds),
+                RatingScore.dimension == item,
+                RatingScore.value.is_not(None),
+            )
+        )
+    return list(session.exec(query).all())
+
+
 def has_model_ratings(*, session: Session, round_id: int) -> bool:
     return (
         session.exec(

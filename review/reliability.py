@@ -661,28 +661,48 @@ def alpha_over_time(
 ) -> pd.DataFrame:
     """Alpha of one rubric item on the ratings submitted up to the end of each day with
     submissions (the ratings current at the end, as they stood). Leads only.
-    Columns: day, ratings, alpha (NaN where undefined)."""
+    Columns: day, ratings, alpha (NaN where undefined). Reads the item's values with their
+    submission times, not the round's ratings."""
     require_role(actor, Role.lead)
-    data = load_round(session=session, round_name=round_name)
-    if data.ratings.empty:
-        return pd.DataFrame(columns=["day", "ratings", "alpha"])
-    level = next((lv for key, _, lv in gate_items(data.rubric) if key == item), None)
+    review_round = find_round(session, round_name)
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    level = next((lv for key, _, lv in gate_items(rubric) if key == item), None)
     if level is None:
         raise InvalidInput(f"{item!r} is not an item of the round's rubric")
-    days = pd.to_datetime(data.ratings["submitted_at"], utc=True).dt.floor("D")
-    rows = []
-    for day in sorted(days.unique()):
-        kept = data.ratings[days <= day]
-        subset = RoundData(
-            data.review_round,
-            data.rubric,
-            kept,
-            data.scores[data.scores["rating_id"].isin(kept["rating_id"])],
+    times = queries.submission_times(session=session, round_id=review_round.id)
+    if not times:
+        return pd.DataFrame(columns=["day", "ratings", "alpha"])
+    all_days = pd.to_datetime(pd.Series(times), utc=True).dt.floor("D")
+    rows = queries.item_values_with_times(
+        session=session, round_id=review_round.id, item=item, kinds=HUMAN
+    )
+    units = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    if item == "verdict":
+        values = np.fromiter((VERDICT_CODES.get(r[1], np.nan) for r in rows), float, len(rows))
+    elif item.startswith("flag:"):
+        key = item[len("flag:") :]
+        values = np.fromiter((key in (r[1] or ()) for r in rows), float, len(rows))
+    else:
+        values = np.fromiter((r[1] for r in rows), float, len(rows))
+    value_days = pd.to_datetime(pd.Series([r[2] for r in rows], dtype=object), utc=True)
+    value_days = value_days.dt.floor("D")
+    out = []
+    for day in sorted(all_days.unique()):
+        kept = (value_days <= day).to_numpy(dtype=bool) & ~np.isnan(values)
+        counts = ItemCounts.of(units[kept], values[kept])
+        value = (
+            None
+            if counts.empty
+            else agreement.alpha_of_counts(counts.counts, counts.values, level).value
         )
-        matrix, _, _ = reliability_matrix(subset, item)
-        value = agreement.alpha(matrix, level).value if matrix.size else None
-        rows.append({"day": day, "ratings": len(kept), "alpha": np.nan if value is None else value})
-    return pd.DataFrame(rows)
+        out.append(
+            {
+                "day": day,
+                "ratings": int((all_days <= day).sum()),
+                "alpha": np.nan if value is None else value,
+            }
+        )
+    return pd.DataFrame(out)
 
 
 def current_gate(
