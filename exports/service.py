@@ -28,6 +28,7 @@ from itsmreview.exports.bundle import (
 from itsmreview.exports.models import Export
 from itsmreview.ledger.prov import ProvWriter
 from itsmreview.ledger.service import append_entry
+from itsmreview.review import queries as review_queries
 from itsmreview.review import reliability
 from itsmreview.review.approval import TaskRatings, decide
 from itsmreview.review.rubrics import RubricDefinition
@@ -396,8 +397,8 @@ def _write_files(
         config, _ = reliability.current_gate(session=session, round_name=review_round.id)
         deciding[review_round.name] = (
             config,
-            set(reliability.queries.round_task_ids(session=session, round_id=review_round.id)),
-            reliability.queries.adjudications_of_round(session=session, round_id=review_round.id),
+            set(review_queries.round_task_ids(session=session, round_id=review_round.id)),
+            review_queries.adjudications_of_round(session=session, round_id=review_round.id),
         )
         gate_per_round[review_round.name] = {
             "settings": {

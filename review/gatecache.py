@@ -85,6 +85,22 @@ def unit_counts(*, session: Session, round_id: int, task_version_id: int) -> Uni
     return out
 
 
+def undo(
+    after: UnitCounts, *, added: dict[str, float | None], removed: dict[str, float | None]
+) -> UnitCounts:
+    """A task's counts before one rating's change, from its counts after: less the values
+    the rating added, plus those of the revision it replaced (unscored values count for
+    nothing)."""
+    before = {dimension: Counter(counts) for dimension, counts in after.items()}
+    for dimension, value in added.items():
+        if value is not None:
+            before.setdefault(dimension, Counter())[float(value)] -= 1
+    for dimension, value in removed.items():
+        if value is not None:
+            before.setdefault(dimension, Counter())[float(value)] += 1
+    return {d: Counter({v: n for v, n in c.items() if n > 0}) for d, c in before.items()}
+
+
 def _build(
     *, session: Session, review_round: ReviewRound, rubric: RubricDefinition
 ) -> dict[str, RoundCoincidence]:

@@ -509,14 +509,21 @@ def redecide_after_rating(
     session: Session,
     review_round: ReviewRound,
     task_version_id: int,
-    before: gatecache.UnitCounts,
+    removed: dict[str, float | None],
+    added: dict[str, float | None],
     actor_id: int | None = None,
     decide_now: bool = True,
 ) -> Decision | None:
-    """After a task's ratings changed (its counts `before` the change given): move the
-    round's stored coincidence counts by that task alone, then re-decide only that task,
-    unless the change moved the round's alpha across the gate, which re-decides every task
-    of the round (as `recompute_statuses`). With `decide_now` False only the counts move."""
+    """After one human rating of a task changed (`removed`: the scores of the revision it
+    replaced, `added`: its new scores): move the round's stored coincidence counts by that
+    task alone, then re-decide only that task, unless the change moved the round's alpha
+    across the gate, which re-decides every task of the round (as `recompute_statuses`). With
+    `decide_now` False only the counts move.
+
+    The task's counts are read after the change, inside the transaction that has written
+    it (and holds the ledger's lock), and the counts before are derived from them, so a
+    submit of another expert on the same task that committed meanwhile is never counted
+    twice."""
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)
     was = alpha_reached(
@@ -525,6 +532,7 @@ def redecide_after_rating(
     after = gatecache.unit_counts(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
+    before = gatecache.undo(after, added=added, removed=removed)
     gatecache.record_change(
         session=session, review_round=review_round, rubric=rubric, before=before, after=after
     )

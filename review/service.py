@@ -212,10 +212,12 @@ def submit_rating(
     if draft is not None:
         session.delete(draft)
         session.flush()
-    before = gatecache.unit_counts(
-        session=session, round_id=review_round.id, task_version_id=assignment.task_version_id
-    )
     previous = queries.current_rating(session=session, assignment_id=assignment.id)
+    replaced = (
+        queries.scores_of(session=session, rating_id=previous.id)
+        if previous is not None and previous.rater_kind == "human"
+        else {}
+    )
     if previous is not None:
         previous.is_current = False
         session.flush()
@@ -261,7 +263,8 @@ def submit_rating(
         session=session,
         review_round=review_round,
         task_version_id=assignment.task_version_id,
-        before=before,
+        removed=replaced,
+        added=dict(scores) if rating.rater_kind == "human" else {},
         actor_id=actor.id,
         decide_now=recompute,
     )

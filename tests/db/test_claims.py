@@ -1,5 +1,6 @@
 """Experts claim tasks: k per task even under concurrent claims, reservations lapse."""
 
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -314,3 +315,54 @@ def test_a_lapsed_reservation_still_free_can_be_submitted(session):
         session=session, actor=experts[0], assignment_id=mine.id, scores=scores, verdict="accept"
     )
     assert rating.id is not None and mine.status == AssignmentStatus.submitted
+
+
+def test_submits_on_one_task_at_once_keep_the_stored_alpha_exact(engine, at_once):
+    """Six experts claim two tasks (k=3) and submit at the same moment, with different
+    scores: the round's stored coincidence counts equal the ones recounted from the ratings
+    (a submit that committed meanwhile on the same task is never counted twice)."""
+    from itsmreview.review import gatecache
+    from itsmreview.review.reliability import current_gate, round_counts
+
+    with Session(engine, expire_on_commit=False) as session:
+        _, experts, review_round = setup_round(session, n_tasks=2, n_experts=6, k=3)
+        claimed = {}
+        for expert in experts:
+            claimed[expert.id] = claim_next(session=session, actor=expert).id
+        session.commit()
+    keys = [d.key for d in load_rubric().dimensions]
+
+    def work(expert):
+        with Session(engine, expire_on_commit=False) as session:
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=claimed[expert.id],
+                scores={k: 1 + (expert.id + i) % 5 for i, k in enumerate(keys)},
+                verdict="accept",
+            )
+            session.commit()
+
+    assert at_once(work, experts) == []
+    with Session(engine) as session:
+        _, rubric = current_gate(session=session, round_name=review_round.id)
+        stored = {
+            row.dimension: row.pairs
+            for row in session.exec(
+                select(gatecache.RoundCoincidence).where(
+                    gatecache.RoundCoincidence.round_id == review_round.id
+                )
+            )
+        }
+        counts = round_counts(
+            session=session, round_id=review_round.id, rubric=rubric, dimensions_only=True
+        )
+        for key in keys:
+            expected: dict = {}
+            for row in counts[key].counts:
+                gatecache._apply(
+                    expected,
+                    Counter({v: int(n) for v, n in zip(counts[key].values, row, strict=True) if n}),
+                    +1,
+                )
+            assert stored[key] == expected, key
