@@ -440,34 +440,41 @@ def group_cli() -> dict:
 
 
 def concurrent_worker(index: int, submits: int) -> dict:
+    """One expert's process: claim and submit, each in `write_transaction` as the queue page
+    does (busy writes, deadlocks and serialization failures retried whole)."""
     from itsmreview.accounts.queries import user_by_username
-    from itsmreview.db import session_scope
+    from itsmreview.db import write_transaction
     from itsmreview.review.assignment import claim_next
     from itsmreview.review.reliability import current_gate
     from itsmreview.review.service import submit_rating
 
     claims, writes, errors = [], [], []
+
+    def claim(session):
+        expert = user_by_username(session=session, username=f"e{index}")
+        assignment = claim_next(session=session, actor=expert)
+        return None if assignment is None else assignment.id
+
+    def submit(session, assignment_id):
+        expert = user_by_username(session=session, username=f"e{index}")
+        _, rubric = current_gate(session=session)
+        submit_rating(
+            session=session,
+            actor=expert,
+            assignment_id=assignment_id,
+            scores={d.key: 4 for d in rubric.dimensions},
+            verdict="accept",
+        )
+
     for _ in range(submits):
         try:
-            with session_scope() as session:
-                expert = user_by_username(session=session, username=f"e{index}")
-                start = time.perf_counter()
-                assignment = claim_next(session=session, actor=expert)
-                claims.append(time.perf_counter() - start)
-                if assignment is None:
-                    break
-                assignment_id = assignment.id
-            with session_scope() as session:
-                expert = user_by_username(session=session, username=f"e{index}")
-                _, rubric = current_gate(session=session)
-                start = time.perf_counter()
-                submit_rating(
-                    session=session,
-                    actor=expert,
-                    assignment_id=assignment_id,
-                    scores={d.key: 4 for d in rubric.dimensions},
-                    verdict="accept",
-                )
+            start = time.perf_counter()
+            assignment_id = write_transaction(claim)
+            claims.append(time.perf_counter() - start)
+            if assignment_id is None:
+                break
+            start = time.perf_counter()
+            write_transaction(lambda session, a=assignment_id: submit(session, a))
             writes.append(time.perf_counter() - start)  # includes the commit
         except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
             errors.append(f"{type(exc).__name__}: {exc}"[:200])

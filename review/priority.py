@@ -1,6 +1,8 @@
 """Which tasks experts should rate first: those whose source variants carry the most log
 weight that approved tasks do not cover yet."""
 
+import json
+
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.coverage.report import coverage_report
 from itsmreview.coverage.variants import sequence_key
@@ -46,10 +48,12 @@ def set_priorities(*, session: Session, round_id: int) -> int:
     """Give every task of the round its uncovered weight as priority, reading the tasks'
     sources in batches; returns how many tasks got a non-zero priority."""
     weight = UncoveredWeight(session)
-    priorities = [
-        (round_task_id, value)
-        for round_task_id, source in queries.round_task_sources(session=session, round_id=round_id)
-        if (value := weight(source))
-    ]
+    by_source: dict[str | None, float] = {}
+    priorities = []
+    for round_task_id, source in queries.round_task_sources(session=session, round_id=round_id):
+        if source not in by_source:
+            by_source[source] = weight(json.loads(source) if source else None)
+        if by_source[source]:
+            priorities.append((round_task_id, by_source[source]))
     queries.set_round_task_priorities(session=session, priorities=priorities)
     return len(priorities)

@@ -62,7 +62,6 @@ def create_round(
         rubric=RubricDefinition.model_validate(rubric.definition),
     )
     queries.start_review_of_drafts(session=session, round_id=review_round.id)
-    queries.mirror_newest_status(session=session, round_id=review_round.id)
     session.flush()
     analyze(session, "round_tasks", "task_versions", "tasks")
     return review_round

@@ -1,5 +1,5 @@
 import pytest
-from itsmreview.accounts.models import Role
+from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import add_user, authenticate, create_user, require_role
 from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
@@ -179,3 +179,49 @@ def test_single_sign_on_identities_map_to_local_accounts_by_email(session):
         create_user(session=session, username="maria2", role="lead", email="maria@example.org")
     with pytest.raises(InvalidInput, match="is not an e-mail address"):
         create_user(session=session, username="bob", role="lead", email="bob")
+
+
+def test_a_new_round_gets_each_tasks_uncovered_log_weight_as_priority(session, tmp_path):
+    """create_round (bulk insert, priorities loaded through a temporary table): each task's
+    priority is the summed share of cases of its declared variants that no approved task
+    covers, counted here from the log's variants by hand; tasks without a log get 0."""
+    from itsmreview.catalog.models import TaskVersion
+    from itsmreview.catalog.queries import latest_version_ids
+    from itsmreview.coverage import queries as coverage_queries
+    from itsmreview.coverage.report import coverage_report
+    from itsmreview.coverage.variants import sequence_key
+    from itsmreview.demo.loader import load_demo
+    from itsmreview.review.models import RoundTask
+
+    load_demo(session=session, data_dir=tmp_path, cases=300)
+    lead = session.exec(select(User).where(User.username == "lead")).one()
+    rubric = ensure_rubric(load_rubric(), session=session)
+    review_round = create_round(
+        session=session,
+        actor=lead,
+        name="everything",
+        rubric=rubric,
+        task_version_ids=latest_version_ids(session=session),
+    )
+    stored = dict(
+        session.exec(
+            select(RoundTask.task_version_id, RoundTask.priority).where(
+                RoundTask.round_id == review_round.id
+            )
+        ).all()
+    )
+    expected = {}
+    for version in session.exec(select(TaskVersion).where(TaskVersion.id.in_(list(stored)))):
+        source = version.source or {}
+        if not source.get("log") or not source.get("variants"):
+            expected[version.id] = 0.0
+            continue
+        log = coverage_queries.latest_log(session=session, name=source["log"])
+        frame = coverage_queries.variants_frame(session=session, log_id=log.id)
+        shares = {k: s for k, s in zip(frame["sequence_key"], frame["share"], strict=True)}
+        report, _ = coverage_report(session=session, log_name=source["log"], task_filter="approved")
+        keys = {sequence_key(v) for v in source["variants"]}
+        expected[version.id] = sum(shares.get(k, 0.0) for k in keys - report.declared_keys)
+    assert stored.keys() == expected.keys()
+    assert stored == pytest.approx(expected)
+    assert any(p > 0 for p in stored.values()) and any(p == 0 for p in stored.values())
