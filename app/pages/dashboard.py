@@ -47,10 +47,7 @@ with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
 with st.expander("Alpha over time"):
     items = {a.item: a.label for a in data.agreement}
     chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
-    with session_scope() as session:
-        history = alpha_over_time(
-            session=session, actor=user, item=chosen_item, round_name=data.round_name
-        )
+    history = cached(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
     st.plotly_chart(
         px.line(history, x="day", y="alpha", markers=True, hover_data=["ratings"]).update_layout(
             height=260
