@@ -10,6 +10,7 @@ from itsmreview.db import frame_of
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
+from itsmreview.review import queries as review_queries
 from itsmreview.review.models import (
     Adjudication,
     Rating,
@@ -106,20 +107,7 @@ def ratings_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
     them a batch at a time), with their round's name."""
     return frame_of(
         session,
-        select(
-            Rating.id.label("rating_id"),
-            Rating.task_version_id,
-            Rating.expert_id,
-            Rating.verdict,
-            Rating.flags,
-            Rating.submitted_at,
-            Rating.rater_kind,
-            Rating.revision,
-            Rating.comment,
-            Rating.confidence,
-            Rating.rubric_id,
-            ReviewRound.name.label("round"),
-        )
+        select(*review_queries.rating_columns(), ReviewRound.name.label("round"))
         .join(ReviewRound, ReviewRound.id == Rating.round_id)
         .where(*_current_of(version_ids))
         .order_by(Rating.id),

@@ -305,24 +305,29 @@ def round_versions_with_status(*, round_id: int, status: str):
     )
 
 
+def rating_columns() -> tuple:
+    """The columns of a rating as the agreement, the gate and exports read it."""
+    return (
+        Rating.id.label("rating_id"),
+        Rating.task_version_id,
+        Rating.expert_id,
+        Rating.verdict,
+        Rating.flags,
+        Rating.submitted_at,
+        Rating.rater_kind,
+        Rating.revision,
+        Rating.comment,
+        Rating.confidence,
+        Rating.rubric_id,
+    )
+
+
 def current_ratings_wide(*, session: Session, round_id: int, task_version_id=None) -> pd.DataFrame:
     """One row per current submitted rating (human or model) of the round (of one task
     version, or of a subquery of versions, when given): ids, verdict, flags, time, revision,
     comment, confidence, rubric."""
     query = (
-        select(
-            Rating.id.label("rating_id"),
-            Rating.task_version_id,
-            Rating.expert_id,
-            Rating.verdict,
-            Rating.flags,
-            Rating.submitted_at,
-            Rating.rater_kind,
-            Rating.revision,
-            Rating.comment,
-            Rating.confidence,
-            Rating.rubric_id,
-        )
+        select(*rating_columns())
         .where(
             Rating.round_id == round_id,
             Rating.is_current,
