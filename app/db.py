@@ -173,6 +173,24 @@ def insert_rows(
     session.execute(insert(target), [dict(zip(columns, row, strict=True)) for row in rows])
 
 
+def in_ids(session: Session, column, ids: Sequence[int]):
+    """column IN (ids) with the whole list as ONE bind parameter: an integer array on
+    PostgreSQL (`= ANY(:ids)`), a JSON array read by `json_each` on SQLite. Never one
+    parameter per id, whatever the list's length."""
+    values = [int(i) for i in ids]
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy import Integer, any_, literal
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        return column == any_(literal(values, ARRAY(Integer)))
+    import json
+
+    from sqlalchemy import func, literal, select
+
+    listed = func.json_each(literal(json.dumps(values))).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
 def analyze(session: Session, *tables: str) -> None:
     """Refresh the planner's statistics of tables just written in bulk (PostgreSQL: without
     them, autovacuum may be late or off and plans go wrong; SQLite: `ANALYZE` feeds its

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.db import frame_of
+from itsmreview.db import frame_of, in_ids
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
@@ -86,9 +86,9 @@ def usernames(*, session: Session, ids: list[int]) -> dict[int, str]:
     return dict(session.exec(select(User.id, User.username).where(User.id.in_(ids))).all())
 
 
-def _current_of(version_ids):
+def _current_of(session: Session, version_ids: list[int]):
     return (
-        Rating.task_version_id.in_(version_ids),
+        in_ids(session, Rating.task_version_id, version_ids),
         Rating.is_current,
         Rating.status == "submitted",
     )
@@ -97,19 +97,21 @@ def _current_of(version_ids):
 def raters_and_rubrics(*, session: Session, version_ids: list[int]) -> tuple[set, set]:
     """Who rated a batch of versions, and with which rubrics (current submitted ratings)."""
     rows = session.exec(
-        select(Rating.expert_id, Rating.rubric_id).where(*_current_of(version_ids)).distinct()
+        select(Rating.expert_id, Rating.rubric_id)
+        .where(*_current_of(session, version_ids))
+        .distinct()
     ).all()
     return {int(e) for e, _ in rows}, {int(r) for _, r in rows}
 
 
 def ratings_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
-    """Current submitted ratings of a batch of versions (a bounded list: an export reads
-    them a batch at a time), with their round's name."""
+    """Current submitted ratings of a batch of versions (passed as one parameter), with
+    their round's name."""
     return frame_of(
         session,
         select(*review_queries.rating_columns(), ReviewRound.name.label("round"))
         .join(ReviewRound, ReviewRound.id == Rating.round_id)
-        .where(*_current_of(version_ids))
+        .where(*_current_of(session, version_ids))
         .order_by(Rating.id),
     )
 
@@ -119,7 +121,7 @@ def scores_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
         session,
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value)
         .join(Rating, Rating.id == RatingScore.rating_id)
-        .where(*_current_of(version_ids)),
+        .where(*_current_of(session, version_ids)),
     )
 
 

@@ -89,3 +89,27 @@ def test_a_url_without_a_driver_gets_the_shipped_one(database_url):
         assert engine.dialect.driver in ("psycopg", "pysqlite")
     finally:
         engine.dispose()
+
+
+def test_a_set_of_70000_ids_is_one_bind_parameter(session):
+    """More ids than PostgreSQL (65,535) or SQLite (32,766) allow as parameters: `in_ids`
+    passes the list as one array (PostgreSQL) or one JSON text (SQLite)."""
+    from itsmreview.catalog.models import Task
+    from itsmreview.db import in_ids
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    for n in (1, 2, 3):
+        session.add(Task(external_id=f"t{n}", title="t", persona="p", track="single-agent"))
+    session.flush()
+    ids = [t.id for t in session.exec(select(Task)).all()]
+    wanted = list(range(10**6, 10**6 + 70_000)) + ids[:2]
+    query = select(func.count()).select_from(Task).where(in_ids(session, Task.id, wanted))
+    assert len(query.compile(session.get_bind()).params) == 1
+    assert session.exec(query).one() == 2
+    assert (
+        session.exec(
+            select(func.count()).select_from(Task).where(in_ids(session, Task.id, []))
+        ).one()
+        == 0
+    )
