@@ -189,11 +189,3 @@ def record_change(
         row.updated_at = now
         session.add(row)
     session.flush()
-
-
-def forget(*, session: Session, round_id: int) -> None:
-    """Drop a round's stored counts (rebuilt on next use) after a change that is not a
-    submit."""
-    for row in queries.coincidence_rows(session=session, round_id=round_id):
-        session.delete(row)
-    session.flush()

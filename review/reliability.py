@@ -543,6 +543,28 @@ def redecide_after_rating(
         return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor_id)[
             task_version_id
         ]
+    return redecide_task(
+        session=session,
+        review_round=review_round,
+        task_version_id=task_version_id,
+        config=config,
+        alphas=alphas,
+        actor_id=actor_id,
+    )
+
+
+def redecide_task(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    task_version_id: int,
+    config: GateConfig,
+    alphas: dict[str, float | None],
+    actor_id: int | None = None,
+) -> Decision:
+    """Decide one task of the round from its own ratings, its adjudication and the round's
+    alphas, and store the decision when it changed (other tasks cannot be affected by
+    that task's ratings or adjudication unless the round's alpha crosses the gate)."""
     ratings = task_ratings(
         queries.current_ratings_wide(
             session=session, round_id=review_round.id, task_version_id=task_version_id
@@ -612,9 +634,15 @@ def adjudicate(
             "content_sha256": content_digest(adjudication_content(adjudication)),
         },
     )
-    return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor.id)[
-        task_version_id
-    ]
+    config, rubric = current_gate(session=session, round_name=review_round.id)
+    return redecide_task(
+        session=session,
+        review_round=review_round,
+        task_version_id=task_version_id,
+        config=config,
+        alphas=gating_alphas(session=session, review_round=review_round, rubric=rubric),
+        actor_id=actor.id,
+    )
 
 
 def adjudication_content(adjudication: Adjudication) -> dict:

@@ -109,6 +109,9 @@ def test_gate_statuses_and_adjudication(session, demo):
     ).all()
     assert entry and entry[-1].payload["from"] == "adjudication"
     assert decisions[version_id].status == "adjudication"
+    _, _, (tasks, fresh) = _slow_statuses(session)  # only that task changed, as a full pass says
+    stored = dict(zip(tasks["task_version_id"].astype(int), tasks["status"], strict=True))
+    assert stored == {v: d.status for v, d in fresh.items()}
 
 
 def test_an_expert_cannot_read_round_agreement(session, demo):
