@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/agreement.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/exports.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/ledger.py
+
+bench-scale: venv
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

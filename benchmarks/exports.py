@@ -14,7 +14,6 @@ Prints medians of the repeats and the ratio to the baseline.
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -23,17 +22,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+from measure import peak_mb  # noqa: E402
+
 DIMENSIONS = 8
-
-
-def peak_mb() -> float:
-    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
-    over exec from the parent, it counts only what this program used."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def build(path: Path, tasks: int, ratings_per_task: int, experts: int = 20) -> None:

@@ -13,7 +13,6 @@ Prints medians, entries per second (target: at least 50,000) and peak memory at 
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -22,15 +21,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-
-def peak_mb() -> float:
-    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
-    over exec from the parent, it counts only what this program used."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+from measure import peak_mb  # noqa: E402
 
 
 def build(path: Path, entries: int) -> None:

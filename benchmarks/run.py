@@ -8,7 +8,6 @@ file, and pm4py's `format_dataframe` + `get_variants`.
 import argparse
 import json
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -16,22 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+from measure import peak_mb  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 BPI2013 = ROOT.parent / "shared" / "data" / "logs" / "bpi2013_incidents.csv.gz"
-
-
-def peak_mb() -> float:
-    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
-    over exec from the parent, it counts only what this program used."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _rss_mb() -> float:
-    return peak_mb()
 
 
 def child(task: str, path: str, warm_up: bool = True) -> dict:
@@ -50,7 +38,7 @@ def child(task: str, path: str, warm_up: bool = True) -> dict:
         with tempfile.TemporaryDirectory() as folder:
             small = write_csv(generate_log(200, seed=3), Path(folder) / "small.csv")
             child(task, str(small), warm_up=False)
-    before = _rss_mb()
+    before = peak_mb()
     start = time.perf_counter()
     extra = {}
     if task == "read_csv":
@@ -73,7 +61,7 @@ def child(task: str, path: str, warm_up: bool = True) -> dict:
                 import_log(path, session=session, preset="bpi2013", data_dir=Path(folder))
             elapsed = time.perf_counter() - start
             engine.dispose()
-            return {"seconds": elapsed, "peak_mb": _rss_mb(), "baseline_mb": before}
+            return {"seconds": elapsed, "peak_mb": peak_mb(), "baseline_mb": before}
     elif task == "pm4py":
         frame = pd.read_csv(path, dtype={"SR Number": str})
         frame["Change Date+Time"] = pd.to_datetime(
@@ -87,7 +75,7 @@ def child(task: str, path: str, warm_up: bool = True) -> dict:
         raise SystemExit(f"unknown task {task}")
     return {
         "seconds": time.perf_counter() - start,
-        "peak_mb": _rss_mb(),
+        "peak_mb": peak_mb(),
         "baseline_mb": before,
         **extra,
     }

@@ -1,0 +1,13 @@
+"""What every benchmark script measures the same way (imported beside them)."""
+
+import resource
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory (VmHWM). Unlike ru_maxrss, which Linux carries
+    over exec from the parent, it counts only what this program used."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
