@@ -75,7 +75,8 @@ def serve(
         ),
     ] = LOCAL_ADDRESS,
 ) -> None:
-    """Serve the Streamlit app on the configured database."""
+    """Serve the Streamlit app on the configured database (migrated first if it is behind)."""
+    ensure_schema()
     settings = get_settings()
     port = port or settings.port
     env = dict(os.environ)
