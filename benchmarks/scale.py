@@ -175,14 +175,20 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                 for t in range(1, tasks + 1)
             ],
         )
+        rated = tasks - UNRATED
         put(
             RoundTask,
             [
-                {"id": t, "round_id": 1, "task_version_id": t, "priority": (t % 97) / 97}
+                {
+                    "id": t,
+                    "round_id": 1,
+                    "task_version_id": t,
+                    "priority": (t % 97) / 97,
+                    "places_held": K if t <= rated else 0,
+                }
                 for t in range(1, tasks + 1)
             ],
         )
-        rated = tasks - UNRATED
         assignments, ratings, scores = [], [], []
         rid = 0
         for t in range(1, rated + 1):

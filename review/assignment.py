@@ -72,31 +72,31 @@ def claim_next(
     )
     if mine is not None:
         return mine
+    queries.release_lapsed(session=session, round_id=review_round.id, now=now)
     candidates = queries.claim_candidates(
-        session=session, review_round=review_round, expert_id=actor.id, now=now
+        session=session,
+        review_round=review_round,
+        expert_id=actor.id,
+        expertise=list(actor.expertise or []),
     )
-    expertise = list(actor.expertise or [])
-    ordered = sorted(
-        candidates, key=lambda row: (row[2] not in expertise, -row[0].priority, row[1], row[0].id)
-    )
-    for round_task, _, _ in ordered:
+    for task_version_id, _ in candidates:
         taken = places_taken_now(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=round_task.task_version_id,
-            now=now,
+            session=session, round_id=review_round.id, task_version_id=task_version_id, now=now
         )
         if taken >= review_round.k:
             continue  # someone else took the last place while we looked
         assignment = Assignment(
             round_id=review_round.id,
-            task_version_id=round_task.task_version_id,
+            task_version_id=task_version_id,
             expert_id=actor.id,
             status=AssignmentStatus.reserved,
             reserved_until=now + timedelta(minutes=review_round.reservation_minutes),
         )
         session.add(assignment)
         session.flush()
+        queries.recount_places(
+            session=session, round_id=review_round.id, task_version_ids=[task_version_id]
+        )
         return assignment
     return None
 
@@ -112,6 +112,7 @@ def close_round(*, session: Session, actor: User, round_name: str) -> ReviewRoun
     for assignment in queries.reservations(session=session, round_id=review_round.id):
         assignment.status = AssignmentStatus.released
     session.flush()
+    queries.recount_places(session=session, round_id=review_round.id)
     return review_round
 
 
@@ -144,6 +145,9 @@ def reassign(*, session: Session, actor: User, assignment_id: int, expert: User)
     )
     session.add(moved)
     session.flush()
+    queries.recount_places(
+        session=session, round_id=moved.round_id, task_version_ids=[moved.task_version_id]
+    )
     return moved
 
 
@@ -169,9 +173,16 @@ def set_round_experts(
         member = members.pop(expert.id, None)
         if member is not None:
             session.delete(member)
-        for assignment in queries.reservations(
+        released = queries.reservations(
             session=session, round_id=review_round.id, expert_id=expert.id
-        ):
+        )
+        for assignment in released:
             assignment.status = AssignmentStatus.released
+        session.flush()
+        queries.recount_places(
+            session=session,
+            round_id=review_round.id,
+            task_version_ids=[a.task_version_id for a in released],
+        )
     session.flush()
     return sorted(members)

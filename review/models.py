@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from itsmreview.db import utcnow
-from sqlalchemy import JSON, Float, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Float, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -63,17 +63,26 @@ class RoundTask(SQLModel, table=True):
     """A task version put up for review in a round."""
 
     __tablename__ = "round_tasks"
-    __table_args__ = (UniqueConstraint("round_id", "task_version_id"),)
+    __table_args__ = (
+        UniqueConstraint("round_id", "task_version_id"),
+        Index("ix_round_tasks_round_places", "round_id", "places_held"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
     task_version_id: int = Field(foreign_key="task_versions.id", index=True)
     priority: float = Field(default=0.0, sa_type=Float)
+    # assignments holding or having held a place (reserved or submitted); kept by
+    # queries.recount_places, read by claims to find tasks short of k without counting
+    places_held: int = Field(default=0)
 
 
 class Assignment(SQLModel, table=True):
     __tablename__ = "assignments"
-    __table_args__ = (UniqueConstraint("round_id", "task_version_id", "expert_id"),)
+    __table_args__ = (
+        UniqueConstraint("round_id", "task_version_id", "expert_id"),
+        Index("ix_assignments_round_status_until", "round_id", "status", "reserved_until"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")

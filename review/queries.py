@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import bulk_insert, frame_of, utcnow
+from itsmreview.db import bulk_insert, frame_of, in_ids, utcnow
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -33,20 +33,55 @@ def release_lapsed(
     *, session: Session, round_id: int, now, task_version_id: int | None = None
 ) -> int:
     """Mark the round's lapsed reservations (of one task version, or all) released, in one
-    statement; returns how many. Loaded assignments see the change."""
-    statement = (
-        update(Assignment)
-        .where(
-            Assignment.round_id == round_id,
-            Assignment.status == AssignmentStatus.reserved,
-            Assignment.reserved_until <= now,
-        )
-        .values(status=AssignmentStatus.released)
-        .execution_options(synchronize_session="fetch")
+    statement, and recount the places of the tasks they held; returns how many. Loaded
+    assignments see the change."""
+    lapsed = (
+        Assignment.round_id == round_id,
+        Assignment.status == AssignmentStatus.reserved,
+        Assignment.reserved_until <= now,
     )
     if task_version_id is not None:
-        statement = statement.where(Assignment.task_version_id == task_version_id)
-    return session.exec(statement).rowcount
+        lapsed = (*lapsed, Assignment.task_version_id == task_version_id)
+    tasks = sorted(set(session.exec(select(Assignment.task_version_id).where(*lapsed)).all()))
+    if not tasks:
+        return 0
+    released = session.exec(
+        update(Assignment)
+        .where(*lapsed)
+        .values(status=AssignmentStatus.released)
+        .execution_options(synchronize_session="fetch")
+    ).rowcount
+    recount_places(session=session, round_id=round_id, task_version_ids=tasks)
+    return released
+
+
+def recount_places(
+    *, session: Session, round_id: int, task_version_ids: Sequence[int] | None = None
+) -> None:
+    """Set `places_held` of the round's tasks (the given task versions, or all) from their
+    assignments: one statement, the ids as one parameter. Call after any change of an
+    assignment's status or a new assignment."""
+    held = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.round_id == RoundTask.round_id,
+            Assignment.task_version_id == RoundTask.task_version_id,
+            Assignment.status.in_([AssignmentStatus.reserved, AssignmentStatus.submitted]),
+        )
+        .scalar_subquery()
+    )
+    statement = (
+        update(RoundTask)
+        .where(RoundTask.round_id == round_id)
+        .values(places_held=held)
+        .execution_options(synchronize_session=False)
+    )
+    if task_version_ids is not None:
+        if not task_version_ids:
+            return
+        statement = statement.where(in_ids(session, RoundTask.task_version_id, task_version_ids))
+    session.exec(statement)
 
 
 def round_task_id(*, session: Session, round_id: int, task_version_id: int) -> int:
@@ -136,34 +171,48 @@ def assignment_of(
 
 
 def claim_candidates(
-    *, session: Session, review_round: ReviewRound, expert_id: int, now
-) -> list[tuple[RoundTask, int, str]]:
-    """(round task, places taken, persona) of every task the expert may still claim: short of
-    k, never had by the expert, not authored or edited by them."""
-    had = select(Assignment.task_version_id).where(
-        Assignment.round_id == review_round.id, Assignment.expert_id == expert_id
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    expert_id: int,
+    expertise: Sequence[str] = (),
+    limit: int = 20,
+) -> list[tuple[int, int]]:
+    """(task version id, places held) of the best tasks the expert may still claim, best
+    first: short of k by the kept count, never had by the expert, not authored or edited by
+    them; the expert's personas first, then by priority, then the fewest places held."""
+    had = (
+        select(Assignment.id)
+        .where(
+            Assignment.round_id == review_round.id,
+            Assignment.task_version_id == RoundTask.task_version_id,
+            Assignment.expert_id == expert_id,
+        )
+        .exists()
     )
-    counts = (
-        select(Assignment.task_version_id, func.count().label("n"))
-        .where(Assignment.round_id == review_round.id, holds_place(now))
-        .group_by(Assignment.task_version_id)
-        .subquery()
+    outside_expertise = (
+        case((Task.persona.in_(list(expertise)), 0), else_=1) if expertise else text("1")
     )
-    return list(
-        session.exec(
-            select(RoundTask, func.coalesce(counts.c.n, 0), Task.persona)
-            .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
-            .join(Task, Task.id == TaskVersion.task_id)
-            .outerjoin(counts, counts.c.task_version_id == RoundTask.task_version_id)
-            .where(
-                RoundTask.round_id == review_round.id,
-                RoundTask.task_version_id.not_in(had),
-                func.coalesce(counts.c.n, 0) < review_round.k,
-                or_(Task.author_id.is_(None), Task.author_id != expert_id),
-                or_(TaskVersion.edited_by_id.is_(None), TaskVersion.edited_by_id != expert_id),
-            )
-        ).all()
-    )
+    rows = session.exec(
+        select(RoundTask.task_version_id, RoundTask.places_held)
+        .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(
+            RoundTask.round_id == review_round.id,
+            RoundTask.places_held < review_round.k,
+            ~had,
+            or_(Task.author_id.is_(None), Task.author_id != expert_id),
+            or_(TaskVersion.edited_by_id.is_(None), TaskVersion.edited_by_id != expert_id),
+        )
+        .order_by(
+            outside_expertise,
+            RoundTask.priority.desc(),
+            RoundTask.places_held,
+            RoundTask.id,
+        )
+        .limit(limit)
+    ).all()
+    return [(version_id, held) for version_id, held in rows]
 
 
 def round_by_name(*, session: Session, name: str) -> ReviewRound | None:
@@ -194,17 +243,15 @@ def assignment_counts(*, session: Session, round_id: int) -> dict[int, int]:
 
 
 def assignments_of_task(
-    *, session: Session, round_id: int, task_version_id: int
+    *, session: Session, round_id: int, task_version_id: int, holding_only: bool = True
 ) -> list[Assignment]:
-    return list(
-        session.exec(
-            select(Assignment).where(
-                Assignment.round_id == round_id,
-                Assignment.task_version_id == task_version_id,
-                holds_place(utcnow()),
-            )
-        ).all()
+    """The task's assignments in the round: those holding a place, or all (released too)."""
+    query = select(Assignment).where(
+        Assignment.round_id == round_id, Assignment.task_version_id == task_version_id
     )
+    if holding_only:
+        query = query.where(holds_place(utcnow()))
+    return list(session.exec(query).all())
 
 
 def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:

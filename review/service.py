@@ -84,16 +84,24 @@ def assign_round(
     for version_id in queries.round_task_ids(session=session, round_id=review_round.id):
         version = session.get(TaskVersion, version_id)
         task = session.get(Task, version.task_id)
+        every = queries.assignments_of_task(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=version_id,
+            holding_only=False,
+        )
+        now = utcnow()
         current = {
             a.expert_id
-            for a in queries.assignments_of_task(
-                session=session, round_id=review_round.id, task_version_id=version_id
-            )
+            for a in every
+            if a.status == AssignmentStatus.submitted
+            or (a.status == AssignmentStatus.reserved and a.reserved_until > now)
         }
+        had = {a.expert_id for a in every}  # a released place is not handed back
         eligible = [
             e
             for e in ordered
-            if e.id not in current and e.id not in (task.author_id, version.edited_by_id)
+            if e.id not in had and e.id not in (task.author_id, version.edited_by_id)
         ]
         need = review_round.k - len(current)
         if need <= 0:
@@ -117,6 +125,7 @@ def assign_round(
             load[expert.id] = load.get(expert.id, 0) + 1
             created += 1
     session.flush()
+    queries.recount_places(session=session, round_id=review_round.id)
     return created
 
 
@@ -185,7 +194,8 @@ def submit_rating(
         and assignment.reserved_until is not None
         and assignment.reserved_until <= now
     )
-    if lapsed or assignment.status == AssignmentStatus.released:
+    resumed = lapsed or assignment.status == AssignmentStatus.released
+    if resumed:
         taken = places_taken_now(
             session=session,
             round_id=review_round.id,
@@ -243,6 +253,11 @@ def submit_rating(
         )
     assignment.status = AssignmentStatus.submitted
     assignment.submitted_at = now
+    if resumed:
+        session.flush()
+        queries.recount_places(
+            session=session, round_id=review_round.id, task_version_ids=[assignment.task_version_id]
+        )
     append_entry(
         session=session,
         artifact_type="rating",

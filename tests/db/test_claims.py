@@ -366,3 +366,106 @@ def test_submits_on_one_task_at_once_keep_the_stored_alpha_exact(engine, at_once
                     +1,
                 )
             assert stored[key] == expected, key
+
+
+def _held_counts_agree(session, round_id) -> None:
+    """The kept `places_held` of every round task equals a count of its assignments."""
+    from itsmreview.review.models import RoundTask
+
+    session.flush()
+    counted = Counter(
+        a.task_version_id
+        for a in session.exec(select(Assignment).where(Assignment.round_id == round_id)).all()
+        if a.status in (AssignmentStatus.reserved, AssignmentStatus.submitted)
+    )
+    session.expire_all()
+    kept = {
+        rt.task_version_id: rt.places_held
+        for rt in session.exec(select(RoundTask).where(RoundTask.round_id == round_id)).all()
+    }
+    assert kept == {v: counted.get(v, 0) for v in kept}
+
+
+def test_places_held_follows_every_change_of_an_assignment(session):
+    """Claims find tasks short of k by a kept count: it must match the assignments after a
+    claim, a lapse and its release, a reassignment, a removed member, a resumed submit, a
+    lead's assignment and the close of the round."""
+    from itsmreview.review.assignment import set_round_experts
+    from itsmreview.review.service import assign_round
+
+    lead, experts, review_round = setup_round(session, n_tasks=4, n_experts=6, k=2)
+    rid = review_round.id
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    claimed = [claim_next(session=session, actor=e) for e in experts[:4]]
+    _held_counts_agree(session, rid)
+    _lapse(session, claimed[0], claimed[1])
+    assert release_expired(session=session, round_id=rid) == 2
+    _held_counts_agree(session, rid)
+    submit_rating(  # resumes a released reservation while places are free
+        session=session,
+        actor=experts[0],
+        assignment_id=claimed[0].id,
+        scores=scores,
+        verdict="accept",
+    )
+    _held_counts_agree(session, rid)
+    reassign(session=session, actor=lead, assignment_id=claimed[2].id, expert=experts[4])
+    _held_counts_agree(session, rid)
+    set_round_experts(session=session, actor=lead, round_name="R", remove=[experts[3]])
+    _held_counts_agree(session, rid)
+    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+    _held_counts_agree(session, rid)
+    close_round(session=session, actor=lead, round_name="R")
+    _held_counts_agree(session, rid)
+
+
+def test_claims_take_the_best_task_as_a_full_count_would(session):
+    """The claim's SQL order (expertise, priority, fewest places, id) against the order
+    computed in Python from every round task and every assignment, over a mixed round."""
+    import random
+
+    from itsmreview.catalog.models import Task, TaskVersion
+    from itsmreview.review.models import RoundTask
+
+    personas = ["L1", "L2", "CAB"] * 3
+    _, experts, review_round = setup_round(session, n_tasks=24, n_experts=9, k=2, personas=personas)
+    chance = random.Random(7)
+    for rt in session.exec(select(RoundTask)).all():
+        rt.priority = chance.choice([0.0, 0.25, 0.5])
+    session.flush()
+    for step in range(30):
+        expert = experts[step % len(experts)]
+        rows = session.exec(
+            select(RoundTask, Task.persona)
+            .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+            .join(Task, Task.id == TaskVersion.task_id)
+        ).all()
+        assignments = session.exec(select(Assignment)).all()
+        held = Counter(
+            a.task_version_id
+            for a in assignments
+            if a.status in (AssignmentStatus.reserved, AssignmentStatus.submitted)
+        )
+        had = {a.task_version_id for a in assignments if a.expert_id == expert.id}
+        open_tasks = [
+            (persona not in expert.expertise, -rt.priority, held[rt.task_version_id], rt.id, rt)
+            for rt, persona in rows
+            if held[rt.task_version_id] < review_round.k and rt.task_version_id not in had
+        ]
+        expected = min(open_tasks, key=lambda row: row[:4])[4] if open_tasks else None
+        mine = claim_next(session=session, actor=expert)
+        if expected is None:
+            assert mine is None
+            continue
+        assert mine.task_version_id == expected.task_version_id
+        if step % 3 == 0:
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=mine.id,
+                scores={d.key: 3 for d in load_rubric().dimensions},
+                verdict="accept",
+            )
+        else:
+            _lapse(session, mine)
+            release_expired(session=session, round_id=review_round.id)
