@@ -61,7 +61,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
     """The database, in bulk; returns what was built."""
     from itsmreview.accounts.models import User
     from itsmreview.accounts.service import hash_password
-    from itsmreview.catalog.models import Task, TaskVersion
+    from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant
     from itsmreview.coverage import queries as coverage_queries
     from itsmreview.coverage.service import import_log
     from itsmreview.coverage.synthetic import generate_log, write_csv
@@ -75,6 +75,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
         RoundTask,
     )
     from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from itsmreview.sequences import sequence_key
     from sqlalchemy import insert, text
     from sqlmodel import Session
 
@@ -171,6 +172,17 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                     "extra": {},
                     "created_at": when,
                     "status": "in_review",
+                }
+                for t in range(1, tasks + 1)
+            ],
+        )
+        put(
+            TaskVersionVariant,
+            [
+                {
+                    "task_version_id": t,
+                    "sequence_key": sequence_key(sequences[t % len(sequences)]),
+                    "sequence": sequences[t % len(sequences)],
                 }
                 for t in range(1, tasks + 1)
             ],
@@ -288,6 +300,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
             session,
             "tasks",
             "task_versions",
+            "task_version_variants",
             "round_tasks",
             "assignments",
             "ratings",
@@ -574,7 +587,20 @@ def main() -> None:
     parser.add_argument("--groups", default=",".join(GROUPS))
     parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--build-only",
+        metavar="DIR",
+        help="build the SQLite database in DIR (kept, for profiling) and stop",
+    )
     args = parser.parse_args()
+    if args.build_only:
+        folder = Path(args.build_only)
+        folder.mkdir(parents=True, exist_ok=True)
+        os.environ["ITSMREVIEW_DATA_DIR"] = str(folder)
+        url = _database_url("sqlite", folder)
+        built = build(url, args.tasks, folder)
+        print(f"built {built['tasks']:,} tasks in {built['seconds']:.0f} s: {url}")
+        return
     if args.group:
         print(json.dumps(GROUPS[args.group]()))
         return

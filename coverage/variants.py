@@ -16,20 +16,16 @@ Pure functions over the canonical event table of `itsmreview.coverage.eventlog`.
 (3, 1)
 """
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from itsmreview.coverage.eventlog import ROLE_PREFIX, role_columns
+from itsmreview.sequences import SEQUENCE_SEPARATOR, sequence_key
+
+__all__ = ["SEQUENCE_SEPARATOR", "sequence_key"]
 
 EXAMPLE_CASES_PER_VARIANT = 5
-SEQUENCE_SEPARATOR = "\x1f"
-
-
-def sequence_key(sequence: list[str] | tuple[str, ...]) -> str:
-    """A stable id for an activity sequence: equal sequences in any log share it."""
-    return hashlib.sha256(SEQUENCE_SEPARATOR.join(sequence).encode("utf-8")).hexdigest()
 
 
 def collapse(sequence: list[str] | tuple[str, ...]) -> list[str]:

@@ -1,12 +1,22 @@
 """The lead's task browser: filtered task list and one task in full."""
 
+from dataclasses import dataclass
+
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries
 from itsmreview.catalog.importing import show_task
-from itsmreview.coverage.variants import sequence_key
 from sqlmodel import Session
+
+
+@dataclass(frozen=True)
+class TaskList:
+    """One page of the filtered task list, how many tasks match and how many there are."""
+
+    rows: pd.DataFrame
+    matching: int
+    total: int
 
 
 def task_table(
@@ -18,29 +28,30 @@ def task_table(
     statuses: list[str] | None = None,
     text: str = "",
     variant_key: str | None = None,
-) -> pd.DataFrame:
-    """Tasks matching every given filter (empty filter = all). Leads only."""
+    offset: int = 0,
+    limit: int = 50,
+) -> TaskList:
+    """The page of tasks matching every given filter (empty filter = all), by persona then
+    id, counted and paged in the database. Leads only."""
     require_role(actor, Role.lead)
-    frame = queries.browser_frame(session=session)
-    if personas:
-        frame = frame[frame["persona"].isin(personas)]
-    if tracks:
-        frame = frame[frame["track"].isin(tracks)]
-    if statuses:
-        frame = frame[frame["status"].isin(statuses)]
-    if text:
-        needle = text.lower()
-        frame = frame[
-            frame["id"].str.lower().str.contains(needle, regex=False)
-            | frame["title"].str.lower().str.contains(needle, regex=False)
-        ]
-    if variant_key:
-        frame = frame[
-            frame["source"].map(
-                lambda s: any(sequence_key(v) == variant_key for v in (s or {}).get("variants", []))
-            )
-        ]
-    return frame.drop(columns=["source"]).reset_index(drop=True)
+    filters = queries.TaskFilters(
+        personas=tuple(personas or ()),
+        tracks=tuple(tracks or ()),
+        statuses=tuple(statuses or ()),
+        text=text.strip(),
+        variant_key=variant_key,
+    )
+    return TaskList(
+        rows=queries.task_page(session=session, filters=filters, offset=offset, limit=limit),
+        matching=queries.count_tasks(session=session, filters=filters),
+        total=queries.count_tasks(session=session),
+    )
+
+
+def filter_choices(*, session: Session, actor: User) -> dict[str, list[str]]:
+    """Personas, tracks and statuses present in the catalog. Leads only."""
+    require_role(actor, Role.lead)
+    return queries.filter_choices(session=session)
 
 
 def task_detail(
@@ -54,10 +65,10 @@ def task_detail(
 def declared_variants(*, session: Session, actor: User) -> dict[str, str]:
     """Sequence key -> readable sequence of every variant some task declares. Leads only."""
     require_role(actor, Role.lead)
-    out = {}
-    for source in queries.browser_frame(session=session)["source"]:
-        for sequence in (source or {}).get("variants", []):
-            out.setdefault(sequence_key(sequence), " → ".join(sequence))
+    out = {
+        key: " → ".join(sequence)
+        for key, sequence in queries.declared_variant_sequences(session=session).items()
+    }
     return dict(sorted(out.items(), key=lambda item: item[1]))
 
 

@@ -14,8 +14,8 @@ from itsmreview.catalog.formats import (
 from itsmreview.catalog.native import NativeTask, load_bundle, parse_bundle
 from itsmreview.catalog.service import ImportReport, import_tasks, version_to_native
 from itsmreview.coverage import queries as coverage_queries
-from itsmreview.coverage.variants import sequence_key
 from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.sequences import sequence_key
 from sqlmodel import Session
 
 FORMAT_CHOICES = ("auto", "native", "harbor", "tau2", "eogym", *TRANSCRIPT_FORMATS)

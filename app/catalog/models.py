@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from itsmreview.db import utcnow
-from sqlalchemy import JSON, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -36,6 +36,7 @@ class Task(SQLModel, table=True):
     its own decision (TaskVersion.status)."""
 
     __tablename__ = "tasks"
+    __table_args__ = (Index("ix_tasks_persona_external_id", "persona", "external_id"),)
 
     id: int | None = Field(default=None, primary_key=True)
     external_id: str = Field(sa_type=String(256), unique=True, index=True)
@@ -80,6 +81,19 @@ class TaskVersion(SQLModel, table=True):
         index=True,
         sa_column_kwargs={"server_default": "draft"},
     )
+
+
+class TaskVersionVariant(SQLModel, table=True):
+    """A variant a task version's source declares, by sequence key: the Tasks page filters
+    by it in SQL instead of reading every source."""
+
+    __tablename__ = "task_version_variants"
+
+    task_version_id: int = Field(
+        foreign_key="task_versions.id", primary_key=True, ondelete="CASCADE"
+    )
+    sequence_key: str = Field(sa_type=String(64), primary_key=True, index=True)
+    sequence: list[str] = Field(default_factory=list, sa_type=JSON)
 
 
 class Transcript(SQLModel, table=True):

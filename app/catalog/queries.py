@@ -1,7 +1,10 @@
+from dataclasses import dataclass
+
 import pandas as pd
-from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.db import frame_of
-from sqlalchemy import func
+from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
+from itsmreview.db import frame_of, in_ids
+from sqlalchemy import func, or_
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 
@@ -149,53 +152,175 @@ def latest_versions_of(
     return list(session.exec(query).all())
 
 
-def browser_frame(*, session: Session) -> pd.DataFrame:
-    """One row per task: newest version, newest rated version, source log, declared
-    sequences."""
+@dataclass(frozen=True)
+class TaskFilters:
+    """What the Tasks page filters by; empty means any."""
+
+    personas: tuple[str, ...] = ()
+    tracks: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    text: str = ""
+    variant_key: str | None = None
+
+
+def _matching(filters: TaskFilters) -> list:
+    conditions = []
+    if filters.personas:
+        conditions.append(Task.persona.in_(list(filters.personas)))
+    if filters.tracks:
+        conditions.append(Task.track.in_(list(filters.tracks)))
+    if filters.statuses:
+        conditions.append(Task.status.in_(list(filters.statuses)))
+    if filters.text:
+        needle = "%" + _escape_like(filters.text.lower()) + "%"
+        conditions.append(
+            or_(
+                func.lower(Task.external_id).like(needle, escape="\\"),
+                func.lower(Task.title).like(needle, escape="\\"),
+            )
+        )
+    if filters.variant_key:
+        conditions.append(
+            select(TaskVersionVariant.task_version_id)
+            .join(TaskVersion, TaskVersion.id == TaskVersionVariant.task_version_id)
+            .where(
+                TaskVersion.task_id == Task.id,
+                TaskVersion.version == _newest_for(TaskVersion),
+                TaskVersionVariant.sequence_key == filters.variant_key,
+            )
+            .exists()
+        )
+    return conditions
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def count_tasks(*, session: Session, filters: TaskFilters = TaskFilters()) -> int:
+    return session.exec(select(func.count()).select_from(Task).where(*_matching(filters))).one()
+
+
+def task_page(
+    *, session: Session, filters: TaskFilters = TaskFilters(), offset: int = 0, limit: int = 50
+) -> pd.DataFrame:
+    """One page of the task list (by persona, then id), with each task's newest version, the
+    newest version experts rated, the newest approved version and the source log: the page's
+    rows only, whatever the catalog's size."""
     from itsmreview.review.models import Rating
 
-    latest = _latest_versions()
-    rated = (
-        select(TaskVersion.task_id, func.max(TaskVersion.version).label("rated_version"))
-        .join(Rating, Rating.task_version_id == TaskVersion.id)
-        .where(Rating.status == "submitted")
-        .group_by(TaskVersion.task_id)
-        .subquery()
+    page = session.exec(
+        select(Task.id, Task.external_id, Task.title, Task.persona, Task.track, Task.status)
+        .where(*_matching(filters))
+        .order_by(Task.persona, Task.external_id)
+        .offset(max(0, offset))
+        .limit(max(1, limit))
+    ).all()
+    columns = ["id", "title", "persona", "track", "status", "version", "rated_version"]
+    columns += ["approved_version", "log"]
+    if not page:
+        return pd.DataFrame(columns=[*columns, "changed_after_rating", "decision"])
+    task_ids = [row[0] for row in page]
+    newest = {
+        task_id: (version, (source or {}).get("log"))
+        for task_id, version, source in session.exec(
+            select(TaskVersion.task_id, TaskVersion.version, TaskVersion.source).where(
+                in_ids(session, TaskVersion.task_id, task_ids),
+                TaskVersion.version == _newest_for(TaskVersion),
+            )
+        ).all()
+    }
+    rated = dict(
+        session.exec(
+            select(TaskVersion.task_id, func.max(TaskVersion.version))
+            .where(
+                in_ids(session, TaskVersion.task_id, task_ids),
+                select(Rating.id)
+                .where(Rating.task_version_id == TaskVersion.id, Rating.status == "submitted")
+                .exists(),
+            )
+            .group_by(TaskVersion.task_id)
+        ).all()
     )
-    approved = _newest_versions_with(("approved",))
-    frame = frame_of(
-        session,
-        select(
-            Task.external_id.label("id"),
-            Task.title,
-            Task.persona,
-            Task.track,
-            Task.status,
-            latest.c.version,
-            rated.c.rated_version,
-            approved.c.version.label("approved_version"),
-            TaskVersion.source,
-        )
-        .join(latest, latest.c.task_id == Task.id)
-        .join(
-            TaskVersion,
-            (TaskVersion.task_id == Task.id) & (TaskVersion.version == latest.c.version),
-        )
-        .outerjoin(rated, rated.c.task_id == Task.id)
-        .outerjoin(approved, approved.c.task_id == Task.id)
-        .order_by(Task.persona, Task.external_id),
+    approved = dict(
+        session.exec(
+            select(TaskVersion.task_id, func.max(TaskVersion.version))
+            .where(
+                in_ids(session, TaskVersion.task_id, task_ids),
+                TaskVersion.status == "approved",
+            )
+            .group_by(TaskVersion.task_id)
+        ).all()
     )
-    frame["log"] = frame["source"].map(lambda s: (s or {}).get("log"))
-    frame["changed_after_rating"] = frame["rated_version"].notna() & (
-        frame["rated_version"] < frame["version"]
-    )
-    frame["decision"] = [
-        decision_label(status, int(newest), approved)
-        for status, newest, approved in zip(
-            frame["status"], frame["version"], frame["approved_version"], strict=True
+    rows = []
+    for task_id, external_id, title, persona, track, status in page:
+        version, log = newest.get(task_id, (None, None))
+        rated_version, approved_version = rated.get(task_id), approved.get(task_id)
+        rows.append(
+            {
+                "id": external_id,
+                "title": title,
+                "persona": persona,
+                "track": track,
+                "status": str(status),
+                "version": version,
+                "rated_version": rated_version,
+                "approved_version": approved_version,
+                "log": log,
+                "changed_after_rating": rated_version is not None and rated_version < version,
+                "decision": decision_label(str(status), int(version), approved_version),
+            }
         )
-    ]
-    return frame
+    return pd.DataFrame(rows)
+
+
+def _newest_for(version_table):
+    """Correlated: the newest version number of the task of `version_table`'s row."""
+    newest = aliased(TaskVersion)
+    return (
+        select(func.max(newest.version))
+        .where(newest.task_id == version_table.task_id)
+        .scalar_subquery()
+    )
+
+
+def filter_choices(*, session: Session) -> dict[str, list[str]]:
+    """The personas, tracks and statuses the catalog holds, each sorted (indexed columns)."""
+    return {
+        name: sorted(str(v) for v in session.exec(select(column).distinct()).all())
+        for name, column in (
+            ("persona", Task.persona),
+            ("track", Task.track),
+            ("status", Task.status),
+        )
+    }
+
+
+def declared_variant_sequences(*, session: Session) -> dict[str, list[str]]:
+    """Sequence key -> sequence of every variant some newest task version declares: each
+    distinct key (from its index), kept when a newest version declares it."""
+    keys = select(TaskVersionVariant.sequence_key).distinct().subquery()
+    declaring = aliased(TaskVersionVariant)
+    newer = aliased(TaskVersion)
+    by_newest = (
+        select(declaring.task_version_id)
+        .join(TaskVersion, TaskVersion.id == declaring.task_version_id)
+        .where(
+            declaring.sequence_key == keys.c.sequence_key,
+            ~select(newer.id)
+            .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
+            .exists(),
+        )
+        .exists()
+    )
+    sequence = (
+        select(TaskVersionVariant.sequence)
+        .where(TaskVersionVariant.sequence_key == keys.c.sequence_key)
+        .limit(1)
+        .scalar_subquery()
+    )
+    rows = session.exec(select(keys.c.sequence_key, sequence).where(by_newest)).all()
+    return {key: list(declared) for key, declared in rows}
 
 
 def decision_label(status: str, newest: int, approved_version) -> str:

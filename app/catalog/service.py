@@ -4,10 +4,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from itsmreview.catalog import queries
-from itsmreview.catalog.models import Task, TaskStatus, TaskVersion, Transcript
+from itsmreview.catalog.models import (
+    Task,
+    TaskStatus,
+    TaskVersion,
+    TaskVersionVariant,
+    Transcript,
+)
 from itsmreview.catalog.native import NativeTask
 from itsmreview.db import analyze, utcnow
 from itsmreview.ledger.service import append_entry
+from itsmreview.sequences import declared_sequences
 from sqlmodel import Session
 
 TRANSCRIPT_FIELDS = {"id", "title", "simulator", "messages"}
@@ -100,6 +107,10 @@ def import_tasks(
         )
         session.add(version)
         session.flush()
+        for key, sequence in declared_sequences(dumped["source"]).items():
+            session.add(
+                TaskVersionVariant(task_version_id=version.id, sequence_key=key, sequence=sequence)
+            )
         for transcript in dumped["transcripts"]:
             session.add(
                 Transcript(
@@ -136,7 +147,7 @@ def import_tasks(
             )
     session.flush()
     if len(report.created) + len(report.new_versions) >= ANALYZE_AFTER:
-        analyze(session, "tasks", "task_versions", "transcripts")
+        analyze(session, "tasks", "task_versions", "task_version_variants", "transcripts")
     return report
 
 

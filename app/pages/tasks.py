@@ -2,6 +2,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.browser import (
     declared_variants,
+    filter_choices,
     rating_history,
     task_detail,
     task_table,
@@ -13,25 +14,31 @@ from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.transcript import escape_markdown, render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
 
+PAGE_SIZE = 50
+
 user = require(Role.lead)
 st.title("Tasks")
 with session_scope() as session:
-    everything = task_table(session=session, actor=user)
-if everything.empty:
+    choices = filter_choices(session=session, actor=user)
+    variants = declared_variants(session=session, actor=user)
+if not choices["persona"]:
     st.info("The catalog is empty: `itsmreview tasks import PATH` or the Imports page.")
     st.stop()
 filters = st.columns(5)
-personas = filters[0].multiselect("Persona", sorted(everything["persona"].unique()))
-tracks = filters[1].multiselect("Track", sorted(everything["track"].unique()))
-statuses = filters[2].multiselect("Status", sorted(everything["status"].unique()))
+personas = filters[0].multiselect("Persona", choices["persona"])
+tracks = filters[1].multiselect("Track", choices["track"])
+statuses = filters[2].multiselect("Status", choices["status"])
 text = filters[3].text_input("Search id or title")
-with session_scope() as session:
-    variants = declared_variants(session=session, actor=user)
 variant = filters[4].selectbox(
     "Source variant", [None, *variants], format_func=lambda k: "any" if k is None else variants[k]
 )
+chosen_filters = (tuple(personas), tuple(tracks), tuple(statuses), text, variant)
+if st.session_state.get("task-filters") != chosen_filters:
+    st.session_state["task-filters"] = chosen_filters
+    st.session_state["task-page"] = 1
+page_number = int(st.session_state.get("task-page", 1))
 with session_scope() as session:
-    table = task_table(
+    listing = task_table(
         session=session,
         actor=user,
         personas=personas,
@@ -39,8 +46,16 @@ with session_scope() as session:
         statuses=statuses,
         text=text,
         variant_key=variant,
+        offset=(page_number - 1) * PAGE_SIZE,
+        limit=PAGE_SIZE,
     )
-st.caption(f"{len(table)} of {len(everything)} tasks")
+table = listing.rows
+pages = max(1, -(-listing.matching // PAGE_SIZE))
+first = (page_number - 1) * PAGE_SIZE
+st.caption(
+    f"{listing.matching:,} of {listing.total:,} tasks"
+    + (f"; rows {first + 1:,}-{first + len(table):,}" if len(table) else "")
+)
 event = st.dataframe(
     table[
         ["id", "title", "persona", "track", "decision", "version", "changed_after_rating", "log"]
@@ -55,6 +70,8 @@ event = st.dataframe(
         )
     },
 )
+if pages > 1:
+    st.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="task-page")
 rows = event.selection.rows if event and event.selection else []
 chosen = table.iloc[rows[0]]["id"] if rows else (table.iloc[0]["id"] if len(table) else None)
 if chosen is None:

@@ -240,3 +240,52 @@ def test_head_revision_constant_names_the_newest_migration():
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == (
         HEAD_REVISION
     )
+
+
+def test_0009_fills_places_held_and_declared_variants_from_existing_rows(empty_database_url):
+    """A 0008 database with a rated, a released and a reserved assignment and a task whose
+    source declares two variants (one twice): the upgrade counts the places held and lists
+    each declared variant once, keyed as the code keys it."""
+    from itsmreview.sequences import sequence_key
+    from sqlalchemy import text
+
+    engine = create_db_engine(empty_database_url)
+    source = {"log": "bpi", "variants": [["A", "B"], ["A", "C"], ["A", "B"]]}
+    statements = [
+        "INSERT INTO users (id, username, display_name, role, password_hash, expertise, active,"
+        " created_at, session_epoch) VALUES (1, 'e1', 'E', 'expert', 'x', '[]', true,"
+        " '2026-01-01', 0), (2, 'e2', 'E', 'expert', 'x', '[]', true, '2026-01-01', 0),"
+        " (3, 'e3', 'E', 'expert', 'x', '[]', true, '2026-01-01', 0)",
+        "INSERT INTO rubrics (id, name, version, title, definition, content_hash, created_at)"
+        " VALUES (1, 'r', 1, 'R', '{}', 'h', '2026-01-01')",
+        "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
+        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
+        " '2026-01-01')",
+        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona, track,"
+        " source_format, instruction, environment, ground_truth, verifier, tags, source,"
+        " provenance, extra, created_at, status) VALUES (1, 1, 1, 'h', 'T', 'P', 'single-agent',"
+        f" 'native', 'x', '', '', '', '[]', '{json.dumps(source)}', '[]', '{{}}', '2026-01-01',"
+        " 'in_review')",
+        "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
+        " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
+        " '2026-01-01', 1)",
+        "INSERT INTO round_tasks (id, round_id, task_version_id, priority) VALUES (1, 1, 1, 0)",
+        "INSERT INTO assignments (id, round_id, task_version_id, expert_id, status, created_at)"
+        " VALUES (1, 1, 1, 1, 'submitted', '2026-01-01'), (2, 1, 1, 2, 'released',"
+        " '2026-01-01'), (3, 1, 1, 3, 'reserved', '2026-01-01')",
+    ]
+    try:
+        upgrade_database(engine, "0008")
+        with engine.begin() as c:
+            for statement in statements:
+                c.execute(text(statement))
+        upgrade_database(engine)
+        with engine.connect() as c:
+            held = c.execute(text("SELECT places_held FROM round_tasks")).scalar_one()
+            keys = c.execute(
+                text("SELECT sequence_key FROM task_version_variants ORDER BY sequence_key")
+            ).scalars()
+            assert held == 2
+            assert list(keys) == sorted([sequence_key(["A", "B"]), sequence_key(["A", "C"])])
+    finally:
+        engine.dispose()

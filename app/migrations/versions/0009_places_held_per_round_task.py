@@ -1,4 +1,4 @@
-"""places held per round task
+"""places held per round task, declared variants per task version
 
 Revision ID: 0009
 Revises: 0008
@@ -7,7 +7,13 @@ Create Date: 2026-12-01
 A claim finds the tasks still short of k from a count kept on each round task (assignments
 reserved or submitted) instead of counting every assignment of the round; reservations are
 found by round and status through an index. The count is filled from the assignments.
+
+The variants each task version's source declares get a table of their own (by sequence key),
+filled from the stored sources, so the Tasks page filters and pages in SQL; tasks get an index
+in the order the page lists them.
 """
+import hashlib
+import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -42,7 +48,59 @@ def upgrade() -> None:
     )
 
 
+    op.create_index(
+        'ix_tasks_persona_external_id', 'tasks', ['persona', 'external_id'], unique=False
+    )
+    variants = op.create_table(
+        'task_version_variants',
+        sa.Column('task_version_id', sa.Integer(), nullable=False),
+        sa.Column('sequence_key', sa.String(length=64), nullable=False),
+        sa.Column('sequence', sa.JSON(), nullable=False),
+        sa.ForeignKeyConstraint(['task_version_id'], ['task_versions.id'], ondelete='CASCADE'),
+        sa.PrimaryKeyConstraint('task_version_id', 'sequence_key'),
+    )
+    op.create_index(
+        'ix_task_version_variants_sequence_key',
+        'task_version_variants',
+        ['sequence_key'],
+        unique=False,
+    )
+    _fill_variants(variants)
+
+
+def _fill_variants(variants) -> None:
+    """Each stored source's declared variants, keyed as `itsmreview.sequences` keys them
+    (inlined: a migration does not follow later changes of the code)."""
+    connection = op.get_bind()
+    batch = []
+    rows = connection.execute(sa.text('SELECT id, source FROM task_versions ORDER BY id')).all()
+    for version_id, source in rows:
+        if isinstance(source, str):
+            source = json.loads(source)
+        seen = set()
+        for sequence in (source or {}).get('variants', []) or []:
+            if not isinstance(sequence, list):
+                continue
+            sequence = [str(a) for a in sequence]
+            key = hashlib.sha256('\x1f'.join(sequence).encode('utf-8')).hexdigest()
+            if key not in seen:
+                seen.add(key)
+                batch.append(
+                    {'task_version_id': version_id, 'sequence_key': key, 'sequence': sequence}
+                )
+        if len(batch) >= 5000:
+            op.bulk_insert(variants, batch)
+            batch = []
+    if batch:
+        op.bulk_insert(variants, batch)
+
+
 def downgrade() -> None:
+    op.drop_index(
+        'ix_task_version_variants_sequence_key', table_name='task_version_variants'
+    )
+    op.drop_table('task_version_variants')
+    op.drop_index('ix_tasks_persona_external_id', table_name='tasks')
     op.drop_index('ix_assignments_round_status_until', table_name='assignments')
     op.drop_index('ix_round_tasks_round_places', table_name='round_tasks')
     with op.batch_alter_table('round_tasks') as batch:
