@@ -6,6 +6,7 @@ from itsmreview.coverage import models as coverage_models
 from itsmreview.exports import models as exports_models
 from itsmreview.ledger import models as ledger_models
 from itsmreview.review import models as review_models
+from itsmreview.summaries import models as summaries_models
 from sqlmodel import SQLModel
 
 metadata = SQLModel.metadata
@@ -18,4 +19,5 @@ __all__ = [
     "ledger_models",
     "metadata",
     "review_models",
+    "summaries_models",
 ]

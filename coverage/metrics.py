@@ -135,6 +135,32 @@ class CoverageReport:
             "gaps": self.gaps,
         }
 
+    def to_record(self) -> dict:
+        """Everything, JSON-ready (the sets as sorted lists), for `from_record`."""
+        return {
+            **self.as_dict(),
+            "declared_keys": sorted(self.declared_keys),
+            "declared_pairs": sorted(list(pair) for pair in self.declared_pairs),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict) -> "CoverageReport":
+        return cls(
+            tasks=record["tasks"],
+            variant_coverage=record["variant_coverage"],
+            variant_coverage_collapsed=record["variant_coverage_collapsed"],
+            df_coverage=record["df_coverage"],
+            activity_coverage=record["activity_coverage"],
+            role_coverage=record["role_coverage"],
+            covered_variants=record["covered_variants"],
+            covered_collapsed_variants=record["covered_collapsed_variants"],
+            absent_sequences=[AbsentSequence(**a) for a in record["absent_sequences"]],
+            gaps=record["gaps"],
+            js_divergence=record["js_divergence_collapsed"],
+            declared_keys=set(record["declared_keys"]),
+            declared_pairs={tuple(pair) for pair in record["declared_pairs"]},
+        )
+
 
 def edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     """Levenshtein distance over activities (insert, delete, substitute one activity).

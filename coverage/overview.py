@@ -1,22 +1,31 @@
 """A log's materialised statistics, with the variants that tasks declare marked as covered."""
 
+import json
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
+from itsmreview.catalog import queries as catalog_queries
 from itsmreview.coverage import queries
 from itsmreview.coverage.metrics import CoverageReport
 from itsmreview.coverage.models import EventLog, VariantLevel
 from itsmreview.coverage.report import TaskFilter, coverage_report
 from itsmreview.errors import NotFound
+from itsmreview.ledger import queries as ledger_queries
+from itsmreview.summaries.service import Materialised, materialised
 from sqlmodel import Session
+
+INLINE_TASKS = 5000  # catalogs up to this size get their coverage computed at once
 
 
 @dataclass
 class LogOverview:
     log: EventLog
-    report: CoverageReport
+    report: CoverageReport | None  # None while the first computation runs in the background
+    computed_at: datetime | None
+    current: bool  # False: the catalog changed since; newer figures are being computed
     unresolved_case_ids: dict[str, list[str]]
     variants: pd.DataFrame  # rank, sequence, case_count, share, covered, cumulative_share
     df_pairs: pd.DataFrame  # source, target, count, covered
@@ -33,23 +42,65 @@ def log_overview(
     log = queries.latest_log(session=session, name=name)
     if log is None:
         raise NotFound(f"no log named {name!r}")
-    report, unresolved = coverage_report(session=session, log_name=name, task_filter=task_filter)
+    report, unresolved, figures = _report_materialised(
+        session=session, log=log, task_filter=TaskFilter(task_filter)
+    )
     variants = queries.variants_frame(session=session, log_id=log.id, level=VariantLevel.raw)
-    variants["covered"] = variants["sequence_key"].isin(report.declared_keys)
+    declared_keys = report.declared_keys if report else set()
+    declared_pairs = report.declared_pairs if report else set()
+    variants["covered"] = variants["sequence_key"].isin(declared_keys)
     variants["cumulative_share"] = variants["share"].cumsum()
     pairs = queries.df_pairs_frame(session=session, log_id=log.id)
     pairs["covered"] = [
-        (a, b) in report.declared_pairs
-        for a, b in zip(pairs["source"], pairs["target"], strict=True)
+        (a, b) in declared_pairs for a, b in zip(pairs["source"], pairs["target"], strict=True)
     ]
     return LogOverview(
         log=log,
         report=report,
+        computed_at=figures.computed_at,
+        current=figures.current,
         unresolved_case_ids=unresolved,
         variants=variants,
         df_pairs=pairs,
         activities=queries.activities_frame(session=session, log_id=log.id),
         role_values=queries.role_values_frame(session=session, log_id=log.id),
+    )
+
+
+def _report_materialised(
+    *, session: Session, log: EventLog, task_filter: TaskFilter
+) -> tuple[CoverageReport | None, dict[str, list[str]], Materialised]:
+    """The coverage report of `log` by the filtered tasks as stored for the catalog's state:
+    computed at once for a small catalog, else in the background."""
+    if task_filter == TaskFilter.approved:
+        head = ledger_queries.head(session=session)  # decisions append ledger entries
+        state = (0 if head is None else head[0],)
+    else:
+        state = catalog_queries.catalog_state(
+            session=session, ratings=task_filter == TaskFilter.rated
+        )
+    name = log.name
+
+    def compute(background: Session) -> dict:
+        report, unresolved = coverage_report(
+            session=background, log_name=name, task_filter=task_filter
+        )
+        return {"report": report.to_record(), "unresolved": unresolved}
+
+    figures = materialised(
+        session=session,
+        kind="coverage",
+        key=f"{log.id}:{task_filter.value}",
+        fingerprint=json.dumps(list(state)),
+        compute=compute,
+        inline=catalog_queries.count_tasks(session=session) <= INLINE_TASKS,
+    )
+    if figures.payload is None:
+        return None, {}, figures
+    return (
+        CoverageReport.from_record(figures.payload["report"]),
+        figures.payload["unresolved"],
+        figures,
     )
 
 

@@ -1,20 +1,24 @@
 """Numbers for the lead's dashboard."""
 
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
 from itsmreview.review import queries
+from itsmreview.review.agreement import Alpha, Gwet
+from itsmreview.review.models import ReviewRound
 from itsmreview.review.reliability import (
     ItemAgreement,
     disagreements,
     find_round,
     round_agreement,
 )
+from itsmreview.summaries.service import Materialised, materialised
 from sqlmodel import Session
 
 
@@ -27,10 +31,14 @@ class Dashboard:
     agreement: list[ItemAgreement] = field(default_factory=list)
     disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
     open_assignments: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement_computed_at: datetime | None = None
+    agreement_current: bool = True  # False: the ratings changed since; a refresh is running
 
     def agreement_frame(self) -> pd.DataFrame:
+        columns = ["item", "key", "alpha", "ci_low", "ci_high", "units", "level", "gwet"]
         return pd.DataFrame(
-            [
+            columns=[*columns, "undefined", "alpha_with_models"],
+            data=[
                 {
                     "item": a.label,
                     "key": a.item,
@@ -44,7 +52,7 @@ class Dashboard:
                     "alpha_with_models": a.models.get("alpha_humans_and_models"),
                 }
                 for a in self.agreement
-            ]
+            ],
         )
 
     def bias_frame(self) -> pd.DataFrame:
@@ -70,41 +78,70 @@ def dashboard(
     )
     if not rounds:
         return board
-    review_round, items = _round_agreement_cached(
+    review_round, figures = _round_agreement_materialised(
         session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
     )
     board.round_name = review_round.name
-    board.agreement = items
+    board.agreement = (
+        [item_from_record(r) for r in figures.payload["items"]] if figures.payload else []
+    )
+    board.agreement_computed_at = figures.computed_at
+    board.agreement_current = figures.current
     board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
-    board.task_status = status_counts(session=session)
     return board
 
 
-_AGREEMENT_CACHE: OrderedDict[tuple, list[ItemAgreement]] = OrderedDict()
-_AGREEMENT_CACHE_SIZE = 16
-_AGREEMENT_LOCK = threading.Lock()
+INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once
 
 
-def _round_agreement_cached(*, session: Session, actor: User, round_name, bootstrap: int):
-    """round_agreement, reused while the round's current ratings stay the same: a lead's
-    clicks on the dashboard rerun the page, and bootstraps of large rounds take a while."""
+def _round_agreement_materialised(
+    *, session: Session, actor: User, round_name, bootstrap: int
+) -> tuple[ReviewRound, Materialised]:
+    """The round's agreement as stored for its current ratings: computed at once for a small
+    round, else in the background while the stored figures (or none yet) are shown."""
     review_round = find_round(session, round_name)
-    key = (
-        session.get_bind().url.render_as_string(hide_password=False),
-        review_round.id,
-        review_round.rubric_id,
-        bootstrap,
-        queries.ratings_fingerprint(session=session, round_id=review_round.id),
+    fingerprint = queries.ratings_fingerprint(session=session, round_id=review_round.id)
+    round_id = review_round.id
+
+    def compute(background: Session) -> dict:
+        _, items = round_agreement(
+            session=background, actor=actor, round_name=round_id, bootstrap=bootstrap
+        )
+        return {"items": [item_record(item) for item in items]}
+
+    found = materialised(
+        session=session,
+        kind="round-agreement",
+        key=f"{round_id}:{review_round.rubric_id}:{bootstrap}",
+        fingerprint=json.dumps(list(fingerprint)),
+        compute=compute,
+        inline=queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS,
     )
-    with _AGREEMENT_LOCK:
-        if key in _AGREEMENT_CACHE:
-            _AGREEMENT_CACHE.move_to_end(key)
-            return review_round, _AGREEMENT_CACHE[key]
-    _, items = round_agreement(
-        session=session, actor=actor, round_name=review_round.id, bootstrap=bootstrap
+    return review_round, found
+
+
+def item_record(item: ItemAgreement) -> dict:
+    """An ItemAgreement as JSON-ready data (NaN as None)."""
+    return _no_nan(asdict(item))
+
+
+def item_from_record(record: dict) -> ItemAgreement:
+    return ItemAgreement(
+        item=record["item"],
+        label=record["label"],
+        alpha=Alpha(**record["alpha"]),
+        ac=None if record["ac"] is None else Gwet(**record["ac"]),
+        leave_one_out=record["leave_one_out"],
+        bias=record["bias"],
+        models=record.get("models") or {},
     )
-    with _AGREEMENT_LOCK:
-        _AGREEMENT_CACHE[key] = items  # plain data, no database objects
-        while len(_AGREEMENT_CACHE) > _AGREEMENT_CACHE_SIZE:
-            _AGREEMENT_CACHE.popitem(last=False)
-    return review_round, items
+
+
+def _no_nan(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_no_nan(v) for v in value]
+    return value

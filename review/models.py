@@ -82,6 +82,13 @@ class Assignment(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("round_id", "task_version_id", "expert_id"),
         Index("ix_assignments_round_status_until", "round_id", "status", "reserved_until"),
+        Index(
+            "ix_assignments_round_expert_status",
+            "round_id",
+            "expert_id",
+            "status",
+            "reserved_until",
+        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -98,7 +105,10 @@ class Rating(SQLModel, table=True):
     """One revision of an expert's rating; the newest revision of an assignment is current."""
 
     __tablename__ = "ratings"
-    __table_args__ = (UniqueConstraint("assignment_id", "revision"),)
+    __table_args__ = (
+        UniqueConstraint("assignment_id", "revision"),
+        Index("ix_ratings_round_status_id", "round_id", "status", "id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     assignment_id: int = Field(foreign_key="assignments.id", index=True, ondelete="CASCADE")

@@ -11,10 +11,12 @@ from itsmreview.review.models import (
     AssignmentStatus,
     Rating,
     RatingScore,
+    RatingStatus,
     ReviewRound,
     RoundTask,
 )
 from sqlalchemy import Text, case, cast, func, or_, text, update
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 if TYPE_CHECKING:
@@ -276,20 +278,30 @@ def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
 
 
 def progress_frame(*, session: Session) -> pd.DataFrame:
-    """Per round and expert: assigned and submitted counts."""
+    """Per round and expert: assigned and submitted counts (grouped on an index of the
+    assignments, then named)."""
     submitted = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
+    grouped = (
+        select(
+            Assignment.round_id,
+            Assignment.expert_id,
+            func.count().label("assigned"),
+            submitted.label("submitted"),
+        )
+        .where(holds_place(utcnow()))
+        .group_by(Assignment.round_id, Assignment.expert_id)
+        .subquery()
+    )
     return frame_of(
         session,
         select(
             ReviewRound.name.label("round"),
             User.username.label("expert"),
-            func.count(Assignment.id).label("assigned"),
-            submitted.label("submitted"),
+            grouped.c.assigned,
+            grouped.c.submitted,
         )
-        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
-        .join(User, User.id == Assignment.expert_id)
-        .where(holds_place(utcnow()))
-        .group_by(ReviewRound.name, User.username)
+        .join(ReviewRound, ReviewRound.id == grouped.c.round_id)
+        .join(User, User.id == grouped.c.expert_id)
         .order_by(ReviewRound.name, User.username),
     )
 
@@ -325,17 +337,22 @@ def scores_of(*, session: Session, rating_id: int) -> dict[str, float | None]:
 
 
 def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
-    """Changes whenever the round's set of current submitted ratings changes (a revision is
-    a new row; the newest submission time tells a rebuilt database from the one before)."""
-    row = session.exec(
-        select(
-            func.count(Rating.id),
-            func.max(Rating.id),
-            func.sum(Rating.id),
-            func.max(Rating.submitted_at),
-        ).where(Rating.round_id == round_id, Rating.is_current, Rating.status == "submitted")
+    """Changes whenever the round's set of current submitted ratings changes: ratings are
+    only ever added (a revision is a new row that retires the one before), so the newest
+    submitted id tells, read from an index."""
+    newest = session.exec(
+        select(func.max(Rating.id)).where(
+            Rating.round_id == round_id, Rating.status == RatingStatus.submitted
+        )
     ).one()
-    return int(row[0]), int(row[1] or 0), int(row[2] or 0), str(row[3])
+    return (int(newest or 0),)
+
+
+def round_size(*, session: Session, round_id: int) -> int:
+    """How many task versions the round holds (an index count)."""
+    return session.exec(
+        select(func.count()).select_from(RoundTask).where(RoundTask.round_id == round_id)
+    ).one()
 
 
 def _version_filter(column, versions):
@@ -559,15 +576,12 @@ def round_task_statuses(
 ) -> pd.DataFrame:
     """The round's task versions (or one) with the decision stored on each version, and
     whether it is its task's newest version (whose decision the task mirrors)."""
-    newest = select(TaskVersion.task_id, func.max(TaskVersion.version).label("newest"))
-    if task_version_id is not None:
-        newest = newest.where(
-            TaskVersion.task_id
-            == select(TaskVersion.task_id)
-            .where(TaskVersion.id == task_version_id)
-            .scalar_subquery()
-        )
-    newest = newest.group_by(TaskVersion.task_id).subquery()
+    newer = aliased(TaskVersion)
+    is_newest = ~(
+        select(newer.id)
+        .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
+        .exists()
+    )
     query = (
         select(
             TaskVersion.id.label("task_version_id"),
@@ -576,11 +590,10 @@ def round_task_statuses(
             Task.title,
             TaskVersion.status,
             TaskVersion.version,
-            (TaskVersion.version == newest.c.newest).label("is_newest"),
+            is_newest.label("is_newest"),
         )
         .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
         .join(Task, Task.id == TaskVersion.task_id)
-        .join(newest, newest.c.task_id == Task.id)
         .where(RoundTask.round_id == round_id)
         .order_by(Task.external_id)
     )

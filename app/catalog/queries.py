@@ -110,6 +110,17 @@ def task_sources(
     ]
 
 
+def catalog_state(*, session: Session, ratings: bool = False) -> tuple[int, ...]:
+    """Changes whenever a task version is added (versions are never changed or removed),
+    and with `ratings` whenever a rating is added (ratings only ever are): newest ids."""
+    from itsmreview.review.models import Rating
+
+    state = (int(session.exec(select(func.max(TaskVersion.id))).one() or 0),)
+    if ratings:
+        state += (int(session.exec(select(func.max(Rating.id))).one() or 0),)
+    return state
+
+
 def version_number(*, session: Session, task_id: int, number: int) -> TaskVersion | None:
     return session.exec(
         select(TaskVersion).where(TaskVersion.task_id == task_id, TaskVersion.version == number)

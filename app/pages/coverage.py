@@ -18,6 +18,17 @@ task_filter = right.segmented_control("Tasks", ["all", "rated", "approved"], def
 with session_scope() as session:
     view = log_overview(session=session, actor=user, name=name, task_filter=task_filter or "all")
 report, log = view.report, view.log
+if report is None:
+    st.info(
+        f"Coverage of {log.name} by {task_filter or 'all'} tasks is being computed in the "
+        "background (a large catalog takes a while); reload the page in a moment."
+    )
+    st.stop()
+if not view.current:
+    st.caption(
+        f"Figures as of {view.computed_at:%Y-%m-%d %H:%M:%S} UTC; the catalog or its ratings "
+        "have changed since and newer figures are being computed in the background."
+    )
 kpis = st.columns(5)
 kpis[0].metric("Tasks", report.tasks)
 kpis[1].metric(

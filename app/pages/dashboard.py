@@ -11,7 +11,7 @@ from itsmreview.review.reliability import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
-from itsmreview.ui.cache import cached
+from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import alpha_chart, bias_heatmap
 from itsmreview.ui.notice import announce
 
@@ -32,7 +32,18 @@ for column, (label, value) in zip(columns, sorted(status.items()), strict=False)
 
 st.subheader(f"Agreement in {data.round_name}")
 frame = data.agreement_frame()
-st.plotly_chart(alpha_chart(frame), key="alpha-chart")
+if data.agreement_computed_at is None:
+    st.info(
+        "Agreement of this round is being computed in the background (a large round takes "
+        "a while); reload the page in a moment."
+    )
+elif not data.agreement_current:
+    st.caption(
+        f"Figures of the ratings as of {data.agreement_computed_at:%Y-%m-%d %H:%M:%S} UTC; "
+        "ratings have come in since and the figures are being recomputed in the background."
+    )
+if len(frame):
+    st.plotly_chart(alpha_chart(frame), key="alpha-chart")
 st.caption(
     "Krippendorff's alpha of human ratings with 95% bootstrap intervals (1,000 resamples "
     "of tasks). Reliable: 0.800; tentative conclusions: 0.667."
@@ -44,21 +55,28 @@ if len(undefined):
     )
 with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
     st.dataframe(frame.drop(columns=["key"]), hide_index=True)
-with st.expander("Alpha over time"):
-    items = {a.item: a.label for a in data.agreement}
-    chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
-    history = cached(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
-    st.plotly_chart(
-        px.line(history, x="day", y="alpha", markers=True, hover_data=["ratings"]).update_layout(
-            height=260
-        ),
-        key="alpha-over-time",
-    )
+if data.agreement:
+    with st.expander("Alpha over time"):
+        items = {a.item: a.label for a in data.agreement}
+        chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
+        history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
+        background_note(history, "Alpha over time")
+        if history.frame is not None:
+            st.plotly_chart(
+                px.line(
+                    history.frame, x="day", y="alpha", markers=True, hover_data=["ratings"]
+                ).update_layout(height=260),
+                key="alpha-over-time",
+            )
 with st.expander("Realism by provenance and coverage"):
     from itsmreview.provenance.service import realism_by_provenance
 
-    split = cached(realism_by_provenance)(user, round_name=data.round_name)
-    if split.empty:
+    shown = in_background(realism_by_provenance)(user, round_name=data.round_name)
+    background_note(shown, "Realism by provenance")
+    split = shown.frame
+    if split is None:
+        pass
+    elif split.empty:
         st.caption("No ratings in this round yet.")
     else:
         st.caption(

@@ -3,10 +3,17 @@ state of the database, not on every rerun. Every change those figures depend on 
 a rating, a decision, a gate, a recorded source, an export) appends a ledger entry, so the
 ledger head's sequence number is the key that tells when to compute again."""
 
+import io
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
 import streamlit as st
 from itsmreview.db import session_scope
 from itsmreview.provenance.service import ledger_head
 from itsmreview.settings import get_settings
+from itsmreview.summaries.service import materialised
 
 
 def ledger_version() -> int:
@@ -34,3 +41,59 @@ def cached(function):
         return run(name, database, ledger_version(), actor, **keys)
 
     return call
+
+
+INLINE_LEDGER_ENTRIES = 20_000  # below this, background figures are computed at once
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A figure as stored: `frame` is None while its first computation runs; `current` is
+    False while a newer one is computed in the background."""
+
+    frame: pd.DataFrame | None
+    computed_at: datetime | None
+    current: bool
+
+
+def in_background(function):
+    """For lead figures over a whole round or catalog (`function(session=..., actor=...,
+    **keys)` returning a DataFrame): stored per state of the ledger (`summaries`), computed
+    at once while the ledger is small and in the background after that, so that a page view
+    never waits for them."""
+    name = f"{function.__module__}.{function.__qualname__}"
+
+    def call(actor, **keys) -> Shown:
+        def compute(session) -> dict:
+            frame = function(session=session, actor=actor, **keys)
+            return {"table": frame.to_json(orient="table", index=False)}
+
+        version = ledger_version()
+        with session_scope() as session:
+            found = materialised(
+                session=session,
+                kind=name,
+                key=json.dumps(keys, sort_keys=True, default=str),
+                fingerprint=str(version),
+                compute=compute,
+                inline=version <= INLINE_LEDGER_ENTRIES,
+            )
+        frame = (
+            None
+            if found.payload is None
+            else pd.read_json(io.StringIO(found.payload["table"]), orient="table")
+        )
+        return Shown(frame, found.computed_at, found.current)
+
+    return call
+
+
+def background_note(shown: Shown, what: str) -> None:
+    """Say on the page when a figure is on its way or older than the data."""
+    if shown.frame is None:
+        st.info(f"{what} is being computed in the background; reload the page in a moment.")
+    elif not shown.current:
+        st.caption(
+            f"{what} as of {shown.computed_at:%Y-%m-%d %H:%M:%S} UTC; newer figures are being "
+            "computed in the background."
+        )

@@ -146,6 +146,27 @@ def test_coverage_page_shows_metrics_gaps_and_df_map(demo_configured):
     assert int(at.metric[0].value) < 24
 
 
+def test_coverage_of_a_large_catalog_renders_while_it_is_computed(demo_configured, monkeypatch):
+    """Above the inline limit the page says coverage is on its way, then shows the same
+    figures a direct computation gives; a new rating marks them as older than the data."""
+    from itsmreview.coverage import overview
+    from itsmreview.summaries.service import wait_for_background
+
+    monkeypatch.setattr(overview, "INLINE_TASKS", 0)
+    at = open_page(log_in("lead"), "coverage")
+    assert not at.exception
+    assert any("being computed in the background" in i.value for i in at.info)
+    wait_for_background()
+    at.run()
+    assert not at.exception and not at.info
+    assert at.metric[0].value == "24"
+    at.segmented_control[0].set_value("rated").run()
+    wait_for_background()
+    at.run()
+    rated = int(at.metric[0].value)
+    assert rated < 24
+
+
 def test_variant_explorer_shows_real_cases(demo_configured):
     at = open_page(log_in("lead"), "variants")
     assert titles(at) == ["Variant explorer"]
@@ -154,6 +175,30 @@ def test_variant_explorer_shows_real_cases(demo_configured):
     at.selectbox[1].set_value(2).run()
     assert not at.exception
     assert at.metric[0].value == "#2"
+
+
+def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
+    demo_configured, monkeypatch
+):
+    """Above the inline limit the first view shows that agreement is on its way; the next
+    view, once the background computation is in, shows the chart."""
+    from itsmreview.review import dashboard as dashboard_module
+    from itsmreview.summaries.service import wait_for_background
+    from itsmreview.ui import cache
+
+    monkeypatch.setattr(dashboard_module, "INLINE_TASKS", 0)
+    monkeypatch.setattr(cache, "INLINE_LEDGER_ENTRIES", 0)
+    at = log_in("lead")
+    assert not at.exception
+    assert any("being computed in the background" in i.value for i in at.info)
+    for _ in range(3):  # agreement, then the figures the agreement's items lead to
+        wait_for_background()
+        at.run()
+        assert not at.exception
+        if not at.info:
+            break
+    assert not at.info, [i.value for i in at.info]
+    assert len(at.get("plotly_chart")) >= 5  # alpha, over time, realism x2, progress
 
 
 def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):

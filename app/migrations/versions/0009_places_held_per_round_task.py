@@ -1,4 +1,4 @@
-"""places held per round task, declared variants per task version
+"""places held per round task, declared variants per task version, summaries
 
 Revision ID: 0009
 Revises: 0008
@@ -11,12 +11,16 @@ found by round and status through an index. The count is filled from the assignm
 The variants each task version's source declares get a table of their own (by sequence key),
 filled from the stored sources, so the Tasks page filters and pages in SQL; tasks get an index
 in the order the page lists them.
+
+Figures that need a whole round or catalog (agreement with its bootstrap, coverage) are
+stored in `summaries` with the state of the data they came from; the table starts empty.
 """
 import hashlib
 import json
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+import sqlmodel
 from alembic import op
 
 
@@ -49,6 +53,15 @@ def upgrade() -> None:
 
 
     op.create_index(
+        'ix_assignments_round_expert_status',
+        'assignments',
+        ['round_id', 'expert_id', 'status', 'reserved_until'],
+        unique=False,
+    )
+    op.create_index(
+        'ix_ratings_round_status_id', 'ratings', ['round_id', 'status', 'id'], unique=False
+    )
+    op.create_index(
         'ix_tasks_persona_external_id', 'tasks', ['persona', 'external_id'], unique=False
     )
     variants = op.create_table(
@@ -66,6 +79,16 @@ def upgrade() -> None:
         unique=False,
     )
     _fill_variants(variants)
+    op.create_table(
+        'summaries',
+        sa.Column('kind', sa.String(length=64), nullable=False),
+        sa.Column('key', sa.String(length=256), nullable=False),
+        sa.Column('fingerprint', sa.String(length=256), nullable=False),
+        sa.Column('payload', sa.JSON(), nullable=False),
+        sa.Column('computed_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column('seconds', sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint('kind', 'key'),
+    )
 
 
 def _fill_variants(variants) -> None:
@@ -96,11 +119,14 @@ def _fill_variants(variants) -> None:
 
 
 def downgrade() -> None:
+    op.drop_table('summaries')
     op.drop_index(
         'ix_task_version_variants_sequence_key', table_name='task_version_variants'
     )
     op.drop_table('task_version_variants')
     op.drop_index('ix_tasks_persona_external_id', table_name='tasks')
+    op.drop_index('ix_ratings_round_status_id', table_name='ratings')
+    op.drop_index('ix_assignments_round_expert_status', table_name='assignments')
     op.drop_index('ix_assignments_round_status_until', table_name='assignments')
     op.drop_index('ix_round_tasks_round_places', table_name='round_tasks')
     with op.batch_alter_table('round_tasks') as batch:
