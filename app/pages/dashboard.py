@@ -61,10 +61,10 @@ if data.agreement:
         chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
         history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
         background_note(history, "Alpha over time")
-        if history.frame is not None:
+        if history.value is not None:
             st.plotly_chart(
                 px.line(
-                    history.frame, x="day", y="alpha", markers=True, hover_data=["ratings"]
+                    history.value, x="day", y="alpha", markers=True, hover_data=["ratings"]
                 ).update_layout(height=260),
                 key="alpha-over-time",
             )
@@ -73,7 +73,7 @@ with st.expander("Realism by provenance and coverage"):
 
     shown = in_background(realism_by_provenance)(user, round_name=data.round_name)
     background_note(shown, "Realism by provenance")
-    split = shown.frame
+    split = shown.value
     if split is None:
         pass
     elif split.empty:

@@ -16,7 +16,7 @@ from itsmreview.provenance.service import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
-from itsmreview.ui.cache import cached
+from itsmreview.ui.cache import background_note, in_background
 
 PAGE_SIZE = 200
 ALL = "(all)"
@@ -29,7 +29,9 @@ st.write(
     "the content they record, so an edit anywhere is found by **Verify**."
 )
 
-summary = cached(summary_for)(user)
+shown = in_background(summary_for)(user)
+background_note(shown, "The provenance summary")
+summary = shown.value or {"fields": []}
 if summary["fields"]:
     st.subheader("Task fields by source")
     long = pd.DataFrame(

@@ -7,6 +7,7 @@ import io
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -48,25 +49,27 @@ INLINE_LEDGER_ENTRIES = 20_000  # below this, background figures are computed at
 
 @dataclass(frozen=True)
 class Shown:
-    """A figure as stored: `frame` is None while its first computation runs; `current` is
+    """A figure as stored: `value` is None while its first computation runs; `current` is
     False while a newer one is computed in the background."""
 
-    frame: pd.DataFrame | None
+    value: Any
     computed_at: datetime | None
     current: bool
 
 
 def in_background(function):
     """For lead figures over a whole round or catalog (`function(session=..., actor=...,
-    **keys)` returning a DataFrame): stored per state of the ledger (`summaries`), computed
-    at once while the ledger is small and in the background after that, so that a page view
-    never waits for them."""
+    **keys)` returning a DataFrame or JSON-ready data): stored per state of the ledger
+    (`summaries`), computed at once while the ledger is small and in the background after
+    that, so that a page view never waits for them."""
     name = f"{function.__module__}.{function.__qualname__}"
 
     def call(actor, **keys) -> Shown:
         def compute(session) -> dict:
-            frame = function(session=session, actor=actor, **keys)
-            return {"table": frame.to_json(orient="table", index=False)}
+            result = function(session=session, actor=actor, **keys)
+            if isinstance(result, pd.DataFrame):
+                return {"table": result.to_json(orient="table", index=False)}
+            return {"value": result}
 
         version = ledger_version()
         with session_scope() as session:
@@ -78,19 +81,20 @@ def in_background(function):
                 compute=compute,
                 inline=version <= INLINE_LEDGER_ENTRIES,
             )
-        frame = (
-            None
-            if found.payload is None
-            else pd.read_json(io.StringIO(found.payload["table"]), orient="table")
+        payload = found.payload or {}
+        value = (
+            pd.read_json(io.StringIO(payload["table"]), orient="table")
+            if "table" in payload
+            else payload.get("value")
         )
-        return Shown(frame, found.computed_at, found.current)
+        return Shown(value, found.computed_at, found.current)
 
     return call
 
 
 def background_note(shown: Shown, what: str) -> None:
     """Say on the page when a figure is on its way or older than the data."""
-    if shown.frame is None:
+    if shown.value is None:
         st.info(f"{what} is being computed in the background; reload the page in a moment.")
     elif not shown.current:
         st.caption(

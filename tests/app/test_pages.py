@@ -504,6 +504,22 @@ def test_the_exports_page_refuses_a_name_that_leaves_its_folder(demo_configured)
     )
 
 
+def test_the_ledger_page_of_a_large_ledger_renders_while_its_summary_is_computed(
+    demo_configured, monkeypatch
+):
+    from itsmreview.summaries.service import wait_for_background
+    from itsmreview.ui import cache
+
+    monkeypatch.setattr(cache, "INLINE_LEDGER_ENTRIES", 0)
+    at = open_page(log_in("lead"), "ledger")
+    assert not at.exception
+    assert any("provenance summary is being computed" in i.value for i in at.info)
+    wait_for_background()
+    at.run()
+    assert not at.exception and not at.info
+    assert any(h.value == "Task fields by source" for h in at.subheader)
+
+
 def test_a_lead_records_a_world_source_and_verifies_the_ledger(demo_configured):
     at = open_page(log_in("lead"), "ledger")
     assert not at.exception
