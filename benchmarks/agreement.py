@@ -11,7 +11,7 @@ import time
 
 import krippendorff
 import numpy as np
-from itsmreview.review.agreement import alpha, bootstrap_draws
+from itsmreview.review.agreement import alpha, bootstrap_draws, unit_profiles, value_counts
 
 
 def ratings(units: int, raters: int, seed: int = 1) -> np.ndarray:
@@ -69,13 +69,15 @@ def main() -> None:
     )
     pairable = (~np.isnan(data)).sum(axis=0) >= 2
     columns = data[:, pairable]
+    _, first, frequency = unit_profiles(value_counts(columns)[0])
     start = time.perf_counter()
     naive = []
-    for draws in bootstrap_draws(0, args.naive_samples, columns.shape[1]):
+    for draws in bootstrap_draws(0, args.naive_samples, frequency):
         for draw in draws:
             naive.append(
                 krippendorff.alpha(
-                    reliability_data=columns[:, draw], level_of_measurement="ordinal"
+                    reliability_data=columns[:, np.repeat(first, draw)],
+                    level_of_measurement="ordinal",
                 )
             )
     naive_time = time.perf_counter() - start

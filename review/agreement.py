@@ -177,7 +177,7 @@ def alpha_of_counts(
 ) -> Alpha:
     """Alpha from per-unit value counts (units x values, as `value_counts` returns them, units
     in a stable order): what `alpha` computes, without a raters x units array. The bootstrap
-    resamples the pairable units in the order given."""
+    resamples the pairable units (by their profiles, `bootstrap_draws`)."""
     if level not in LEVELS:
         raise ValueError(f"level of measurement {level!r} is not one of {', '.join(LEVELS)}")
     counts = np.asarray(counts, dtype=float).reshape(-1, len(values))
@@ -204,7 +204,7 @@ def alpha_of_counts(
     )
     if not bootstrap:
         return Alpha(point, level, units, pairable_values)
-    samples = _resampled_coincidences(unit_coincidences(paired), bootstrap, seed)
+    samples = _resampled_coincidences(paired, bootstrap, seed)
     estimates = alpha_from_coincidences(samples, domain, level)
     estimates = estimates[~np.isnan(estimates)]
     tail = (1 - confidence) / 2 * 100
@@ -213,62 +213,46 @@ def alpha_of_counts(
 
 
 BOOTSTRAP_BLOCK = 25
-_LOW_32 = np.uint64(0xFFFFFFFF)
-_SHIFT_32 = np.uint64(32)
 
 
-def _resampled_coincidences(per_unit: np.ndarray, samples: int, seed: int) -> np.ndarray:
-    """Coincidence matrices (samples, V, V) of `samples` resamples of the units, each the sum
-    of the drawn units' matrices: per block, the draws are counted per unit and the counts
-    multiplied with the units' matrices (upper triangles only: they are symmetric)."""
-    units, n_values = per_unit.shape[0], per_unit.shape[1]
+def unit_profiles(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of per-unit value counts (profiles, P x V), the first unit of each
+    and how many units share it. Units with the same counts weigh alike in alpha, so a
+    resample of the units is fully told by how often it drew each profile."""
+    profiles, first, frequency = np.unique(counts, axis=0, return_index=True, return_counts=True)
+    return profiles, first, frequency
+
+
+def bootstrap_draws(seed: int, samples: int, frequency: np.ndarray):
+    """Blocks of up to BOOTSTRAP_BLOCK resamples (rows) of `frequency.sum()` units drawn
+    uniformly with replacement, as the number of draws of each profile (columns): a
+    multinomial over the profiles' shares, the exact law of a unit-by-unit resample."""
+    generator = np.random.Generator(np.random.SFC64(seed))
+    units = int(frequency.sum())
+    shares = frequency / units
+    for start in range(0, samples, BOOTSTRAP_BLOCK):
+        yield generator.multinomial(units, shares, size=min(BOOTSTRAP_BLOCK, samples - start))
+
+
+def _resampled_coincidences(counts: np.ndarray, samples: int, seed: int) -> np.ndarray:
+    """Coincidence matrices (samples, V, V) of `samples` resamples of the units (per-unit
+    value counts, all pairable), each the drawn profiles' matrices weighted by their draws
+    (upper triangles only: they are symmetric). A few dozen profiles on a rating scale, so
+    the cost hardly grows with the units."""
+    profiles, _, frequency = unit_profiles(counts)
+    n_values = counts.shape[1]
     upper = np.triu_indices(n_values)
-    features = np.ascontiguousarray(per_unit[:, upper[0], upper[1]])
+    features = np.ascontiguousarray(unit_coincidences(profiles)[:, upper[0], upper[1]])
     sums = np.empty((samples, features.shape[1]))
-    offsets = np.repeat(np.arange(BOOTSTRAP_BLOCK, dtype=np.int64) * units, units)
-    weights = np.empty((BOOTSTRAP_BLOCK, units))
     done = 0
-    for draws in _draw_blocks(seed, samples, units):
+    for draws in bootstrap_draws(seed, samples, frequency):
         n = len(draws)
-        flat = draws.reshape(-1)
-        np.add(flat, offsets[: flat.size], out=flat)
-        weights[:n] = np.bincount(flat, minlength=n * units).reshape(n, units)
-        np.matmul(weights[:n], features, out=sums[done : done + n])
+        np.matmul(draws.astype(float), features, out=sums[done : done + n])
         done += n
     matrices = np.empty((samples, n_values, n_values))
     matrices[:, upper[0], upper[1]] = sums
     matrices[:, upper[1], upper[0]] = sums
     return matrices
-
-
-def _draw_blocks(seed: int, samples: int, units: int):
-    """Blocks of resampled unit indices (samples x units in total), uniform with replacement,
-    written into one reused buffer (copy a block to keep it).
-
-    Each index comes from 32 random bits r as (r * units) >> 32 (Lemire's multiply-shift
-    without rejection: a unit's probability is off by at most units / 2**32, about 2e-6
-    relative for 10,000 units); one 64-bit word gives two indices."""
-    generator = np.random.Generator(np.random.SFC64(seed))
-    buffer = np.empty(BOOTSTRAP_BLOCK * units + 1, dtype=np.uint64)
-    scale = np.uint64(units)
-    for start in range(0, samples, BOOTSTRAP_BLOCK):
-        n = min(BOOTSTRAP_BLOCK, samples - start)
-        size = n * units
-        words = generator.bit_generator.random_raw((size + 1) // 2)
-        half = len(words)
-        np.bitwise_and(words, _LOW_32, out=buffer[:half])
-        np.right_shift(words, _SHIFT_32, out=buffer[half : 2 * half])
-        draws = buffer[:size]
-        np.multiply(draws, scale, out=draws)
-        np.right_shift(draws, _SHIFT_32, out=draws)
-        yield draws.view(np.int64).reshape(n, units)
-
-
-def bootstrap_draws(seed: int, samples: int, units: int):
-    """The resampled unit indices `alpha(..., bootstrap=samples, seed=seed)` uses, in blocks
-    of up to BOOTSTRAP_BLOCK resamples (rows) over `units` pairable units (columns)."""
-    for block in _draw_blocks(seed, samples, units):
-        yield block.copy()
 
 
 def leave_one_rater_out(data, level: Level = "ordinal") -> list[float | None]:

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import bulk_insert, frame_of, in_ids, utcnow
+from itsmreview.db import bulk_insert, frame_of, in_ids, numeric_batches, utcnow
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -20,6 +21,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 
@@ -480,18 +482,28 @@ def score_value_counts(
 
 
 def scores_by_rater(
-    *, session: Session, round_id: int, kinds: tuple[str, ...], batch: int = 50_000
-) -> Iterator[list[tuple[str, int, int, float]]]:
-    """(dimension, rater id, task version id, value) of every scored value of the round's
-    current submitted ratings of these kinds, in batches, by dimension."""
-    result = session.execute(
-        select(RatingScore.dimension, Rating.expert_id, Rating.task_version_id, RatingScore.value)
-        .join(Rating, Rating.id == RatingScore.rating_id)
-        .where(*_current_submitted(round_id, kinds), RatingScore.value.is_not(None))
-        .order_by(RatingScore.dimension)
-        .execution_options(yield_per=batch)
+    *,
+    session: Session,
+    round_id: int,
+    kinds: tuple[str, ...],
+    dimensions: Sequence[str],
+    batch: int = 100_000,
+) -> Iterator[np.ndarray]:
+    """Every scored value of the round's current submitted ratings of these kinds as float
+    rows (index of its dimension in `dimensions`, -1 for another; rater id; task version id;
+    value), in arrays of up to `batch` rows, in no particular order."""
+    code = case(
+        {dimension: i for i, dimension in enumerate(dimensions)},
+        value=RatingScore.dimension,
+        else_=-1,
     )
-    yield from result.partitions(batch)
+    return numeric_batches(
+        session,
+        select(code, Rating.expert_id, Rating.task_version_id, RatingScore.value)
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(*_current_submitted(round_id, kinds), RatingScore.value.is_not(None)),
+        batch,
+    )
 
 
 def submission_times(*, session: Session, round_id: int) -> list:
@@ -539,17 +551,37 @@ def has_model_ratings(*, session: Session, round_id: int) -> bool:
 
 
 def verdicts_and_flags(
-    *, session: Session, round_id: int, kinds: tuple[str, ...], batch: int = 5000
-) -> Iterator[list[tuple[int, str | None, list]]]:
-    """The round's current submitted ratings of these kinds as (task version id, verdict,
-    flags, rater id), in batches of `batch` rows, by task version."""
-    result = session.exec(
-        select(Rating.task_version_id, Rating.verdict, Rating.flags, Rating.expert_id)
-        .where(*_current_submitted(round_id, kinds))
-        .order_by(Rating.task_version_id, Rating.id)
-        .execution_options(yield_per=batch)
+    *,
+    session: Session,
+    round_id: int,
+    kinds: tuple[str, ...],
+    verdict_codes: dict[str, float],
+    flag_keys: Sequence[str],
+    batch: int = 100_000,
+) -> Iterator[np.ndarray]:
+    """The round's current submitted ratings of these kinds as float rows (task version id,
+    rater id, verdict code (NaN: no verdict), then 1 or 0 for each flag key: raised or not),
+    in arrays of up to `batch` rows, by task version."""
+    verdict = case(
+        {name: code for name, code in verdict_codes.items()}, value=Rating.verdict, else_=None
     )
-    yield from result.partitions(batch)
+    flags = [
+        case((cast(Rating.flags, Text).like(_json_string_pattern(key), escape="\\"), 1), else_=0)
+        for key in flag_keys
+    ]
+    return numeric_batches(
+        session,
+        select(Rating.task_version_id, Rating.expert_id, verdict, *flags)
+        .where(*_current_submitted(round_id, kinds))
+        .order_by(Rating.task_version_id, Rating.id),
+        batch,
+    )
+
+
+def _json_string_pattern(key: str) -> str:
+    """LIKE pattern of a JSON array (as stored) holding the string `key`."""
+    quoted = json.dumps(key)
+    return "%" + quoted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def adjudications_of_round(

@@ -120,52 +120,53 @@ class LongRatings:
         return ItemCounts.of(self.units, self.values)
 
 
+def _joined(batches: list[np.ndarray], columns: int) -> np.ndarray:
+    """Row batches as one (rows x columns) float array; empty when there are none."""
+    return np.concatenate(batches) if batches else np.empty((0, columns))
+
+
 def round_long(
     *, session: Session, round_id: int, rubric: RubricDefinition, kinds: tuple[str, ...] = HUMAN
 ) -> dict[str, LongRatings]:
     """LongRatings of every rubric item of a round (dimensions, the verdict and each flag),
     read in batches: what per-rater figures (leave-one-rater-out, bias) need."""
-    parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    for batch in queries.scores_by_rater(session=session, round_id=round_id, kinds=kinds):
-        dimensions = [row[0] for row in batch]
-        raters = np.fromiter((row[1] for row in batch), np.int64, len(batch))
-        units = np.fromiter((row[2] for row in batch), np.int64, len(batch))
-        values = np.fromiter((row[3] for row in batch), float, len(batch))
-        start = 0
-        for end in [i for i in range(1, len(batch)) if dimensions[i] != dimensions[i - 1]] + [
-            len(batch)
-        ]:
-            parts.setdefault(dimensions[start], []).append(
-                (raters[start:end], units[start:end], values[start:end])
+    dimensions = [d.key for d in rubric.dimensions]
+    scored = _joined(
+        list(
+            queries.scores_by_rater(
+                session=session, round_id=round_id, kinds=kinds, dimensions=dimensions
             )
-            start = end
-    flag_keys = [f.key for f in rubric.flags]
-    rows: dict[str, list] = {"raters": [], "units": [], "verdicts": []}
-    flags: dict[str, list] = {key: [] for key in flag_keys}
-    for batch in queries.verdicts_and_flags(session=session, round_id=round_id, kinds=kinds):
-        rows["units"].append(np.fromiter((row[0] for row in batch), np.int64, len(batch)))
-        rows["raters"].append(np.fromiter((row[3] for row in batch), np.int64, len(batch)))
-        rows["verdicts"].append(
-            np.fromiter((VERDICT_CODES.get(row[1], np.nan) for row in batch), float, len(batch))
+        ),
+        4,
+    )
+    out = {}
+    for index, dimension in enumerate(dimensions):
+        rows = scored[scored[:, 0] == index]
+        out[dimension] = LongRatings(
+            rows[:, 1].astype(np.int64), rows[:, 2].astype(np.int64), rows[:, 3]
         )
-        for key in flag_keys:
-            flags[key].append(
-                np.fromiter((key in (row[2] or ()) for row in batch), float, len(batch))
+    flag_keys = [f.key for f in rubric.flags]
+    rated = _joined(
+        list(
+            queries.verdicts_and_flags(
+                session=session,
+                round_id=round_id,
+                kinds=kinds,
+                verdict_codes=VERDICT_CODES,
+                flag_keys=flag_keys,
             )
-
-    def joined(chunks: list, dtype) -> np.ndarray:
-        return np.concatenate(chunks) if chunks else np.empty(0, dtype)
-
-    out = {
-        dimension: LongRatings(*(joined([c[i] for c in chunks], float) for i in range(3)))
-        for dimension, chunks in parts.items()
-    }
-    raters, units = joined(rows["raters"], np.int64), joined(rows["units"], np.int64)
-    verdicts = joined(rows["verdicts"], float)
+        ),
+        3 + len(flag_keys),
+    )
+    units, raters, verdicts = (
+        rated[:, 0].astype(np.int64),
+        rated[:, 1].astype(np.int64),
+        rated[:, 2],
+    )
     voted = ~np.isnan(verdicts)
     out["verdict"] = LongRatings(raters[voted], units[voted], verdicts[voted])
-    for key in flag_keys:
-        out[f"flag:{key}"] = LongRatings(raters, units, joined(flags[key], float))
+    for i, key in enumerate(flag_keys):
+        out[f"flag:{key}"] = LongRatings(raters, units, rated[:, 3 + i])
     empty = LongRatings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
     return {item: out.get(item, empty) for item, _, _ in gate_items(rubric)}
 
@@ -193,23 +194,23 @@ def round_counts(
     if dimensions_only:
         return {d.key: out.get(d.key, empty) for d in rubric.dimensions}
     flag_keys = [f.key for f in rubric.flags]
-    units, verdicts, flags = [], [], {key: [] for key in flag_keys}
-    for batch in queries.verdicts_and_flags(session=session, round_id=round_id, kinds=kinds):
-        units.append(np.fromiter((row[0] for row in batch), np.int64, len(batch)))
-        verdicts.append(
-            np.fromiter((VERDICT_CODES.get(row[1], np.nan) for row in batch), float, len(batch))
-        )
-        for key in flag_keys:
-            flags[key].append(
-                np.fromiter((key in (row[2] or ()) for row in batch), np.int8, len(batch))
+    rated = _joined(
+        list(
+            queries.verdicts_and_flags(
+                session=session,
+                round_id=round_id,
+                kinds=kinds,
+                verdict_codes=VERDICT_CODES,
+                flag_keys=flag_keys,
             )
-    all_units = np.concatenate(units) if units else np.empty(0, np.int64)
-    codes = np.concatenate(verdicts) if verdicts else np.empty(0)
+        ),
+        3 + len(flag_keys),
+    )
+    all_units, codes = rated[:, 0].astype(np.int64), rated[:, 2]
     voted = ~np.isnan(codes)
     out["verdict"] = ItemCounts.of(all_units[voted], codes[voted])
-    for key in flag_keys:
-        raised = np.concatenate(flags[key]) if flags[key] else np.empty(0, np.int8)
-        out[f"flag:{key}"] = ItemCounts.of(all_units, raised)
+    for i, key in enumerate(flag_keys):
+        out[f"flag:{key}"] = ItemCounts.of(all_units, rated[:, 3 + i].astype(np.int8))
     return {item: out.get(item, empty) for item, _, _ in gate_items(rubric)}
 
 

@@ -259,14 +259,23 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     assert fit.models["models"][model.id] == pytest.approx(expected)
 
 
-def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo):
+def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monkeypatch):
+    from itsmreview.review import dashboard as dashboard_module
     from itsmreview.review.dashboard import dashboard
     from itsmreview.review.models import Assignment, AssignmentStatus
     from itsmreview.review.service import submit_rating
 
+    computed = []
+
+    def counted(**kwargs):
+        computed.append(1)
+        return round_agreement(**kwargs)
+
+    monkeypatch.setattr(dashboard_module, "round_agreement", counted)
     first = dashboard(session=session, actor=demo["lead"], bootstrap=50)
     again = dashboard(session=session, actor=demo["lead"], bootstrap=50)
-    assert again.agreement is first.agreement  # nothing changed: not recomputed
+    assert len(computed) == 1  # nothing changed: not recomputed
+    assert [a.alpha for a in again.agreement] == [a.alpha for a in first.agreement]
     expert = demo["expert1"]
     open_one = session.exec(
         select(Assignment).where(
@@ -279,7 +288,7 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo):
         session=session, actor=expert, assignment_id=open_one.id, scores=scores, verdict="reject"
     )
     after = dashboard(session=session, actor=demo["lead"], bootstrap=50)
-    assert after.agreement is not first.agreement
+    assert len(computed) == 2
     fresh = round_agreement(session=session, actor=demo["lead"], bootstrap=50)[1]
     assert [a.alpha for a in after.agreement] == [a.alpha for a in fresh]
 

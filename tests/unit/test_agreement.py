@@ -18,6 +18,7 @@ from itsmreview.review.agreement import (
     rater_bias,
     rater_bias_long,
     unit_coincidences,
+    unit_profiles,
     value_counts,
 )
 from itsmreview.review.approval import GateConfig, TaskRatings, decide
@@ -71,11 +72,14 @@ def test_bootstrap_equals_a_slow_reference_bootstrap(level):
     fast = alpha(data, level, bootstrap=samples, seed=seed)
     pairable = (~np.isnan(data)).sum(axis=0) >= 2
     columns = data[:, pairable]
-    draws = np.concatenate(list(bootstrap_draws(seed, samples, columns.shape[1])))
-    assert draws.shape == (samples, columns.shape[1])
+    counts, _ = value_counts(columns)
+    _, first, frequency = unit_profiles(counts)
+    draws = np.concatenate(list(bootstrap_draws(seed, samples, frequency)))
+    assert draws.shape == (samples, len(frequency))
+    assert (draws.sum(axis=1) == columns.shape[1]).all()  # each resample has every unit's size
     reference = []
-    for draw in draws:
-        resample = columns[:, draw]
+    for draw in draws:  # each profile stands for its units; a resample repeats it as drawn
+        resample = columns[:, np.repeat(first, draw)]
         try:
             reference.append(
                 krippendorff.alpha(reliability_data=resample, level_of_measurement=level)
@@ -108,13 +112,20 @@ def test_value_counts_equals_counting_by_hand(scale):
         assert counts[unit].tolist() == [float(np.sum(column == v)) for v in present]
 
 
-def test_bootstrap_draws_are_uniform():
-    draws = np.concatenate(list(bootstrap_draws(3, 400, 50)))
-    counts = np.bincount(draws.ravel(), minlength=50)
-    expected = 400 * 50 / 50
-    chi2 = ((counts - expected) ** 2 / expected).sum()
-    assert draws.min() >= 0 and draws.max() < 50
-    assert chi2 < 100  # chi-square with 49 degrees of freedom; p < 1e-5 beyond 100
+def test_bootstrap_draws_follow_a_resample_of_the_units():
+    """Drawing 60 units with replacement, by profile: each profile is drawn in proportion to
+    its units (chi-square over 4,000 resamples), and two units with one profile are one."""
+    counts = np.array([[2, 0], [0, 2], [1, 1], [2, 0]] * 15)
+    profiles, first, frequency = unit_profiles(counts)
+    assert profiles.tolist() == [[0, 2], [1, 1], [2, 0]] and frequency.tolist() == [15, 15, 30]
+    assert (counts[first] == profiles).all()
+    draws = np.concatenate(list(bootstrap_draws(3, 4000, frequency)))
+    totals = draws.sum(axis=0)
+    expected = 4000 * 60 * frequency / 60
+    chi2 = ((totals - expected) ** 2 / expected).sum()
+    assert chi2 < 14  # two degrees of freedom; p < 0.001 beyond 13.8
+    per_resample = draws[:, 2].var()
+    assert per_resample == pytest.approx(60 * 0.5 * 0.5, rel=0.1)  # binomial variance
 
 
 def test_edge_cases():
