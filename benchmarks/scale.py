@@ -458,15 +458,23 @@ def group_cli() -> dict:
     return out
 
 
-def concurrent_worker(index: int, submits: int) -> dict:
+def concurrent_worker(index: int, submits: int, start_at: float, think: float) -> dict:
     """One expert's process: claim and submit, each in `write_transaction` as the queue page
-    does (busy writes, deadlocks and serialization failures retried whole)."""
+    does (busy writes, deadlocks and serialization failures retried whole). Imports and
+    connects first, then waits for `start_at` (wall clock) so that fifty start-ups do not
+    overlap the work; before each action it thinks for a uniform 0-2x`think` seconds."""
+    import random
+
     from itsmreview.accounts.queries import user_by_username
-    from itsmreview.db import write_transaction
+    from itsmreview.db import session_scope, write_transaction
     from itsmreview.review.assignment import claim_next
     from itsmreview.review.reliability import current_gate
     from itsmreview.review.service import submit_rating
 
+    with session_scope() as session:
+        user_by_username(session=session, username=f"e{index}")
+    time.sleep(max(0.0, start_at - time.time()))
+    chance = random.Random(index)
     claims, writes, errors = [], [], []
 
     def claim(session):
@@ -487,11 +495,13 @@ def concurrent_worker(index: int, submits: int) -> dict:
 
     for _ in range(submits):
         try:
+            time.sleep(chance.uniform(0, 2 * think))
             start = time.perf_counter()
             assignment_id = write_transaction(claim)
             claims.append(time.perf_counter() - start)
             if assignment_id is None:
                 break
+            time.sleep(chance.uniform(0, 2 * think))
             start = time.perf_counter()
             write_transaction(lambda session, a=assignment_id: submit(session, a))
             writes.append(time.perf_counter() - start)  # includes the commit
@@ -501,13 +511,23 @@ def concurrent_worker(index: int, submits: int) -> dict:
 
 
 def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
+    """Fifty experts at once, twice: acting back to back (no pause: the issue's load), and
+    pausing a mean 1 s before each claim and each submit (still far quicker than a person
+    reading a task)."""
+    out = {}
+    for think in (0.0, 1.0):
+        out[f"concurrent, think {think:g} s"] = _concurrent_run(workers, submits, think)
+    return out
+
+
+def _concurrent_run(workers: int, submits: int, think: float) -> dict:
     from itsmreview.db import get_engine
     from sqlalchemy import text
 
-    start = time.perf_counter()
+    start_at = time.time() + 20  # after every worker has imported and connected
     processes = [
         subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(i), str(submits)],
+            [sys.executable, __file__, "--worker", str(i), str(submits), str(start_at), str(think)],
             stdout=subprocess.PIPE,
             text=True,
             env=os.environ,
@@ -515,7 +535,7 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
         for i in range(1, workers + 1)
     ]
     results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in processes]
-    elapsed = time.perf_counter() - start
+    elapsed = time.time() - start_at
     writes = sorted(w for r in results for w in r["writes"])
     claims = sorted(c for r in results for c in r["claims"])
     with get_engine().connect() as c:
@@ -538,20 +558,19 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
 
     errors = [e for r in results for e in r["errors"]]
     return {
-        "concurrent": {
-            "workers": workers,
-            "submits": len(writes),
-            "submits_per_s": len(writes) / elapsed,
-            "submit_p50_ms": pct(writes, 0.5),
-            "submit_p95_ms": pct(writes, 0.95),
-            "submit_max_ms": writes[-1] * 1000 if writes else None,
-            "claim_p50_ms": pct(claims, 0.5),
-            "claim_p95_ms": pct(claims, 0.95),
-            "errors": len(errors),
-            "first_errors": errors[:3],
-            "over_k_tasks": over_k,
-            "duplicated": duplicated,
-        }
+        "workers": workers,
+        "think_s": think,
+        "submits": len(writes),
+        "submits_per_s": len(writes) / elapsed,
+        "submit_p50_ms": pct(writes, 0.5),
+        "submit_p95_ms": pct(writes, 0.95),
+        "submit_max_ms": writes[-1] * 1000 if writes else None,
+        "claim_p50_ms": pct(claims, 0.5),
+        "claim_p95_ms": pct(claims, 0.95),
+        "errors": len(errors),
+        "first_errors": errors[:3],
+        "over_k_tasks": over_k,
+        "duplicated": duplicated,
     }
 
 
@@ -586,7 +605,7 @@ def main() -> None:
     parser.add_argument("--backend", default="sqlite,postgresql")
     parser.add_argument("--groups", default=",".join(GROUPS))
     parser.add_argument("--group", help=argparse.SUPPRESS)
-    parser.add_argument("--worker", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument(
         "--build-only",
         metavar="DIR",
@@ -605,7 +624,10 @@ def main() -> None:
         print(json.dumps(GROUPS[args.group]()))
         return
     if args.worker:
-        print(json.dumps(concurrent_worker(*args.worker)))
+        index, submits, start_at, think = args.worker
+        print(
+            json.dumps(concurrent_worker(int(index), int(submits), float(start_at), float(think)))
+        )
         return
     for backend in args.backend.split(","):
         with tempfile.TemporaryDirectory() as tmp:

@@ -125,6 +125,20 @@ def _joined(batches: list[np.ndarray], columns: int) -> np.ndarray:
     return np.concatenate(batches) if batches else np.empty((0, columns))
 
 
+def _verdict_rows(
+    session: Session, round_id: int, kinds: tuple[str, ...], flag_keys: list[str]
+) -> np.ndarray:
+    """(task version id, rater id, verdict code, 0/1 per flag) of every current rating."""
+    batches = queries.verdicts_and_flags(
+        session=session,
+        round_id=round_id,
+        kinds=kinds,
+        verdict_codes=VERDICT_CODES,
+        flag_keys=flag_keys,
+    )
+    return _joined(list(batches), 3 + len(flag_keys))
+
+
 def round_long(
     *, session: Session, round_id: int, rubric: RubricDefinition, kinds: tuple[str, ...] = HUMAN
 ) -> dict[str, LongRatings]:
@@ -146,18 +160,7 @@ def round_long(
             rows[:, 1].astype(np.int64), rows[:, 2].astype(np.int64), rows[:, 3]
         )
     flag_keys = [f.key for f in rubric.flags]
-    rated = _joined(
-        list(
-            queries.verdicts_and_flags(
-                session=session,
-                round_id=round_id,
-                kinds=kinds,
-                verdict_codes=VERDICT_CODES,
-                flag_keys=flag_keys,
-            )
-        ),
-        3 + len(flag_keys),
-    )
+    rated = _verdict_rows(session, round_id, kinds, flag_keys)
     units, raters, verdicts = (
         rated[:, 0].astype(np.int64),
         rated[:, 1].astype(np.int64),
@@ -194,18 +197,7 @@ def round_counts(
     if dimensions_only:
         return {d.key: out.get(d.key, empty) for d in rubric.dimensions}
     flag_keys = [f.key for f in rubric.flags]
-    rated = _joined(
-        list(
-            queries.verdicts_and_flags(
-                session=session,
-                round_id=round_id,
-                kinds=kinds,
-                verdict_codes=VERDICT_CODES,
-                flag_keys=flag_keys,
-            )
-        ),
-        3 + len(flag_keys),
-    )
+    rated = _verdict_rows(session, round_id, kinds, flag_keys)
     all_units, codes = rated[:, 0].astype(np.int64), rated[:, 2]
     voted = ~np.isnan(codes)
     out["verdict"] = ItemCounts.of(all_units[voted], codes[voted])

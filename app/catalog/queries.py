@@ -241,28 +241,14 @@ def task_page(
             )
         ).all()
     }
-    rated = dict(
-        session.exec(
-            select(TaskVersion.task_id, func.max(TaskVersion.version))
-            .where(
-                in_ids(session, TaskVersion.task_id, task_ids),
-                select(Rating.id)
-                .where(Rating.task_version_id == TaskVersion.id, Rating.status == "submitted")
-                .exists(),
-            )
-            .group_by(TaskVersion.task_id)
-        ).all()
+    rated = _newest_version_where(
+        session,
+        task_ids,
+        select(Rating.id)
+        .where(Rating.task_version_id == TaskVersion.id, Rating.status == "submitted")
+        .exists(),
     )
-    approved = dict(
-        session.exec(
-            select(TaskVersion.task_id, func.max(TaskVersion.version))
-            .where(
-                in_ids(session, TaskVersion.task_id, task_ids),
-                TaskVersion.status == "approved",
-            )
-            .group_by(TaskVersion.task_id)
-        ).all()
-    )
+    approved = _newest_version_where(session, task_ids, TaskVersion.status == "approved")
     rows = []
     for task_id, external_id, title, persona, track, status in page:
         version, log = newest.get(task_id, (None, None))
@@ -283,6 +269,17 @@ def task_page(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _newest_version_where(session: Session, task_ids: list[int], condition) -> dict[int, int]:
+    """Task id -> its newest version number meeting `condition`, for the given tasks."""
+    return dict(
+        session.exec(
+            select(TaskVersion.task_id, func.max(TaskVersion.version))
+            .where(in_ids(session, TaskVersion.task_id, task_ids), condition)
+            .group_by(TaskVersion.task_id)
+        ).all()
+    )
 
 
 def _newest_for(version_table):

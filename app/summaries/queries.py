@@ -1,5 +1,4 @@
 from itsmreview.summaries.models import Summary
-from sqlalchemy import delete
 from sqlmodel import Session, select
 
 
@@ -8,6 +7,11 @@ def stored(*, session: Session, kind: str, key: str) -> Summary | None:
 
 
 def replace(*, session: Session, summary: Summary) -> None:
-    """Store `summary` in place of the one of its kind and key (the caller commits)."""
-    session.exec(delete(Summary).where(Summary.kind == summary.kind, Summary.key == summary.key))
-    session.add(summary)
+    """Store `summary` in place of the one of its kind and key; flushes (the caller commits)."""
+    existing = stored(session=session, kind=summary.kind, key=summary.key)
+    if existing is None:
+        session.add(summary)
+    else:
+        for name in ("fingerprint", "payload", "computed_at", "seconds"):
+            setattr(existing, name, getattr(summary, name))
+    session.flush()

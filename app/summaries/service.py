@@ -52,8 +52,13 @@ def materialised(
     if inline:
         started = time.perf_counter()
         payload = compute(session)
-        _store(session.get_bind(), kind, key, fingerprint, payload, time.perf_counter() - started)
-        return Materialised(payload, utcnow(), current=True, refreshing=False)
+        summary = _summary(kind, key, fingerprint, payload, time.perf_counter() - started)
+        try:
+            with session.begin_nested():  # the caller's transaction keeps it
+                queries.replace(session=session, summary=summary)
+        except DBAPIError:
+            pass  # a concurrent reader stored the same figures first
+        return Materialised(payload, summary.computed_at, current=True, refreshing=False)
     _start(session.get_bind(), kind, key, fingerprint, compute)
     return Materialised(
         None if found is None else found.payload,
@@ -103,21 +108,24 @@ def _start(engine, kind: str, key: str, fingerprint: str, compute) -> None:
     threading.Thread(target=run, name=f"summary {kind} {key}", daemon=True).start()
 
 
+def _summary(kind: str, key: str, fingerprint: str, payload: dict, seconds: float) -> Summary:
+    return Summary(
+        kind=kind,
+        key=key,
+        fingerprint=fingerprint,
+        payload=payload,
+        computed_at=utcnow(),
+        seconds=seconds,
+    )
+
+
 def _store(engine, kind: str, key: str, fingerprint: str, payload: dict, seconds: float) -> None:
     """Write the summary in its own short transaction; a concurrent writer of the same summary
     may win (both computed the same figures), which is fine."""
     with Session(engine) as session:
         try:
             queries.replace(
-                session=session,
-                summary=Summary(
-                    kind=kind,
-                    key=key,
-                    fingerprint=fingerprint,
-                    payload=payload,
-                    computed_at=utcnow(),
-                    seconds=seconds,
-                ),
+                session=session, summary=_summary(kind, key, fingerprint, payload, seconds)
             )
             session.commit()
         except DBAPIError:
