@@ -351,6 +351,30 @@ def gwet_of_counts(
     return Gwet((pa - pe) / (1 - pe), pa, pe, weights)
 
 
+def dense_codes(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(array, return_inverse=True), in linear time when the entries are integers
+    over a range not much wider than the array (task ids, rater ids, scale points); by
+    sorting otherwise.
+
+    >>> found, codes = dense_codes(np.array([7, 3, 7, 5]))
+    >>> found.tolist(), codes.tolist()
+    ([3, 5, 7], [2, 0, 2, 1])
+    """
+    array = np.asarray(array)
+    if len(array):
+        low, high = array.min(), array.max()
+        span = high - low
+        if span <= 4 * len(array) + 1024 and np.array_equal(array, np.round(array)):
+            offsets = (array - low).astype(np.int64)
+            present = np.zeros(int(span) + 1, dtype=bool)
+            present[offsets] = True
+            found = np.flatnonzero(present)
+            rank = np.cumsum(present) - 1
+            return (found + low).astype(array.dtype), rank[offsets]
+    found, codes = np.unique(array, return_inverse=True)
+    return found, codes.reshape(-1)
+
+
 def _unit_coincidence_sums(counts: np.ndarray) -> np.ndarray:
     """The summed coincidence matrix of many units' count rows (units x V): V x V."""
     if not len(counts):
@@ -372,10 +396,13 @@ def leave_one_rater_out_long(
     values = np.asarray(values, dtype=float)
     if not len(values):
         return {}
-    domain, value_codes = np.unique(values, return_inverse=True)
-    unit_ids, unit_codes = np.unique(units, return_inverse=True)
-    counts = np.zeros((len(unit_ids), len(domain)))
-    np.add.at(counts, (unit_codes, value_codes), 1)
+    domain, value_codes = dense_codes(values)
+    unit_ids, unit_codes = dense_codes(units)
+    counts = (
+        np.bincount(unit_codes * len(domain) + value_codes, minlength=len(unit_ids) * len(domain))
+        .reshape(len(unit_ids), len(domain))
+        .astype(float)
+    )
     total = _unit_coincidence_sums(counts)
     out: dict[int, float | None] = {}
     order = np.argsort(raters, kind="stable")
@@ -383,7 +410,7 @@ def leave_one_rater_out_long(
     for rater, rows in zip(rater_ids.tolist(), np.split(order, starts[1:]), strict=True):
         touched = counts[unit_codes[rows]]
         without = touched.copy()
-        np.subtract.at(without, (np.arange(len(rows)), value_codes[rows]), 1)
+        without[np.arange(len(rows)), value_codes[rows]] -= 1  # one entry per row
         matrix = total - _unit_coincidence_sums(touched) + _unit_coincidence_sums(without)
         matrix[np.abs(matrix) < 1e-9] = 0.0
         used = matrix.sum(axis=1) > 0
@@ -405,13 +432,13 @@ def rater_bias_long(
     values = np.asarray(values, dtype=float)
     if not len(values):
         return {}
-    _, unit_codes = np.unique(units, return_inverse=True)
+    _, unit_codes = dense_codes(units)
     sums = np.bincount(unit_codes, weights=values)
     n = np.bincount(unit_codes)
     others = n[unit_codes] - 1
     paired = others > 0
     difference = values[paired] - (sums[unit_codes] - values)[paired] / others[paired]
-    rater_ids, rater_codes = np.unique(raters, return_inverse=True)
+    rater_ids, rater_codes = dense_codes(raters)
     totals = np.bincount(rater_codes[paired], weights=difference, minlength=len(rater_ids))
     seen = np.bincount(rater_codes[paired], minlength=len(rater_ids))
     return {

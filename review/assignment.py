@@ -6,7 +6,7 @@ from datetime import timedelta
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.db import utcnow
-from itsmreview.errors import Conflict, NotFound, PermissionDenied
+from itsmreview.errors import Busy, Conflict, NotFound, PermissionDenied
 from itsmreview.review import queries
 from itsmreview.review.models import (
     Assignment,
@@ -16,6 +16,8 @@ from itsmreview.review.models import (
     RoundStatus,
 )
 from sqlmodel import Session
+
+CLAIM_ATTEMPTS = 20  # looks at the best tasks short of k before telling the expert to retry
 
 
 def release_expired(*, session: Session, round_id: int) -> int:
@@ -73,32 +75,46 @@ def claim_next(
     if mine is not None:
         return mine
     queries.release_lapsed(session=session, round_id=review_round.id, now=now)
-    candidates = queries.claim_candidates(
-        session=session,
-        review_round=review_round,
-        expert_id=actor.id,
-        expertise=list(actor.expertise or []),
-    )
-    for task_version_id, _ in candidates:
-        taken = places_taken_now(
-            session=session, round_id=review_round.id, task_version_id=task_version_id, now=now
-        )
-        if taken >= review_round.k:
-            continue  # someone else took the last place while we looked
-        assignment = Assignment(
-            round_id=review_round.id,
-            task_version_id=task_version_id,
-            expert_id=actor.id,
-            status=AssignmentStatus.reserved,
-            reserved_until=now + timedelta(minutes=review_round.reservation_minutes),
-        )
-        session.add(assignment)
-        session.flush()
-        queries.recount_places(
-            session=session, round_id=review_round.id, task_version_ids=[task_version_id]
-        )
-        return assignment
-    return None
+    for _ in range(CLAIM_ATTEMPTS):
+        for skip_locked in (True, False):  # tasks others are claiming: wait only if no other
+            candidates = queries.claim_candidates(
+                session=session,
+                review_round=review_round,
+                expert_id=actor.id,
+                expertise=list(actor.expertise or []),
+                skip_locked=skip_locked,
+            )
+            if candidates:
+                break
+        else:
+            return None
+        for task_version_id, _ in candidates:
+            taken = places_taken_now(
+                session=session,
+                round_id=review_round.id,
+                task_version_id=task_version_id,
+                now=now,
+            )
+            if taken >= review_round.k:
+                # filled while we looked: correct its count so the next look skips it
+                queries.recount_places(
+                    session=session, round_id=review_round.id, task_version_ids=[task_version_id]
+                )
+                continue
+            assignment = Assignment(
+                round_id=review_round.id,
+                task_version_id=task_version_id,
+                expert_id=actor.id,
+                status=AssignmentStatus.reserved,
+                reserved_until=now + timedelta(minutes=review_round.reservation_minutes),
+            )
+            session.add(assignment)
+            session.flush()
+            queries.recount_places(
+                session=session, round_id=review_round.id, task_version_ids=[task_version_id]
+            )
+            return assignment
+    raise Busy("every task short of experts was being claimed at once; try again")
 
 
 def close_round(*, session: Session, actor: User, round_name: str) -> ReviewRound:

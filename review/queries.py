@@ -180,11 +180,15 @@ def claim_candidates(
     review_round: ReviewRound,
     expert_id: int,
     expertise: Sequence[str] = (),
-    limit: int = 20,
+    limit: int = 5,
+    skip_locked: bool = True,
 ) -> list[tuple[int, int]]:
     """(task version id, places held) of the best tasks the expert may still claim, best
     first: short of k by the kept count, never had by the expert, not authored or edited by
-    them; the expert's personas first, then by priority, then the fewest places held."""
+    them; the expert's personas first, then by priority, then the fewest places held.
+    On PostgreSQL the rows are locked until the transaction ends, skipping rows another
+    claim holds with `skip_locked` (experts claiming at once take different tasks instead of
+    queueing for one), else waiting for them; SQLite's write lock already serialises claims."""
     had = (
         select(Assignment.id)
         .where(
@@ -215,6 +219,7 @@ def claim_candidates(
             RoundTask.id,
         )
         .limit(limit)
+        .with_for_update(skip_locked=skip_locked, of=RoundTask)
     ).all()
     return [(version_id, held) for version_id, held in rows]
 

@@ -93,8 +93,8 @@ class ItemCounts:
         """From parallel arrays of unit and value, one entry per rating (or per `weights`
         ratings)."""
         units, values = np.asarray(units, dtype=np.int64), np.asarray(values, dtype=float)
-        found_units, unit_codes = np.unique(units, return_inverse=True)
-        found_values, value_codes = np.unique(values, return_inverse=True)
+        found_units, unit_codes = agreement.dense_codes(units)
+        found_values, value_codes = agreement.dense_codes(values)
         flat = np.bincount(
             unit_codes * len(found_values) + value_codes,
             weights=None if weights is None else np.asarray(weights, dtype=float),

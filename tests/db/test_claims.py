@@ -469,3 +469,39 @@ def test_claims_take_the_best_task_as_a_full_count_would(session):
         else:
             _lapse(session, mine)
             release_expired(session=session, round_id=review_round.id)
+
+
+def test_a_claim_looks_past_tasks_whose_count_is_behind(session):
+    """Twelve of thirteen tasks are full but their kept counts say empty (as a count read a
+    moment before others filled them would): the claim checks each exactly under its lock,
+    corrects the counts and still finds the open task."""
+    from itsmreview.review.models import RoundTask
+    from sqlalchemy import update
+
+    _, experts, review_round = setup_round(session, n_tasks=13, n_experts=14, k=1)
+    taken = [claim_next(session=session, actor=e) for e in experts[:12]]
+    open_task = (
+        {rt.task_version_id for rt in session.exec(select(RoundTask)).all()}
+        - {a.task_version_id for a in taken}
+    ).pop()
+    session.exec(update(RoundTask).values(places_held=0))
+    session.expire_all()
+    mine = claim_next(session=session, actor=experts[12])
+    assert mine is not None and mine.task_version_id == open_task
+    _held_counts_agree(session, review_round.id)
+    assert claim_next(session=session, actor=experts[13]) is None
+
+
+def test_experts_claiming_at_once_take_different_tasks(engine, at_once):
+    with Session(engine, expire_on_commit=False) as session:
+        _, experts, _ = setup_round(session, n_tasks=6, n_experts=6, k=1)
+    taken = []
+
+    def claim(expert):
+        with Session(engine, expire_on_commit=False) as session:
+            taken.append(claim_next(session=session, actor=expert))
+            session.commit()
+
+    assert at_once(claim, experts) == []
+    assert all(a is not None for a in taken)
+    assert len({a.task_version_id for a in taken}) == 6

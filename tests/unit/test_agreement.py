@@ -10,6 +10,7 @@ from itsmreview.review.agreement import (
     alpha_from_coincidences,
     alpha_of_counts,
     bootstrap_draws,
+    dense_codes,
     gwet_ac,
     gwet_of_counts,
     item_dispersion,
@@ -304,3 +305,19 @@ def test_per_rater_figures_from_long_form_equal_the_matrix_ones(level, seed):
         else:
             assert long_bias[row * 10 + 100] == pytest.approx(matrix_bias[row])
     assert set(long_loo) == {r * 10 + 100 for r in set(raters.tolist())}
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([5, 3, 5, 9, -2]),
+        np.array([4.0, 1.0, 4.0, 2.0]),
+        np.array([0.5, 1.5, 0.5]),  # not integers: sorted
+        np.array([1, 10**9, 3]),  # too wide: sorted
+        np.array([], dtype=float),
+    ],
+)
+def test_dense_codes_equal_numpy_unique(array):
+    found, codes = dense_codes(array)
+    expected, inverse = np.unique(array, return_inverse=True)
+    assert found.tolist() == expected.tolist() and codes.tolist() == inverse.tolist()
