@@ -739,7 +739,10 @@ def open_assignments_frame(*, session: Session) -> pd.DataFrame:
         .join(User, User.id == Assignment.expert_id)
         .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
         .join(Task, Task.id == TaskVersion.task_id)
-        .where(Assignment.status == AssignmentStatus.reserved)
+        .where(
+            Assignment.round_id.in_(select(ReviewRound.id)),  # searched per round on its index
+            Assignment.status == AssignmentStatus.reserved,
+        )
         .order_by(ReviewRound.name, User.username, Assignment.id),
     )
 

@@ -1,4 +1,3 @@
-import plotly.express as px
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
@@ -12,7 +11,13 @@ from itsmreview.review.reliability import (
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
-from itsmreview.ui.charts import alpha_chart, bias_heatmap
+from itsmreview.ui.charts import (
+    alpha_chart,
+    alpha_over_time_chart,
+    bias_heatmap,
+    progress_chart,
+    realism_chart,
+)
 from itsmreview.ui.notice import announce
 
 user = require(Role.lead)
@@ -62,12 +67,7 @@ if data.agreement:
         history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
         background_note(history, "Alpha over time")
         if history.value is not None:
-            st.plotly_chart(
-                px.line(
-                    history.value, x="day", y="alpha", markers=True, hover_data=["ratings"]
-                ).update_layout(height=260),
-                key="alpha-over-time",
-            )
+            st.plotly_chart(alpha_over_time_chart(history.value), key="alpha-over-time")
 with st.expander("Realism by provenance and coverage"):
     from itsmreview.provenance.service import realism_by_provenance
 
@@ -87,23 +87,7 @@ with st.expander("Realism by provenance and coverage"):
         )
         for comparison in ("provenance", "coverage"):
             part = split[split["comparison"] == comparison]
-            figure = px.bar(
-                part,
-                x="mean",
-                y="dimension",
-                color="group",
-                barmode="group",
-                orientation="h",
-                hover_data=["tasks", "ratings", "alpha"],
-            )
-            figure.update_layout(
-                height=100 + 28 * part["dimension"].nunique() * part["group"].nunique(),
-                margin={"t": 30, "b": 10},
-                title=f"by {comparison}",
-                yaxis_title="",
-                xaxis_title="mean rating",
-                legend_title_text="",
-            )
+            figure = realism_chart(part, comparison)
             st.plotly_chart(figure, key=f"realism-{comparison}", config={"displayModeBar": False})
         st.dataframe(
             split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
@@ -225,13 +209,4 @@ with st.expander(f"Open assignments ({len(data.open_assignments)})"):
     st.caption("Reassign one with `itsmreview round reassign ASSIGNMENT --to EXPERT`.")
     st.dataframe(data.open_assignments, hide_index=True)
 progress = data.progress.assign(open=lambda f: f.assigned - f.submitted)
-figure = px.bar(
-    progress,
-    x="expert",
-    y=["submitted", "open"],
-    facet_col="round",
-    labels={"value": "tasks", "variable": ""},
-    color_discrete_map={"submitted": "#2e7d32", "open": "#bdbdbd"},
-)
-figure.update_layout(height=300, margin={"t": 40, "b": 10})
-st.plotly_chart(figure, key="progress")
+st.plotly_chart(progress_chart(progress), key="progress")

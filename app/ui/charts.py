@@ -59,3 +59,61 @@ def bias_heatmap(bias: pd.DataFrame) -> go.Figure:
     )
     figure.update_layout(height=120 + 30 * len(bias), margin={"t": 10, "b": 10})
     return figure
+
+
+def alpha_over_time_chart(history: pd.DataFrame) -> go.Figure:
+    figure = go.Figure(
+        go.Scatter(
+            x=history["day"],
+            y=history["alpha"],
+            mode="lines+markers",
+            customdata=history[["ratings"]],
+            hovertemplate="%{x}: alpha %{y:.3f}, %{customdata[0]} ratings<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        height=260, margin={"t": 10, "b": 10}, xaxis_title="day", yaxis_title="alpha"
+    )
+    return figure
+
+
+GROUP_COLOURS = ["#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a"]
+
+
+def realism_chart(part: pd.DataFrame, comparison: str) -> go.Figure:
+    """Mean rating per dimension, one horizontal bar per group."""
+    figure = go.Figure()
+    for index, (group, rows) in enumerate(part.groupby("group", sort=True)):
+        figure.add_bar(
+            x=rows["mean"],
+            y=rows["dimension"],
+            orientation="h",
+            name=str(group),
+            marker_color=GROUP_COLOURS[index % len(GROUP_COLOURS)],
+            customdata=rows[["tasks", "ratings", "alpha"]],
+            hovertemplate=(
+                "%{y}: %{x:.2f} (%{customdata[0]} tasks, %{customdata[1]} ratings, "
+                "alpha %{customdata[2]:.3f})<extra>%{fullData.name}</extra>"
+            ),
+        )
+    figure.update_layout(
+        barmode="group",
+        height=100 + 28 * part["dimension"].nunique() * max(1, part["group"].nunique()),
+        margin={"t": 30, "b": 10},
+        title=f"by {comparison}",
+        yaxis_title="",
+        xaxis_title="mean rating",
+    )
+    return figure
+
+
+def progress_chart(progress: pd.DataFrame) -> go.Figure:
+    """Submitted and open tasks per expert, stacked, experts grouped by round."""
+    x = [progress["round"].tolist(), progress["expert"].tolist()]
+    figure = go.Figure()
+    for column, colour in (("submitted", "#2e7d32"), ("open", "#bdbdbd")):
+        figure.add_bar(x=x, y=progress[column], name=column, marker_color=colour)
+    figure.update_layout(
+        barmode="stack", height=300, margin={"t": 10, "b": 10}, yaxis_title="tasks"
+    )
+    return figure
