@@ -263,25 +263,57 @@ def assignments_of_task(
     return list(session.exec(query).all())
 
 
-def queue_frame(*, session: Session, expert_id: int) -> pd.DataFrame:
-    return frame_of(
-        session,
-        select(
-            Assignment.id.label("assignment_id"),
-            ReviewRound.name.label("round"),
-            Task.external_id.label("task"),
-            Task.title,
-            Task.persona,
-            Task.track,
-            TaskVersion.version,
-            Assignment.status,
-        )
-        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
-        .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
-        .join(Task, Task.id == TaskVersion.task_id)
-        .where(Assignment.expert_id == expert_id, holds_place(utcnow()))
-        .order_by(Assignment.status.desc(), Assignment.id),
+def queue_frame(
+    *, session: Session, expert_id: int, rated_limit: int | None = None
+) -> pd.DataFrame:
+    """The expert's assignments that hold a place, open ones first; of the rated ones only the
+    `rated_limit` most recent when given."""
+    columns = select(
+        Assignment.id.label("assignment_id"),
+        ReviewRound.name.label("round"),
+        Task.external_id.label("task"),
+        Task.title,
+        Task.persona,
+        Task.track,
+        TaskVersion.version,
+        Assignment.status,
+    ).join(ReviewRound, ReviewRound.id == Assignment.round_id)
+    columns = columns.join(TaskVersion, TaskVersion.id == Assignment.task_version_id).join(
+        Task, Task.id == TaskVersion.task_id
     )
+    mine = Assignment.expert_id == expert_id
+    if rated_limit is None:
+        return frame_of(
+            session,
+            columns.where(mine, holds_place(utcnow())).order_by(
+                Assignment.status.desc(), Assignment.id
+            ),
+        )
+    open_now = (Assignment.status == AssignmentStatus.reserved) & (
+        Assignment.reserved_until > utcnow()
+    )
+    rated = Assignment.status == AssignmentStatus.submitted
+    import pandas as pd
+
+    return pd.concat(
+        [
+            frame_of(session, columns.where(mine, open_now).order_by(Assignment.id)),
+            frame_of(
+                session,
+                columns.where(mine, rated).order_by(Assignment.id.desc()).limit(rated_limit),
+            ),
+        ],
+        ignore_index=True,
+    )
+
+
+def queue_counts(*, session: Session, expert_id: int) -> tuple[int, int]:
+    """(places the expert holds, of which rated)."""
+    rated = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
+    held, done = session.exec(
+        select(func.count(), rated).where(Assignment.expert_id == expert_id, holds_place(utcnow()))
+    ).one()
+    return int(held or 0), int(done or 0)
 
 
 def progress_frame(*, session: Session) -> pd.DataFrame:
@@ -619,26 +651,31 @@ def round_task_statuses(
         .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
         .exists()
     )
-    query = (
-        select(
-            TaskVersion.id.label("task_version_id"),
-            Task.id.label("task_id"),
-            Task.external_id,
-            Task.title,
-            TaskVersion.status,
-            TaskVersion.version,
-            is_newest.label("is_newest"),
-        )
-        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
-        .join(Task, Task.id == TaskVersion.task_id)
-        .where(RoundTask.round_id == round_id)
-        .order_by(Task.external_id)
-    )
+    query = select(
+        TaskVersion.id.label("task_version_id"),
+        Task.id.label("task_id"),
+        Task.external_id,
+        Task.title,
+        TaskVersion.status,
+        TaskVersion.version,
+        is_newest.label("is_newest"),
+    ).join(Task, Task.id == TaskVersion.task_id)
     if task_version_id is not None:
         query = query.where(TaskVersion.id == task_version_id)
-    if status is not None:
-        query = query.where(TaskVersion.status == status)
-    return frame_of(session, query)
+    if status is None:
+        query = query.join(RoundTask, RoundTask.task_version_id == TaskVersion.id).where(
+            RoundTask.round_id == round_id
+        )
+        return frame_of(session, query.order_by(Task.external_id))
+    # the few versions with that status, then whether they are in the round, sorted here: as
+    # a join with an ORDER BY, SQLite walks the whole round instead
+    in_round = (
+        select(RoundTask.task_version_id)
+        .where(RoundTask.task_version_id == TaskVersion.id, RoundTask.round_id == round_id)
+        .exists()
+    )
+    found = frame_of(session, query.where(TaskVersion.status == status, in_round))
+    return found.sort_values("external_id", kind="stable", ignore_index=True)
 
 
 def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:

@@ -30,10 +30,30 @@ class AssignmentView:
     draft_scores: dict[str, float | None] | None = None
 
 
-def expert_queue(*, session: Session, actor: User) -> pd.DataFrame:
-    """The actor's assignments, open ones first."""
+QUEUE_RATED_SHOWN = 50
+
+
+@dataclass
+class ExpertQueue:
+    """The actor's open assignments and their most recently rated ones, with the totals."""
+
+    rows: pd.DataFrame
+    held: int
+    rated: int
+
+    @property
+    def empty(self) -> bool:
+        return self.held == 0
+
+
+def expert_queue(
+    *, session: Session, actor: User, rated_shown: int = QUEUE_RATED_SHOWN
+) -> ExpertQueue:
+    """The actor's open assignments, then the `rated_shown` they rated last."""
     require_role(actor, Role.expert)
-    return queries.queue_frame(session=session, expert_id=actor.id)
+    held, rated = queries.queue_counts(session=session, expert_id=actor.id)
+    rows = queries.queue_frame(session=session, expert_id=actor.id, rated_limit=rated_shown)
+    return ExpertQueue(rows=rows, held=held, rated=rated)
 
 
 def assignment_view(*, session: Session, actor: User, assignment_id: int) -> AssignmentView:

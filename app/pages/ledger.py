@@ -10,6 +10,7 @@ from itsmreview.provenance.service import (
     KINDS,
     Reference,
     audit_for,
+    ledger_filters,
     ledger_page,
     record_source,
     summary_for,
@@ -66,7 +67,7 @@ if summary["fields"]:
     )
 
 with session_scope() as session:
-    filters = ledger_page(session=session, actor=user, page_size=1)
+    filters = ledger_filters(session=session, actor=user)
 head = filters.head
 st.subheader("Head")
 if head is None:
@@ -141,14 +142,19 @@ query = {
     "since": since,
     "until": until,
 }
+page_key = "ledger-page"
+if st.session_state.get("ledger-query") != query:  # other filters: back to their first page
+    st.session_state["ledger-query"] = query
+    st.session_state[page_key] = 1
+page = max(1, int(st.session_state.get(page_key) or 1))
 with session_scope() as session:
-    first = ledger_page(session=session, actor=user, page_size=PAGE_SIZE, **query)
-pages = max(1, -(-first.total // PAGE_SIZE))
-page = st.number_input(f"Page (of {pages:,}; {first.total:,} entries)", 1, pages, 1)
-shown = first
-if page != 1:
+    shown = ledger_page(session=session, actor=user, page=page, page_size=PAGE_SIZE, **query)
+pages = max(1, -(-shown.total // PAGE_SIZE))
+if page > pages:  # entries went away since: show the last page
+    st.session_state[page_key] = page = pages
     with session_scope() as session:
         shown = ledger_page(session=session, actor=user, page=page, page_size=PAGE_SIZE, **query)
+st.number_input(f"Page (of {pages:,}; {shown.total:,} entries)", 1, pages, key=page_key)
 st.dataframe(
     shown.entries.fillna("-"),
     hide_index=True,

@@ -28,20 +28,15 @@ if st.button(
 if queue.empty:
     st.info("Nothing is assigned to you yet: take the next task above.")
     st.stop()
-done = int((queue.status == "submitted").sum())
-st.progress(done / len(queue), text=f"{done} of {len(queue)} rated")
+st.progress(queue.rated / queue.held, text=f"{queue.rated:,} of {queue.held:,} rated")
 state = {"submitted": "Rated"}
 labels = {
     int(r.assignment_id): f"{state.get(r.status, 'To rate')} · {r.title} ({r.persona})"
-    for r in queue.itertuples()
+    for r in queue.rows.itertuples()
 }
-open_ids = [i for i, r in zip(labels, queue.itertuples(), strict=True) if r.status != "submitted"]
-chosen = st.selectbox(
-    "Task",
-    list(labels),
-    format_func=labels.get,
-    index=list(labels).index(open_ids[0]) if open_ids else 0,
-)
+chosen = st.selectbox("Task", list(labels), format_func=labels.get, index=0)
+if queue.rated > (shown := int((queue.rows.status == "submitted").sum())):
+    st.caption(f"Listed: your open tasks and the {shown} you rated last.")
 with session_scope() as session:
     view = assignment_view(session=session, actor=user, assignment_id=chosen)
 left, right = st.columns([3, 2], gap="large")
@@ -73,7 +68,7 @@ def _next_task(expert) -> str:
         return ""
     if following is None:
         return "Every task of the round has its experts. Thank you!"
-    title = mine.loc[mine["assignment_id"] == following.id, "title"].iloc[0]
+    title = mine.rows.loc[mine.rows["assignment_id"] == following.id, "title"].iloc[0]
     return f"Next: {title}."
 
 

@@ -438,9 +438,24 @@ def export_ledger(
 class LedgerPage:
     entries: pd.DataFrame
     total: int
+
+
+@dataclass
+class LedgerFilters:
     head: dict | None
     artifact_types: list[str]
     actors: dict[str, int]
+
+
+def ledger_filters(*, session: Session, actor: User) -> LedgerFilters:
+    """The head and the choices for the entries' filters. Leads only."""
+    require_role(actor, Role.lead)
+    names = queries.user_names(session=session)
+    return LedgerFilters(
+        ledger_head(session=session),
+        queries.artifact_types(session=session),
+        {name: user_id for user_id, name in names.items()},
+    )
 
 
 def ledger_page(
@@ -455,16 +470,14 @@ def ledger_page(
     page: int = 1,
     page_size: int = 200,
 ) -> LedgerPage:
-    """One page of entries (newest first) matching the filters, with actor names, the head,
-    and the choices for the filters. Leads only."""
+    """One page of entries (newest first) matching the filters, with actor names, and how
+    many match. Leads only."""
     require_role(actor, Role.lead)
-    names = queries.user_names(session=session)
-    by_name = {name: user_id for user_id, name in names.items()}
     actor_id = None
     if actor_name:
-        if actor_name not in by_name:
+        actor_id = queries.user_id_named(session=session, username=actor_name)
+        if actor_id is None:
             raise NotFound(f"no user {actor_name!r}")
-        actor_id = by_name[actor_name]
     frame, total = queries.entries_page(
         session=session,
         source_kind=source_kind,
@@ -475,13 +488,7 @@ def ledger_page(
         offset=(max(page, 1) - 1) * page_size,
         limit=page_size,
     )
-    return LedgerPage(
-        frame,
-        total,
-        ledger_head(session=session),
-        queries.artifact_types(session=session),
-        by_name,
-    )
+    return LedgerPage(frame, total)
 
 
 def summary_for(*, session: Session, actor: User) -> dict:

@@ -539,3 +539,44 @@ def test_a_lead_records_a_world_source_and_verifies_the_ledger(demo_configured):
     next(t for t in at.text_input if t.label == "Expected head (optional)").set_value(head)
     at.button(key=next(b.key for b in at.button if b.label == "Verify")).click().run()
     assert any("Chain intact" in s.value for s in at.success), [e.value for e in at.error]
+
+
+def test_the_ledger_entries_page_through_and_a_new_filter_starts_at_its_first_page(
+    demo_configured,
+):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.ledger.models import LedgerEntry
+    from itsmreview.provenance.service import Reference, record_source
+    from sqlmodel import func, select
+
+    with session_scope() as session:  # enough world sources for three pages of 200
+        lead = user_by_username(session=session, username="lead")
+        for n in range(450):
+            record_source(
+                session=session,
+                actor=lead,
+                about=f"world:org-{n}",
+                field_name="org_structure",
+                kind="external",
+                reference=Reference("ServiceNow CMDB data model"),
+            )
+    with session_scope() as session:
+        total = session.exec(select(func.count()).select_from(LedgerEntry)).one()
+        newest = session.exec(select(func.max(LedgerEntry.seq))).one()
+        worlds = session.exec(
+            select(func.count()).where(LedgerEntry.artifact_type == "world")
+        ).one()
+    at = open_page(log_in("lead"), "ledger")
+    pages = next(n for n in at.number_input if n.label.startswith("Page (of"))
+    assert f"{total:,} entries" in pages.label
+    assert at.dataframe[-1].value.iloc[0]["seq"] == newest
+    pages.set_value(2).run()
+    assert not at.exception
+    assert at.dataframe[-1].value.iloc[0]["seq"] == newest - 200
+    next(s for s in at.selectbox if s.label == "Artifact").set_value("world").run()
+    assert not at.exception
+    pages = next(n for n in at.number_input if n.label.startswith("Page (of"))
+    assert pages.value == 1 and f"{worlds:,} entries" in pages.label
+    shown = at.dataframe[-1].value
+    assert set(shown["artifact_type"]) == {"world"} and shown.iloc[0]["seq"] == newest

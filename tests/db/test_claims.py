@@ -15,6 +15,7 @@ from itsmreview.review.models import Assignment, AssignmentStatus, Rating
 from itsmreview.review.queries import queue_frame
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
+from itsmreview.review.view import expert_queue
 from sqlmodel import Session, select
 
 
@@ -505,3 +506,27 @@ def test_experts_claiming_at_once_take_different_tasks(engine, at_once):
     assert at_once(claim, experts) == []
     assert all(a is not None for a in taken)
     assert len({a.task_version_id for a in taken}) == 6
+
+
+def test_queue_lists_open_tasks_then_the_latest_rated_and_counts_all(session):
+    _, experts, _ = setup_round(session, n_tasks=6, n_experts=1, k=1)
+    expert = experts[0]
+    scores = {d.key: 4 for d in load_rubric().dimensions}
+    rated = []
+    for _ in range(5):
+        assignment = claim_next(session=session, actor=expert)
+        submit_rating(
+            session=session,
+            actor=expert,
+            assignment_id=assignment.id,
+            scores=scores,
+            verdict="accept",
+        )
+        rated.append(assignment.id)
+    open_one = claim_next(session=session, actor=expert)
+    queue = expert_queue(session=session, actor=expert, rated_shown=2)
+    assert (queue.held, queue.rated) == (6, 5)
+    assert queue.rows["assignment_id"].tolist() == [open_one.id, rated[4], rated[3]]
+    assert queue.rows["status"].tolist() == ["reserved", "submitted", "submitted"]
+    whole = queue_frame(session=session, expert_id=expert.id)
+    assert sorted(whole["assignment_id"]) == sorted([*rated, open_one.id])

@@ -339,3 +339,12 @@ def test_realism_split_by_provenance(history):
     assert means["mostly from the logs"] == 5.0  # t1: three experts gave 5
     assert means["elsewhere"] == pytest.approx((2 + 2 + 3) / 3)  # t2: 2, 2 and 3
     assert set(split[split["comparison"] == "coverage"]["group"]) == {"no source variant"}
+
+
+def test_filter_choices_walk_the_artifact_types_like_distinct(history):
+    from itsmreview.provenance.queries import artifact_types
+
+    with session_scope() as session:
+        walked = artifact_types(session=session)
+        distinct = sorted(set(session.exec(select(LedgerEntry.artifact_type)).all()))
+    assert walked == distinct and len(walked) >= 3
