@@ -70,6 +70,10 @@ def variant_detail(
     if variant is None or not log.events_path:
         return VariantDetail.missing(log_name, sequence, n_variants)
     folder = Path(log.events_path)
+    if not (folder / "cases.parquet").is_file():
+        raise NotFound(
+            f"the stored cases of log {log_name!r} are missing ({folder}): import the log again"
+        )
     column = "variant_key" if level == VariantLevel.raw else "collapsed_variant_key"
     cases = pq.read_table(
         folder / "cases.parquet",

@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
-from itsmreview.db import frame_of, in_ids
+from itsmreview.db import distinct_walk, frame_of, in_ids
 from sqlalchemy import func, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
@@ -295,7 +295,7 @@ def _newest_for(version_table):
 def filter_choices(*, session: Session) -> dict[str, list[str]]:
     """The personas, tracks and statuses the catalog holds, each sorted (indexed columns)."""
     return {
-        name: sorted(str(v) for v in session.exec(select(column).distinct()).all())
+        name: sorted(str(v) for v in session.exec(distinct_walk(column)).all())
         for name, column in (
             ("persona", Task.persona),
             ("track", Task.track),
@@ -307,14 +307,14 @@ def filter_choices(*, session: Session) -> dict[str, list[str]]:
 def declared_variant_sequences(*, session: Session) -> dict[str, list[str]]:
     """Sequence key -> sequence of every variant some newest task version declares: each
     distinct key (from its index), kept when a newest version declares it."""
-    keys = select(TaskVersionVariant.sequence_key).distinct().subquery()
+    keys = distinct_walk(TaskVersionVariant.sequence_key).subquery()
     declaring = aliased(TaskVersionVariant)
     newer = aliased(TaskVersion)
     by_newest = (
         select(declaring.task_version_id)
         .join(TaskVersion, TaskVersion.id == declaring.task_version_id)
         .where(
-            declaring.sequence_key == keys.c.sequence_key,
+            declaring.sequence_key == keys.c.value,
             ~select(newer.id)
             .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
             .exists(),
@@ -323,11 +323,11 @@ def declared_variant_sequences(*, session: Session) -> dict[str, list[str]]:
     )
     sequence = (
         select(TaskVersionVariant.sequence)
-        .where(TaskVersionVariant.sequence_key == keys.c.sequence_key)
+        .where(TaskVersionVariant.sequence_key == keys.c.value)
         .limit(1)
         .scalar_subquery()
     )
-    rows = session.exec(select(keys.c.sequence_key, sequence).where(by_newest)).all()
+    rows = session.exec(select(keys.c.value, sequence).where(by_newest)).all()
     return {key: list(declared) for key, declared in rows}
 
 

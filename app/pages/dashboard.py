@@ -60,39 +60,47 @@ if len(undefined):
     )
 with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
     st.dataframe(frame.drop(columns=["key"]), hide_index=True)
-if data.agreement:
-    with st.expander("Alpha over time"):
+# the figures below read the whole round: computed only once their expander is open
+over_time = st.expander("Alpha over time", key="open-over-time", on_change="rerun")
+if over_time.open and not data.agreement:
+    over_time.caption("No agreement figures yet.")
+elif over_time.open:
+    with over_time:
         items = {a.item: a.label for a in data.agreement}
         chosen_item = st.selectbox("Item", list(items), format_func=items.get, key="over-time")
         history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
         background_note(history, "Alpha over time")
         if history.value is not None:
             st.plotly_chart(alpha_over_time_chart(history.value), key="alpha-over-time")
-with st.expander("Realism by provenance and coverage"):
-    from itsmreview.provenance.service import realism_by_provenance
+realism = st.expander("Realism by provenance and coverage", key="open-realism", on_change="rerun")
+if realism.open:
+    with realism:
+        from itsmreview.provenance.service import realism_by_provenance
 
-    shown = in_background(realism_by_provenance)(user, round_name=data.round_name)
-    background_note(shown, "Realism by provenance")
-    split = shown.value
-    if split is None:
-        pass
-    elif split.empty:
-        st.caption("No ratings in this round yet.")
-    else:
-        st.caption(
-            "Mean human rating per dimension of tasks whose instruction, environment and "
-            "verifier came mostly from the logs against the rest, and of tasks on the log's "
-            "ten most frequent variants against rarer ones. If log-derived tasks rated worse, "
-            "the benchmark's claim would not hold."
-        )
-        for comparison in ("provenance", "coverage"):
-            part = split[split["comparison"] == comparison]
-            figure = realism_chart(part, comparison)
-            st.plotly_chart(figure, key=f"realism-{comparison}", config={"displayModeBar": False})
-        st.dataframe(
-            split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
-            hide_index=True,
-        )
+        shown = in_background(realism_by_provenance)(user, round_name=data.round_name)
+        background_note(shown, "Realism by provenance")
+        split = shown.value
+        if split is None:
+            pass
+        elif split.empty:
+            st.caption("No ratings in this round yet.")
+        else:
+            st.caption(
+                "Mean human rating per dimension of tasks whose instruction, environment and "
+                "verifier came mostly from the logs against the rest, and of tasks on the log's "
+                "ten most frequent variants against rarer ones. If log-derived tasks rated worse, "
+                "the benchmark's claim would not hold."
+            )
+            for comparison in ("provenance", "coverage"):
+                part = split[split["comparison"] == comparison]
+                figure = realism_chart(part, comparison)
+                st.plotly_chart(
+                    figure, key=f"realism-{comparison}", config={"displayModeBar": False}
+                )
+            st.dataframe(
+                split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
+                hide_index=True,
+            )
 bias = data.bias_frame()
 if not bias.empty:
     st.subheader("Rater bias")

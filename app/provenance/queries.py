@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.db import frame_of
+from itsmreview.db import distinct_walk, frame_of
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
@@ -201,13 +201,7 @@ def entries_page(
 
 
 def artifact_types(*, session: Session) -> list[str]:
-    """The distinct artifact types, by a walk of their index from one value to the next (a few
-    index probes, where DISTINCT reads every entry)."""
-    column = LedgerEntry.artifact_type
-    walk = select(func.min(column)).cte("walk", recursive=True)
-    following = select(func.min(column)).where(column > walk.c[0]).scalar_subquery()
-    walk = walk.union_all(select(following).where(walk.c[0].is_not(None)))
-    return [v for v in session.exec(select(walk.c[0])).all() if v is not None]
+    return list(session.exec(distinct_walk(LedgerEntry.artifact_type)).all())
 
 
 def versions_with_transcripts(*, session: Session) -> set[int]:

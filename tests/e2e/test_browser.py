@@ -157,6 +157,28 @@ def test_lead_logs_in_and_opens_coverage(server, browser, tmp_path):
     _screenshot(browser, tmp_path, "coverage.png")
 
 
+def test_a_closed_dashboard_expander_computes_its_figures_when_opened(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _log_in(browser, server, "lead")
+    _wait_for_heading(browser, "Dashboard")
+    wait = WebDriverWait(browser, 45)
+    body = (By.TAG_NAME, "body")
+    wait.until(ec.text_to_be_present_in_element(body, "Progress per expert"))
+    assert "Mean human rating per dimension" not in browser.find_element(*body).text
+    summary = wait.until(
+        ec.element_to_be_clickable(
+            (By.XPATH, "//summary[.//p[text()='Realism by provenance and coverage']]")
+        )
+    )
+    summary.click()
+    wait.until(ec.text_to_be_present_in_element(body, "Mean human rating per dimension"))
+    panel = summary.find_element(By.XPATH, "./..")
+    wait.until(lambda _: len(panel.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")) == 2)
+
+
 def test_expert_logs_in_and_sees_task_transcript_and_variant(server, browser, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
