@@ -22,6 +22,7 @@ Prints medians with their spread; record the table in docs/performance.md.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -467,11 +468,12 @@ def group_cli() -> dict:
     return out
 
 
-def concurrent_worker(index: int, submits: int, start_at: float, think: float) -> dict:
+def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     """One expert's process: claim and submit, each in `write_transaction` as the queue page
     does (busy writes, deadlocks and serialization failures retried whole). Imports and
-    connects first, then waits for `start_at` (wall clock) so that fifty start-ups do not
-    overlap the work; before each action it thinks for a uniform 0-2x`think` seconds."""
+    connects first, says so in `barrier`, then waits for the start time the parent writes
+    there once every worker is ready, so that fifty start-ups do not overlap the work;
+    before each action it thinks for a uniform 0-2x`think` seconds."""
     import random
 
     from itsmreview.accounts.queries import user_by_username
@@ -482,7 +484,11 @@ def concurrent_worker(index: int, submits: int, start_at: float, think: float) -
 
     with session_scope() as session:
         user_by_username(session=session, username=f"e{index}")
-    time.sleep(max(0.0, start_at - time.time()))
+    (barrier / f"ready-{index}").touch()
+    go = barrier / "go"
+    while not go.exists():
+        time.sleep(0.01)
+    time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
     chance = random.Random(index)
     claims, writes, errors = [], [], []
 
@@ -533,17 +539,33 @@ def _concurrent_run(workers: int, submits: int, think: float) -> dict:
     from itsmreview.db import get_engine
     from sqlalchemy import text
 
-    start_at = time.time() + 20  # after every worker has imported and connected
+    barrier = Path(tempfile.mkdtemp(prefix="scale-barrier-"))
     processes = [
         subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(i), str(submits), str(start_at), str(think)],
+            [sys.executable, __file__, "--worker", str(i), str(submits), str(barrier), str(think)],
             stdout=subprocess.PIPE,
             text=True,
             env=os.environ,
         )
         for i in range(1, workers + 1)
     ]
-    results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in processes]
+    deadline = time.time() + 600
+    while len(list(barrier.glob("ready-*"))) < workers and time.time() < deadline:
+        if any(p.poll() not in (None, 0) for p in processes):
+            break  # a worker failed to start: its error is reported below
+        time.sleep(0.1)
+    start_at = time.time() + 1.0  # every worker has imported and connected
+    (barrier / "go.tmp").write_text(repr(start_at))
+    (barrier / "go.tmp").replace(barrier / "go")
+    results = []
+    for process in processes:
+        lines = process.communicate()[0].strip().splitlines()
+        results.append(
+            json.loads(lines[-1])
+            if lines
+            else {"claims": [], "writes": [], "errors": [f"worker exited {process.returncode}"]}
+        )
+    shutil.rmtree(barrier, ignore_errors=True)
     elapsed = time.time() - start_at
     writes = sorted(w for r in results for w in r["writes"])
     claims = sorted(c for r in results for c in r["claims"])
@@ -633,10 +655,8 @@ def main() -> None:
         print(json.dumps(GROUPS[args.group]()))
         return
     if args.worker:
-        index, submits, start_at, think = args.worker
-        print(
-            json.dumps(concurrent_worker(int(index), int(submits), float(start_at), float(think)))
-        )
+        index, submits, barrier, think = args.worker
+        print(json.dumps(concurrent_worker(int(index), int(submits), Path(barrier), float(think))))
         return
     for backend in args.backend.split(","):
         with tempfile.TemporaryDirectory() as tmp:
