@@ -58,6 +58,12 @@ class Settings(BaseSettings):
         description="Longest wait imposed after repeated wrong passwords (the wait doubles with "
         "each failure past the free ones, up to this).",
     )
+    session_hours: float = Field(
+        default=12,
+        gt=0,
+        description="How long a login lasts in a browser: a reload or a link within this time "
+        "keeps the user logged in; logging out ends it at once.",
+    )
     anthropic_api_key: str | None = Field(
         default=None,
         description="Key for the Anthropic API; model raters run only when it is set.",

@@ -5,8 +5,9 @@ from pathlib import Path
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.errors import PermissionDenied
-from itsmreview.ui.auth import adopt_sso_identity, current_user, log_out
+from itsmreview.ui.auth import adopt_sso_identity, current_user, keep_session_cookie, log_out
 from itsmreview.ui.notice import show_announcements
+from itsmreview.ui.text import literal
 
 PAGES = Path(__file__).parent / "pages"
 
@@ -24,7 +25,7 @@ st.set_page_config(page_title="itsmreview", page_icon=":material/fact_check:", l
 try:
     adopt_sso_identity()
 except PermissionDenied as exc:
-    st.error(str(exc))
+    st.error(literal(str(exc)))
 user = current_user()
 login = st.Page(
     PAGES / "login.py",
@@ -65,5 +66,6 @@ else:
         if st.button("Log out", key="logout"):
             log_out()
             st.rerun()
+keep_session_cookie()
 show_announcements()
 navigation.run()

@@ -525,24 +525,87 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
     return {"claims": claims, "writes": writes, "errors": errors}
 
 
+def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
+    """The floor under the concurrent run: the same process, start and pauses, but a claim is
+    one locking SELECT and an UPDATE of a scratch table, and a submit one INSERT of a rating
+    and its eight scores, straight through the driver (no ORM, gate, ledger or checks)."""
+    import random
+
+    import psycopg
+    from itsmreview.settings import get_settings
+    from sqlalchemy.engine import make_url
+
+    url = make_url(get_settings().resolved_database_url())
+    connection = psycopg.connect(
+        host=url.host, port=url.port, user=url.username, dbname=url.database, autocommit=True
+    )
+    (barrier / f"ready-{index}").touch()
+    go = barrier / "go"
+    while not go.exists():
+        time.sleep(0.01)
+    time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
+    chance = random.Random(index)
+    claims, writes = [], []
+    for _ in range(submits):
+        time.sleep(chance.uniform(0, 2 * think))
+        start = time.perf_counter()
+        with connection.transaction():
+            row = connection.execute(
+                "SELECT id FROM floor_places WHERE held < 3 ORDER BY id LIMIT 1 "
+                "FOR UPDATE SKIP LOCKED"
+            ).fetchone()
+            connection.execute("UPDATE floor_places SET held = held + 1 WHERE id = %s", row)
+        claims.append(time.perf_counter() - start)
+        time.sleep(chance.uniform(0, 2 * think))
+        start = time.perf_counter()
+        with connection.transaction():
+            rating = connection.execute(
+                "INSERT INTO floor_ratings (place, expert) VALUES (%s, %s) RETURNING id",
+                (row[0], index),
+            ).fetchone()[0]
+            connection.cursor().executemany(
+                "INSERT INTO floor_scores (rating, dimension, value) VALUES (%s, %s, 4)",
+                [(rating, f"d{d}") for d in range(8)],
+            )
+        writes.append(time.perf_counter() - start)
+    return {"claims": claims, "writes": writes, "errors": []}
+
+
 def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
     """Fifty experts at once, twice: acting back to back (no pause: the issue's load), and
     pausing a mean 1 s before each claim and each submit (still far quicker than a person
     reading a task)."""
+    from itsmreview.db import get_engine
+    from sqlalchemy import text
+
     out = {}
     for think in (0.0, 1.0):
         out[f"concurrent, think {think:g} s"] = _concurrent_run(workers, submits, think)
+    scratch = ("floor_places", "floor_ratings", "floor_scores")
+    with get_engine().begin() as c:
+        c.execute(text("CREATE TABLE floor_places (id serial PRIMARY KEY, held int NOT NULL)"))
+        c.execute(text("INSERT INTO floor_places (held) SELECT 0 FROM generate_series(1, 5000)"))
+        c.execute(text("CREATE TABLE floor_ratings (id serial PRIMARY KEY, place int, expert int)"))
+        c.execute(text("CREATE TABLE floor_scores (rating int, dimension text, value float)"))
+    try:
+        out["floor, think 0 s: bare claim and insert (no ORM, gate or ledger)"] = _concurrent_run(
+            workers, submits, 0.0, mode="--floor-worker"
+        )
+    finally:
+        with get_engine().begin() as c:
+            for table in scratch:
+                c.execute(text(f"DROP TABLE IF EXISTS {table}"))
     return out
 
 
-def _concurrent_run(workers: int, submits: int, think: float) -> dict:
+def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--worker") -> dict:
     from itsmreview.db import get_engine
     from sqlalchemy import text
 
     barrier = Path(tempfile.mkdtemp(prefix="scale-barrier-"))
     processes = [
         subprocess.Popen(
-            [sys.executable, __file__, "--worker", str(i), str(submits), str(barrier), str(think)],
+            [sys.executable, __file__, mode, str(i), str(submits), str(barrier), str(think)],
             stdout=subprocess.PIPE,
             text=True,
             env=os.environ,
@@ -637,6 +700,7 @@ def main() -> None:
     parser.add_argument("--groups", default=",".join(GROUPS))
     parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument(
         "--build-only",
         metavar="DIR",
@@ -654,10 +718,11 @@ def main() -> None:
     if args.group:
         print(json.dumps(GROUPS[args.group]()))
         return
-    if args.worker:
-        index, submits, barrier, think = args.worker
-        print(json.dumps(concurrent_worker(int(index), int(submits), Path(barrier), float(think))))
-        return
+    for worker, work in ((args.worker, concurrent_worker), (args.floor_worker, floor_worker)):
+        if worker:
+            index, submits, barrier, think = worker
+            print(json.dumps(work(int(index), int(submits), Path(barrier), float(think))))
+            return
     for backend in args.backend.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)

@@ -245,6 +245,29 @@ def csv_columns(
     return next(csv.reader([text.lstrip("\ufeff")], delimiter=sep), [])
 
 
+CANDIDATE_SEPARATORS = (",", ";", "\t", "|")
+
+
+def guess_separator(path: Path, limits: Limits | None = None) -> str:
+    """The separator of a CSV log's header: the candidate (`,` `;` tab `|`) that splits it
+    into the most columns outside quotes, `,` when none splits it. Reads a bounded sample.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> (folder / "bpi.csv").write_text('"Incident ID";"DateStamp";"IncidentActivity_Type"')
+    49
+    >>> guess_separator(folder / "bpi.csv")
+    ';'
+    """
+    text = _header_sample(path, limits or Limits.from_settings()).decode("latin-1")
+
+    def columns(sep: str) -> int:
+        return len(next(csv.reader([text], delimiter=sep), []))
+
+    best = max(CANDIDATE_SEPARATORS, key=lambda sep: (columns(sep), sep == ","))
+    return best if columns(best) > 1 else ","
+
+
 def _check_unique(path: Path, wanted: list[str], present: list[str]) -> None:
     """A mapped column whose name the header repeats is ambiguous: refuse it, naming both
     places (unmapped repeated names are harmless)."""

@@ -64,7 +64,8 @@ class Dashboard:
 def dashboard(
     *, session: Session, actor: User, round_name: str | None = None, bootstrap: int = 1000
 ) -> Dashboard:
-    """Progress, task statuses, agreement with CIs and disagreements of a round. Leads only."""
+    """Progress, the statuses of the round's tasks, agreement with CIs and disagreements of a
+    round (the newest when `round_name` is None). Leads only."""
     require_role(actor, Role.lead)
     rounds = [
         {"name": r.name, "status": r.status, "k": r.k, "created_at": r.created_at}
@@ -82,6 +83,7 @@ def dashboard(
         session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
     )
     board.round_name = review_round.name
+    board.task_status = queries.round_status_counts(session=session, round_id=review_round.id)
     board.agreement = (
         [item_from_record(r) for r in figures.payload["items"]] if figures.payload else []
     )

@@ -66,6 +66,8 @@ class RoundTask(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("round_id", "task_version_id"),
         Index("ix_round_tasks_round_places", "round_id", "places_held"),
+        # claims walk a round's tasks in priority order
+        Index("ix_round_tasks_round_priority", "round_id", "priority", "places_held"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

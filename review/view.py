@@ -7,6 +7,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
+from itsmreview.errors import NotFound
 from itsmreview.review import queries
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
 from itsmreview.review.rubrics import RubricDefinition
@@ -47,13 +48,32 @@ class ExpertQueue:
 
 
 def expert_queue(
-    *, session: Session, actor: User, rated_shown: int = QUEUE_RATED_SHOWN
+    *,
+    session: Session,
+    actor: User,
+    rated_shown: int = QUEUE_RATED_SHOWN,
+    round_name: str | None = None,
 ) -> ExpertQueue:
-    """The actor's open assignments, then the `rated_shown` they rated last."""
+    """The actor's open assignments, then the `rated_shown` they rated last; of one round when
+    `round_name` is given (NotFound if there is no such round)."""
     require_role(actor, Role.expert)
-    held, rated = queries.queue_counts(session=session, expert_id=actor.id)
-    rows = queries.queue_frame(session=session, expert_id=actor.id, rated_limit=rated_shown)
+    round_id = None
+    if round_name is not None:
+        review_round = queries.newest_round(session=session, name=round_name)
+        if review_round is None:
+            raise NotFound(f"no review round {round_name!r}")
+        round_id = review_round.id
+    held, rated = queries.queue_counts(session=session, expert_id=actor.id, round_id=round_id)
+    rows = queries.queue_frame(
+        session=session, expert_id=actor.id, rated_limit=rated_shown, round_id=round_id
+    )
     return ExpertQueue(rows=rows, held=held, rated=rated)
+
+
+def expert_rounds(*, session: Session, actor: User) -> list[str]:
+    """Names of the rounds the actor can rate in or holds tasks of, newest first."""
+    require_role(actor, Role.expert)
+    return [name for name, _ in queries.expert_rounds(session=session, expert_id=actor.id)]
 
 
 def assignment_view(*, session: Session, actor: User, assignment_id: int) -> AssignmentView:

@@ -42,6 +42,23 @@ class LoginFailure(SQLModel, table=True):
     locked_until: datetime | None = None
 
 
+class LoginSession(SQLModel, table=True):
+    """A browser's login, found again from its cookie after a reload: the cookie holds a random
+    token and only its SHA-256 is stored. Ends at `expires_at`, on logout (`ended_at`), and
+    whenever its user's `session_epoch` moves past `epoch` (deactivation, role change, password
+    reset)."""
+
+    __tablename__ = "login_sessions"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_sha256: str = Field(sa_type=String(64), unique=True, index=True)
+    user_id: int = Field(foreign_key="users.id", index=True)
+    epoch: int
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime
+    ended_at: datetime | None = None
+
+
 class UserPublic(SQLModel):
     id: int
     username: str

@@ -1,4 +1,4 @@
-from itsmreview.accounts.models import LoginFailure, Role, User
+from itsmreview.accounts.models import LoginFailure, LoginSession, Role, User
 from sqlmodel import Session, select
 
 
@@ -64,4 +64,32 @@ def lock_until(*, session: Session, scope: str, key: str, until) -> None:
         update(LoginFailure)
         .where(LoginFailure.scope == scope, LoginFailure.key == key)
         .values(locked_until=until)
+    )
+
+
+def login_session(*, session: Session, token_sha256: str) -> LoginSession | None:
+    return session.exec(
+        select(LoginSession).where(LoginSession.token_sha256 == token_sha256)
+    ).first()
+
+
+def end_login_sessions(*, session: Session, user_id: int, now) -> None:
+    """End every open login of one user."""
+    from sqlalchemy import update
+
+    session.exec(
+        update(LoginSession)
+        .where(LoginSession.user_id == user_id, LoginSession.ended_at.is_(None))
+        .values(ended_at=now)
+    )
+
+
+def forget_old_sessions(*, session: Session, before) -> None:
+    """Delete logins that expired or ended before `before`."""
+    from sqlalchemy import delete, or_
+
+    session.exec(
+        delete(LoginSession).where(
+            or_(LoginSession.expires_at < before, LoginSession.ended_at < before)
+        )
     )

@@ -169,6 +169,55 @@ def revalidate(*, session: Session, check: SessionCheck) -> User:
     return user
 
 
+def _token_sha256(token: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def open_session(*, session: Session, user: User) -> str:
+    """A new login of `user` that lasts `session_hours`; returns its token (for the browser's
+    cookie; only its hash is stored). Logins that ended or expired a day ago are forgotten."""
+    from itsmreview.accounts.models import LoginSession
+    from itsmreview.settings import get_settings
+
+    now = utcnow()
+    queries.forget_old_sessions(session=session, before=now - timedelta(days=1))
+    token = secrets.token_urlsafe(32)
+    session.add(
+        LoginSession(
+            token_sha256=_token_sha256(token),
+            user_id=user.id,
+            epoch=user.session_epoch,
+            created_at=now,
+            expires_at=now + timedelta(hours=get_settings().session_hours),
+        )
+    )
+    session.flush()
+    return token
+
+
+def resume_session(*, session: Session, token: str) -> User:
+    """The user of an open login. Raises PermissionDenied when the token is unknown, expired
+    or ended, or the user was deactivated or changed since."""
+    login = queries.login_session(session=session, token_sha256=_token_sha256(token[:256]))
+    if login is None:
+        raise PermissionDenied("your session has ended; log in again")
+    user = revalidate(session=session, check=SessionCheck(login.user_id, login.epoch))
+    if login.ended_at is not None or login.expires_at <= utcnow():
+        raise PermissionDenied("your session has ended; log in again")
+    return user
+
+
+def end_session(*, session: Session, token: str) -> None:
+    """Log out: the login of `token` ends for every tab that shares it."""
+    login = queries.login_session(session=session, token_sha256=_token_sha256(token[:256]))
+    if login is not None and login.ended_at is None:
+        login.ended_at = utcnow()
+        session.add(login)
+        session.flush()
+
+
 def require_role(user: User | None, *roles: Role) -> User:
     """`user` if it has one of `roles` (admins pass every check). Raises PermissionDenied."""
     if user is None:
@@ -214,6 +263,7 @@ def _record(session: Session, actor: User, user: User, action: str, payload: dic
 
     user.session_epoch += 1  # every open session of the user ends
     session.add(user)
+    queries.end_login_sessions(session=session, user_id=user.id, now=utcnow())
     session.flush()
     append_entry(
         session=session,

@@ -13,7 +13,9 @@ from itsmreview.review.completeness import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.text import literal
 
+KINDS = {"logs": "log state", "lead": "work activity", "expert": "work activity"}
 user = require(Role.expert, Role.lead)
 st.title("Persona completeness")
 st.write("Does the task set capture all the work activities of each job persona?")
@@ -36,13 +38,21 @@ if user.role == Role.expert:
         st.info("A lead has not listed this persona's work activities yet.")
         st.stop()
     with st.form(f"completeness-{persona}"):
-        st.markdown("**Which work activities do these tasks capture?**")
         before = set(data.mine.captured_ids) if data.mine else set()
-        ticked = [
-            a.id
-            for a in data.activities
-            if st.checkbox(a.activity, value=a.id in before, key=f"act-{a.id}")
-        ]
+        ticked = []
+        # the persona's work apart from the states a log records
+        for heading, group in (
+            ("Which work activities of the persona do these tasks capture?", False),
+            ("Which states of the source log do they pass through?", True),
+        ):
+            shown = [a for a in data.activities if (a.source == "logs") == group]
+            if shown:
+                st.markdown(f"**{heading}**")
+            ticked += [
+                a.id
+                for a in shown
+                if st.checkbox(literal(a.activity), value=a.id in before, key=f"act-{a.id}")
+            ]
         missing = st.text_area(
             "Activities of this persona that no task captures (one per line)",
             "\n".join(data.mine.missing) if data.mine else "",
@@ -85,14 +95,17 @@ st.dataframe(
     },
 )
 for result in results:
-    with st.expander(f"{result.persona}: {result.experts} expert judgement(s)"):
+    with st.expander(f"{literal(result.persona)}: {result.experts} expert judgement(s)"):
         st.dataframe(
-            result.activities,
+            result.activities.assign(
+                source=result.activities["source"].map(KINDS).fillna(result.activities["source"])
+            ),
             hide_index=True,
             column_config={
+                "source": st.column_config.TextColumn("kind"),
                 "share": st.column_config.ProgressColumn(
                     "experts finding it captured", format="percent", min_value=0.0, max_value=1.0
-                )
+                ),
             },
         )
         if len(result.missing):

@@ -3,6 +3,7 @@ from itsmreview.accounts.models import Role
 from itsmreview.coverage.overview import log_names, log_overview
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
+from itsmreview.ui.charts import NO_TOOLBAR
 from itsmreview.ui.coverage import df_map, gap_tables, pareto, role_bars
 
 user = require(Role.lead)
@@ -65,7 +66,7 @@ st.caption(
 )
 tabs = st.tabs(["Variants", "Gaps", "Roles", "Directly-follows map", "Activities"])
 with tabs[0]:
-    st.plotly_chart(pareto(view.variants), key="pareto")
+    st.plotly_chart(pareto(view.variants), key="pareto", config=NO_TOOLBAR)
     st.caption("Green bars: variants a task declares; the line is the cumulative share of cases.")
     table = view.variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
     st.dataframe(

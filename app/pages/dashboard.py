@@ -12,6 +12,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import (
+    NO_TOOLBAR,
     alpha_chart,
     alpha_over_time_chart,
     bias_heatmap,
@@ -19,6 +20,8 @@ from itsmreview.ui.charts import (
     realism_chart,
 )
 from itsmreview.ui.notice import announce
+from itsmreview.ui.tables import show_table
+from itsmreview.ui.text import literal
 
 user = require(Role.lead)
 st.title("Dashboard")
@@ -35,7 +38,7 @@ columns = st.columns(len(status) or 1)
 for column, (label, value) in zip(columns, sorted(status.items()), strict=False):
     column.metric(label.replace("_", " ").capitalize(), value)
 
-st.subheader(f"Agreement in {data.round_name}")
+st.subheader(f"Agreement in {literal(data.round_name)}")
 frame = data.agreement_frame()
 if data.agreement_computed_at is None:
     st.info(
@@ -48,7 +51,7 @@ elif not data.agreement_current:
         "ratings have come in since and the figures are being recomputed in the background."
     )
 if len(frame):
-    st.plotly_chart(alpha_chart(frame), key="alpha-chart")
+    st.plotly_chart(alpha_chart(frame), key="alpha-chart", config=NO_TOOLBAR)
 st.caption(
     "Krippendorff's alpha of human ratings with 95% bootstrap intervals (1,000 resamples "
     "of tasks). Reliable: 0.800; tentative conclusions: 0.667."
@@ -59,7 +62,19 @@ if len(undefined):
         "Undefined: " + "; ".join(f"{r.item} ({r.undefined})" for r in undefined.itertuples())
     )
 with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
-    st.dataframe(frame.drop(columns=["key"]), hide_index=True)
+    show_table(
+        frame.drop(columns=["key"]),
+        {
+            "item": "Item",
+            "alpha": "Alpha",
+            "ci_low": "95% low",
+            "ci_high": "95% high",
+            "units": "Tasks",
+            "level": "Level",
+            "gwet": "Gwet's AC2",
+            "undefined": "Undefined because",
+        },
+    )
 # the figures below read the whole round: computed only once their expander is open
 over_time = st.expander("Alpha over time", key="open-over-time", on_change="rerun")
 if over_time.open and not data.agreement:
@@ -71,7 +86,9 @@ elif over_time.open:
         history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
         background_note(history, "Alpha over time")
         if history.value is not None:
-            st.plotly_chart(alpha_over_time_chart(history.value), key="alpha-over-time")
+            st.plotly_chart(
+                alpha_over_time_chart(history.value), key="alpha-over-time", config=NO_TOOLBAR
+            )
 realism = st.expander("Realism by provenance and coverage", key="open-realism", on_change="rerun")
 if realism.open:
     with realism:
@@ -94,9 +111,7 @@ if realism.open:
             for comparison in ("provenance", "coverage"):
                 part = split[split["comparison"] == comparison]
                 figure = realism_chart(part, comparison)
-                st.plotly_chart(
-                    figure, key=f"realism-{comparison}", config={"displayModeBar": False}
-                )
+                st.plotly_chart(figure, key=f"realism-{comparison}", config=NO_TOOLBAR)
             st.dataframe(
                 split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
                 hide_index=True,
@@ -104,7 +119,7 @@ if realism.open:
 bias = data.bias_frame()
 if not bias.empty:
     st.subheader("Rater bias")
-    st.plotly_chart(bias_heatmap(bias), key="bias-heatmap")
+    st.plotly_chart(bias_heatmap(bias), key="bias-heatmap", config=NO_TOOLBAR)
     st.caption(
         "Mean difference between an expert's rating and the other experts' mean on the "
         "same task. Red: stricter, blue: more lenient."
@@ -114,7 +129,10 @@ st.subheader("Disagreements to adjudicate")
 if data.disagreements.empty:
     st.success("No task waits for adjudication.")
 else:
-    st.dataframe(data.disagreements[["external_id", "title", "reasons"]], hide_index=True)
+    show_table(
+        data.disagreements[["external_id", "title", "reasons"]],
+        {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
+    )
     with st.form("adjudicate"):
         choice = st.selectbox(
             "Task",
@@ -122,11 +140,15 @@ else:
             format_func=dict(
                 zip(data.disagreements["task_version_id"], data.disagreements["title"], strict=True)
             ).get,
+            index=None,
+            placeholder="Choose the task you decide",
         )
-        decision = st.radio("Decision", ["accept", "revise", "reject"], horizontal=True)
+        decision = st.radio("Decision", ["accept", "revise", "reject"], horizontal=True, index=None)
         reason = st.text_area("Reason (kept in the ledger)")
         submitted = st.form_submit_button("Record decision", type="primary")
-    if submitted:
+    if submitted and (choice is None or decision is None):
+        st.error("Choose the task and your decision; nothing was recorded.")
+    elif submitted:
         result = perform(
             adjudicate,
             actor=user,
@@ -139,7 +161,7 @@ else:
             announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
             st.rerun()
 
-with st.expander(f"Approval gate of {data.round_name}"):
+with st.expander(f"Approval gate of {literal(data.round_name)}"):
     with session_scope() as session:
         gate, rubric = current_gate(session=session, round_name=data.round_name)
     agreement_now = frame.set_index("key")
@@ -215,6 +237,15 @@ with st.expander(f"Approval gate of {data.round_name}"):
 st.subheader("Progress per expert")
 with st.expander(f"Open assignments ({len(data.open_assignments)})"):
     st.caption("Reassign one with `itsmreview round reassign ASSIGNMENT --to EXPERT`.")
-    st.dataframe(data.open_assignments, hide_index=True)
+    show_table(
+        data.open_assignments,
+        {
+            "assignment": "Assignment",
+            "round": "Round",
+            "expert": "Expert",
+            "task": "Task",
+            "reserved_until": "Reserved until",
+        },
+    )
 progress = data.progress.assign(open=lambda f: f.assigned - f.submitted)
-st.plotly_chart(progress_chart(progress), key="progress")
+st.plotly_chart(progress_chart(progress), key="progress", config=NO_TOOLBAR)

@@ -11,6 +11,7 @@ from itsmreview.exports.service import (
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
+from itsmreview.ui.text import literal
 
 ALL = "(all)"
 user = require(Role.lead)
@@ -46,9 +47,11 @@ if shown["tasks"]:
 weak = {name: gate for name, gate in shown["gate"].items() if not gate["reached"]}
 for name, gate in shown["gate"].items():
     if gate["reached"]:
-        st.success(f"Round {name}: agreement reaches the gate (alpha >= {gate['alpha_min']}).")
+        st.success(
+            f"Round {literal(name)}: agreement reaches the gate (alpha >= {gate['alpha_min']})."
+        )
     else:
-        st.warning(f"Round {name}: {'; '.join(gate['problems'])}.")
+        st.warning(literal(f"Round {name}: {'; '.join(gate['problems'])}."))
 with st.form("export"):
     formats = st.multiselect("Formats", FORMATS, default=["native", "hf"])
     name = st.text_input("Export name", value=f"export-{utcnow():%Y%m%d-%H%M%S}")

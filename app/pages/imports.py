@@ -4,7 +4,13 @@ from pathlib import Path
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.importing import FORMAT_CHOICES, import_as
-from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, log_columns, log_format
+from itsmreview.coverage.eventlog import (
+    PRESETS,
+    ColumnMapping,
+    guess_separator,
+    log_columns,
+    log_format,
+)
 from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log_as
 from itsmreview.db import session_scope
@@ -12,6 +18,8 @@ from itsmreview.files import UnsafePath, safe_join
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.notice import announce
+from itsmreview.ui.text import literal
 
 user = require(Role.admin)
 
@@ -66,7 +74,7 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
     try:
         kind = log_format(source)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
         return None
     if kind == "xes":
         st.info("XES logs are read with their standard keys: choose the preset (XES keys).")
@@ -74,12 +82,22 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
     sep, encoding = ",", "utf-8-sig"
     if kind == "csv":
         left, right = st.columns(2)
-        sep = SEPARATORS[left.selectbox("Separator", list(SEPARATORS), key="map-sep")]
+        guessed = next(k for k, v in SEPARATORS.items() if v == guess_separator(source))
+        # keyed per file: a new file starts from its own guess
+        sep = SEPARATORS[
+            left.selectbox(
+                "Separator",
+                list(SEPARATORS),
+                index=list(SEPARATORS).index(guessed),
+                key=f"map-sep-{source}",
+                help="Guessed from the file's header.",
+            )
+        ]
         encoding = right.selectbox("Encoding", ["utf-8-sig", "latin-1", "cp1252"], key="map-enc")
     try:
         columns = log_columns(source, sep, encoding)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
         return None
     if len(columns) < 3:
         st.error(
@@ -127,7 +145,7 @@ with log_tab:
     server_log = st.text_input("... or a path on the server", key="log-path")
     source = _chosen_path(upload, server_log)
     if source is not None and not source.is_file():
-        st.error(f"{source}: no such file on the server")
+        st.error(literal(f"{source}: no such file on the server"))
         source = None
     preset = st.selectbox("Preset", ["(XES keys)", *sorted(PRESETS), CUSTOM])
     mapping = None
@@ -149,10 +167,13 @@ with log_tab:
         )
         if result is not FAILED:
             log = result.log
-            st.success(
-                f"{log.name} v{log.version}: {log.n_cases:,} cases, {log.n_events:,} "
-                f"events" + ("" if result.created else " (already imported)")
+            announce(
+                literal(
+                    f"{log.name} v{log.version}: {log.n_cases:,} cases, {log.n_events:,} "
+                    f"events" + ("" if result.created else " (already imported)")
+                )
             )
+            st.rerun()  # the table above lists the new log at once
 with task_tab:
     st.caption(
         "Native bundles, tau2 task sets, EnterpriseOps-Gym tasks, Harbor task folders "

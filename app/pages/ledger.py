@@ -18,6 +18,7 @@ from itsmreview.provenance.service import (
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
+from itsmreview.ui.charts import NO_TOOLBAR
 
 PAGE_SIZE = 200
 ALL = "(all)"
@@ -57,7 +58,7 @@ if summary["fields"]:
         yaxis_title="",
         legend_title_text="",
     )
-    st.plotly_chart(figure, config={"displayModeBar": False})
+    st.plotly_chart(figure, config=NO_TOOLBAR)
     activity = summary["activity"]
     st.caption(
         "Each field of each current task version counted once, by its newest declared source. "

@@ -7,6 +7,7 @@ from itsmreview.ui.auth import (
     sso_configured,
     start_page,
 )
+from itsmreview.ui.text import literal
 
 if current_user() is not None:
     st.switch_page(start_page(current_user()))
@@ -29,6 +30,6 @@ if submitted:
     try:
         log_in(username, password)
     except ItsmReviewError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
     else:
         st.rerun()

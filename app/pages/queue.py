@@ -4,23 +4,44 @@ from itsmreview.db import session_scope, write_transaction
 from itsmreview.errors import ItsmReviewError
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.service import save_draft, submit_rating
-from itsmreview.review.view import assignment_view, expert_queue
+from itsmreview.review.view import assignment_view, expert_queue, expert_rounds
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.keys import rubric_keys
 from itsmreview.ui.notice import announce
-from itsmreview.ui.rating import rating_form, task_panel, turn_note_form, variant_panel
+from itsmreview.ui.rating import (
+    DRAFT_LABEL,
+    RUBRIC_CONTAINER,
+    SUBMIT_LABEL,
+    rating_form,
+    task_panel,
+    turn_note_form,
+    variant_panel,
+)
+from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
 
 user = require(Role.expert)
 st.title("My queue")
 with session_scope() as session:
-    queue = expert_queue(session=session, actor=user)
+    rounds = expert_rounds(session=session, actor=user)
+round_name = rounds[0] if rounds else None
+if len(rounds) > 1:
+    asked = st.query_params.get("round")
+    if asked not in rounds:  # the round of the expert's open work, else the newest
+        with session_scope() as session:
+            mine = expert_queue(session=session, actor=user, rated_shown=0).rows
+        asked = mine["round"].iloc[0] if len(mine) else rounds[0]
+    round_name = st.selectbox("Round", rounds, index=rounds.index(asked), key="queue-round")
+    st.query_params["round"] = round_name
+with session_scope() as session:
+    queue = expert_queue(session=session, actor=user, round_name=round_name)
 if st.button(
     "Take the next task",
-    help="Reserve the next task of the open round that "
-    "still needs experts, best matching your expertise first.",
+    help="Reserve the next task of the round that still needs experts, best matching your "
+    "expertise first.",
 ):
-    taken = perform(claim_next, actor=user)
+    taken = perform(claim_next, actor=user, round_name=round_name)
     if taken is None:
         st.info("Every task of the round has its experts. Thank you!")
     elif taken is not FAILED:
@@ -30,11 +51,24 @@ if queue.empty:
     st.stop()
 st.progress(queue.rated / queue.held, text=f"{queue.rated:,} of {queue.held:,} rated")
 state = {"submitted": "Rated"}
+rows = queue.rows.set_index("assignment_id", drop=False)
 labels = {
     int(r.assignment_id): f"{state.get(r.status, 'To rate')} · {r.title} ({r.persona})"
-    for r in queue.rows.itertuples()
+    for r in rows.itertuples()
 }
-chosen = st.selectbox("Task", list(labels), format_func=labels.get, index=0)
+linked = [
+    a
+    for a, task in zip(rows.assignment_id, rows.task, strict=True)
+    if task == st.query_params.get("task")
+]
+options = list(labels)
+chosen = st.selectbox(
+    "Task",
+    options,
+    format_func=labels.get,
+    index=options.index(int(linked[0])) if linked else 0,
+)
+st.query_params["task"] = rows.loc[chosen, "task"]
 if queue.rated > (shown := int((queue.rows.status == "submitted").sum())):
     st.caption(f"Listed: your open tasks and the {shown} you rated last.")
 with session_scope() as session:
@@ -44,7 +78,7 @@ with left:
     task_panel(view)
     for transcript in view.transcripts:
         with st.expander(
-            f"Transcript: {transcript.title or transcript.external_id} "
+            f"Transcript: {literal(transcript.title or transcript.external_id)} "
             f"({transcript.n_turns} turns)",
             expanded=True,
         ):
@@ -52,37 +86,46 @@ with left:
             turn_note_form(view, transcript, user)
 
 
-def _next_task(expert) -> str:
-    """After a submit, the expert's next task is open without another click: an open
-    reservation of theirs, or a new claim."""
+def _next_task(expert, round_name: str) -> tuple[str, str | None]:
+    """After a submit, the expert's next task of the same round is open without another
+    click: an open reservation of theirs, or a new claim. Returns the message and the task."""
 
     def claim(session):
-        following = claim_next(session=session, actor=expert)
+        following = claim_next(session=session, actor=expert, round_name=round_name)
         if following is None:
-            return None, None
-        return following, expert_queue(session=session, actor=expert)
+            return None
+        mine = expert_queue(session=session, actor=expert, round_name=round_name).rows
+        return mine.loc[mine["assignment_id"] == following.id].iloc[0]
 
     try:
-        following, mine = write_transaction(claim)
+        following = write_transaction(claim)
     except ItsmReviewError:  # the round closed, or the expert left it
-        return ""
+        return "", None
     if following is None:
-        return "Every task of the round has its experts. Thank you!"
-    title = mine.rows.loc[mine.rows["assignment_id"] == following.id, "title"].iloc[0]
-    return f"Next: {title}."
+        return "Every task of the round has its experts. Thank you!", None
+    return f"Next: {literal(following['title'])}.", str(following["task"])
 
 
-def keep_draft(answers: dict) -> None:
+@st.fragment
+def rate(assignment_id: int, round_name: str) -> None:
+    """The rubric reruns alone when its draft is kept; a submit opens the next task."""
     with session_scope() as session:
-        save_draft(session=session, actor=user, assignment_id=chosen, **answers)
+        shown = assignment_view(session=session, actor=user, assignment_id=assignment_id)
+    action, answers = rating_form(shown)
+    if action == "draft":
+        if perform(save_draft, actor=user, assignment_id=assignment_id, **answers) is not FAILED:
+            st.caption("Draft kept: only you see it until you submit.")
+    elif action == "submit":
+        if perform(submit_rating, actor=user, assignment_id=assignment_id, **answers) is FAILED:
+            return
+        message, following = _next_task(user, round_name)
+        announce(f"Rating submitted. {message}")
+        if following is not None:
+            st.query_params["task"] = following
+        st.rerun()
 
 
 with right:
     variant_panel(view)
-    answers = rating_form(view, keep_draft)
-submitted = answers is not None and (
-    perform(submit_rating, actor=user, assignment_id=chosen, **answers) is not FAILED
-)
-if submitted:
-    announce(f"Rating submitted. {_next_task(user)}")
-    st.rerun()
+    rate(chosen, rows.loc[chosen, "round"])
+rubric_keys(RUBRIC_CONTAINER, submit=SUBMIT_LABEL, draft=DRAFT_LABEL, key=f"keys-{chosen}")

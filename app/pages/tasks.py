@@ -11,10 +11,23 @@ from itsmreview.catalog.browser import (
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import provenance_card
-from itsmreview.ui.transcript import escape_markdown, render_transcript
+from itsmreview.ui.tables import readable
+from itsmreview.ui.text import label as show_field
+from itsmreview.ui.text import literal
+from itsmreview.ui.transcript import render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
 
 PAGE_SIZE = 50
+TABLE_COLUMNS = [
+    "id",
+    "title",
+    "persona",
+    "track",
+    "decision",
+    "version",
+    "changed_after_rating",
+    "log",
+]
 
 user = require(Role.lead)
 st.title("Tasks")
@@ -57,16 +70,25 @@ st.caption(
     + (f"; rows {first + 1:,}-{first + len(table):,}" if len(table) else "")
 )
 event = st.dataframe(
-    table[
-        ["id", "title", "persona", "track", "decision", "version", "changed_after_rating", "log"]
-    ],
+    readable(
+        table[TABLE_COLUMNS],
+        {
+            "id": "Task",
+            "title": "Title",
+            "persona": "Persona",
+            "track": "Track",
+            "decision": "Decision",
+            "version": "Version",
+            "log": "Source log",
+        },
+    ),
     hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
     key="task-table",
     column_config={
         "changed_after_rating": st.column_config.CheckboxColumn(
-            "changed after rating", help="A newer version exists than the one experts rated."
+            "Changed after rating", help="A newer version exists than the one experts rated."
         )
     },
 )
@@ -79,9 +101,10 @@ if chosen is None:
 with session_scope() as session:
     shown = task_detail(session=session, actor=user, external_id=chosen)
 task = shown["task"]
-st.header(task["title"])
+st.header(literal(task["title"]))
 st.caption(
-    f"{task['id']} · v{shown['version']} · {task['persona']} · {task['track']} · {shown['status']}"
+    literal(f"{task['id']} · v{shown['version']} · {task['persona']} · {task['track']}")
+    + f" · {shown['status']}"
 )
 row = table[table["id"] == chosen].iloc[0]
 if row["changed_after_rating"]:
@@ -104,10 +127,11 @@ left, right = st.columns([3, 2], gap="large")
 with left:
     for label in ("instruction", "environment", "ground_truth", "verifier"):
         if task.get(label):
-            st.markdown(f"**{label.replace('_', ' ').capitalize()}**")
-            st.markdown(escape_markdown(task[label]))
+            show_field(label.replace("_", " ").capitalize(), task[label])
     for transcript in task["transcripts"]:
-        with st.expander(f"Transcript {transcript['id']} ({len(transcript['messages'])} turns)"):
+        with st.expander(
+            f"Transcript {literal(transcript['id'])} ({len(transcript['messages'])} turns)"
+        ):
             if transcript.get("simulator"):
                 st.json(transcript["simulator"], expanded=False)
             render_transcript(transcript["messages"], key=f"browse-{transcript['id']}")

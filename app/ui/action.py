@@ -6,6 +6,7 @@ from typing import Any
 import streamlit as st
 from itsmreview.db import write_transaction
 from itsmreview.errors import ItsmReviewError
+from itsmreview.ui.text import literal
 
 FAILED = object()  # what perform returns when the service refused (its message is shown)
 
@@ -16,5 +17,5 @@ def perform(service: Callable[..., Any], /, **arguments) -> Any:
     try:
         return write_transaction(lambda session: service(session=session, **arguments))
     except ItsmReviewError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
         return FAILED

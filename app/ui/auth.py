@@ -2,28 +2,62 @@
 
 import streamlit as st
 from itsmreview.accounts.models import Role, User
-from itsmreview.accounts.service import SessionCheck, authenticate, revalidate, user_for_identity
-from itsmreview.db import session_scope
+from itsmreview.accounts.service import (
+    SessionCheck,
+    authenticate,
+    end_session,
+    open_session,
+    resume_session,
+    revalidate,
+    user_for_identity,
+)
+from itsmreview.db import session_scope, write_transaction
 from itsmreview.errors import PermissionDenied
 
 USER_KEY = "itsmreview_user"
+TOKEN_KEY = "itsmreview_token"
+REFUSED_KEY = "itsmreview_refused_token"
 ENDED_KEY = "itsmreview_session_ended"
+COOKIE = "itsmreview_session"
+
+
+def _cookie_token() -> str | None:
+    """The login token the browser sent when this page was loaded (None if none)."""
+    token = _sent_cookie()
+    if token is None or token == st.session_state.get(REFUSED_KEY):
+        return None
+    return token
+
+
+def _sent_cookie() -> str | None:
+    token = st.context.cookies.get(COOKIE)
+    return token if isinstance(token, str) and token else None
 
 
 def current_user() -> User | None:
-    """The logged-in user as the database has them now: a deactivated user, or one whose
-    sessions were ended (role change, password reset), is logged out on the next rerun."""
+    """The logged-in user as the database has them now. A reload or a link finds the login
+    again from the browser's cookie; a deactivated user, one whose sessions were ended (role
+    change, password reset) or one who logged out in another tab is logged out on the next
+    rerun."""
     data = st.session_state.get(USER_KEY)
-    if not data:
+    token = st.session_state.get(TOKEN_KEY) if data else _cookie_token()
+    if not data and not token:
         return None
     try:
         with session_scope() as session:
-            check = SessionCheck(data["id"], data.get("epoch", -1))
-            user = revalidate(session=session, check=check)
+            if token:
+                user = resume_session(session=session, token=token)
+            else:  # single sign-on keeps its own cookie
+                user = revalidate(session=session, check=SessionCheck(data["id"], data["epoch"]))
             _remember(user)
+            if token:
+                st.session_state[TOKEN_KEY] = token
     except PermissionDenied as exc:
         st.session_state.pop(USER_KEY, None)
-        st.session_state[ENDED_KEY] = str(exc)
+        st.session_state.pop(TOKEN_KEY, None)
+        st.session_state[REFUSED_KEY] = token
+        if data:
+            st.session_state[ENDED_KEY] = str(exc)
         return None
     return User(**{k: v for k, v in st.session_state[USER_KEY].items() if k != "epoch"})
 
@@ -53,11 +87,17 @@ def _client_address() -> str | None:
 
 
 def log_in(username: str, password: str) -> User:
-    with session_scope() as session:
+    """Check the password and open a login that the browser keeps in a cookie."""
+
+    def open_login(session):
         user = authenticate(
             session=session, username=username, password=password, address=_client_address()
         )
-        _remember(user)
+        return user, open_session(session=session, user=user)
+
+    user, token = write_transaction(open_login)
+    _remember(user)
+    st.session_state[TOKEN_KEY] = token
     return user
 
 
@@ -80,6 +120,10 @@ def adopt_sso_identity() -> None:
 
 
 def log_out() -> None:
+    """End the login everywhere it is open (its cookie is cleared on the next run)."""
+    if token := st.session_state.pop(TOKEN_KEY, None):
+        write_transaction(lambda session: end_session(session=session, token=token))
+        st.session_state[REFUSED_KEY] = token
     st.session_state.pop(USER_KEY, None)
     if sso_configured() and st.user.get("is_logged_in"):
         st.logout()
@@ -107,3 +151,44 @@ START_PAGES = {
 def start_page(user: User) -> str:
     """The page a user lands on after logging in, relative to the entry script."""
     return START_PAGES[Role(user.role)]
+
+
+_COOKIE_JS = r"""
+export default function ({ data }) {
+  const scope = "; Path=/; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+  const base = `${data.name}=`;
+  const cookies = document.cookie.split("; ");
+  if (data.token) {
+    if (!cookies.includes(base + data.token)) {
+      document.cookie = `${base}${data.token}; Max-Age=${data.max_age}${scope}`;
+    }
+  } else if (cookies.some((c) => c.startsWith(base))) {
+    document.cookie = `${base}; Max-Age=0${scope}`;
+  }
+}
+"""
+_cookie_component = None
+
+
+def keep_session_cookie() -> None:
+    """Write this tab's login token into the browser's cookie, or clear a cookie whose login
+    ended; run on every page (it draws nothing)."""
+    global _cookie_component
+    import hashlib
+
+    from itsmreview.settings import get_settings
+
+    token = st.session_state.get(TOKEN_KEY)
+    if token is None and _sent_cookie() is None:
+        return
+    if _cookie_component is None:
+        _cookie_component = st.components.v2.component("itsmreview.session", js=_COOKIE_JS)
+    tag = hashlib.sha256((token or "").encode()).hexdigest()[:12]
+    _cookie_component(
+        key=f"session-cookie-{tag}",
+        data={
+            "name": COOKIE,
+            "token": token,
+            "max_age": int(get_settings().session_hours * 3600),
+        },
+    )

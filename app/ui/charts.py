@@ -5,6 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 RELIABLE, TENTATIVE = 0.800, 0.667
+NO_TOOLBAR = {"displayModeBar": False}  # a figure to read, not to edit
 
 
 def alpha_chart(frame: pd.DataFrame) -> go.Figure:

@@ -7,6 +7,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.coverage.overview import LogOverview
+from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.text import literal
 
 COVERED, UNCOVERED = "#2e7d32", "#9e9e9e"
 
@@ -77,7 +79,10 @@ def gap_tables(view: LogOverview) -> None:
     if view.report.absent_sequences:
         st.subheader("Declared sequences that do not occur in the log")
         for absent in view.report.absent_sequences:
-            st.markdown(f"**{', '.join(absent.task_ids)}**: " + " → ".join(absent.sequence))
+            st.markdown(
+                f"**{literal(', '.join(absent.task_ids))}**: "
+                + literal(" → ".join(absent.sequence))
+            )
             nearest = pd.DataFrame(absent.nearest)
             nearest["sequence"] = nearest["sequence"].map(" → ".join)
             st.dataframe(nearest, hide_index=True)
@@ -103,7 +108,7 @@ def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]
         xaxis_tickformat=".0%",
         yaxis_title="",
     )
-    st.plotly_chart(figure, key="role-coverage")
+    st.plotly_chart(figure, key="role-coverage", config=NO_TOOLBAR)
     st.caption("Share of events with a value for the attribute whose value a task declares.")
     st.dataframe(values, hide_index=True)
 

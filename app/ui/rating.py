@@ -3,28 +3,27 @@
 import streamlit as st
 from itsmreview.review.view import AssignmentView
 from itsmreview.ui.action import perform
-from itsmreview.ui.transcript import escape_markdown
+from itsmreview.ui.text import label, literal
 from itsmreview.ui.variant import render_variant, variant_details
 
 
 def task_panel(view: AssignmentView) -> None:
     task, version = view.task, view.version
-    st.subheader(task.title)
-    st.caption(f"{task.persona} · {task.track} · version {version.version}")
+    st.subheader(literal(task.title))
+    st.caption(literal(f"{task.persona} · {task.track} · version {version.version}"))
     if view.newest_version > version.version:
         st.info(
             f"The task has changed since it was assigned (now version {view.newest_version}). "
             f"You rate version {version.version}; your rating stays with it."
         )
-    for label, text in (
+    for name, text in (
         ("Instruction", version.instruction),
         ("Environment", version.environment),
         ("Ground truth", version.ground_truth),
         ("Verifier", version.verifier),
     ):
         if text:
-            st.markdown(f"**{label}**")
-            st.markdown(escape_markdown(text))
+            label(name, text)
     provenance_card(task.external_id, key=f"prov-{view.assignment.id}")
 
 
@@ -60,6 +59,11 @@ def variant_panel(view: AssignmentView) -> None:
         render_variant(detail, key=f"a{view.assignment.id}-v{index}", compact=True)
 
 
+SUBMIT_LABEL = "Submit rating"
+DRAFT_LABEL = "Keep draft"
+RUBRIC_CONTAINER = "rubric"
+
+
 def _answers(view: AssignmentView, key: str) -> dict:
     state = st.session_state
     return {
@@ -71,74 +75,83 @@ def _answers(view: AssignmentView, key: str) -> dict:
     }
 
 
-def rating_form(view: AssignmentView, on_draft) -> dict | None:
-    """The rubric; every change is kept as a draft through `on_draft(answers)`. Returns the
-    answers when the expert submits, else None."""
+def _anchors(anchors: dict[int, str]) -> str:
+    return " · ".join(f"{value} {literal(text)}" for value, text in sorted(anchors.items()))
+
+
+def _scale(label: str, options: list, current, *, key: str, help: str | None = None):
+    st.radio(
+        label,
+        options,
+        index=options.index(current) if current in options else None,
+        horizontal=True,
+        help=help,
+        key=key,
+    )
+
+
+def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
+    """The rubric as one form: choosing a point reruns nothing. Returns ("submit", answers),
+    ("draft", answers) or (None, {})."""
+    from itsmreview.ui.keys import SHORTCUTS
+
     rubric = view.rubric
     saved = view.draft or view.own_rating
     values = (view.draft_scores if view.draft is not None else view.own_scores) or {}
     st.subheader("Your rating")
     if view.draft is not None:
-        st.caption("Draft kept automatically; only you see it until you submit.")
+        st.caption("Draft kept: only you see it until you submit.")
     elif view.own_rating is not None:
         st.caption(
             f"Submitted (revision {view.own_rating.revision}); changing it and "
             "submitting again creates a new revision."
         )
     key = f"a{view.assignment.id}"
-
-    def keep() -> None:
-        on_draft(_answers(view, key))
-
-    for dimension in rubric.dimensions:
-        low, high = dimension.scale
-        options = list(range(low, high + 1))
-        current = values.get(dimension.key)
-        st.radio(
-            dimension.label + ("" if dimension.required else " (optional)"),
-            options,
-            index=options.index(int(current)) if current is not None else None,
-            format_func=lambda v, d=dimension: (
-                f"{v}" + (f" · {d.anchors[v]}" if v in d.anchors else "")
-            ),
-            horizontal=True,
-            help=dimension.guidance,
-            key=f"{key}-{dimension.key}",
-            on_change=keep,
+    with st.container(key=RUBRIC_CONTAINER), st.form(f"{key}-form", border=False):
+        st.caption(SHORTCUTS)
+        for dimension in rubric.dimensions:
+            low, high = dimension.scale
+            current = values.get(dimension.key)
+            _scale(
+                dimension.label + ("" if dimension.required else " (optional)"),
+                list(range(low, high + 1)),
+                int(current) if current is not None else None,
+                key=f"{key}-{dimension.key}",
+                help=dimension.guidance,
+            )
+            if dimension.anchors:
+                st.caption(_anchors(dimension.anchors))
+        _scale(
+            "Overall verdict",
+            rubric.verdicts,
+            saved.verdict if saved and saved.verdict else None,
+            key=f"{key}-verdict",
         )
-    st.radio(
-        "Overall verdict",
-        rubric.verdicts,
-        horizontal=True,
-        index=rubric.verdicts.index(saved.verdict) if saved and saved.verdict else None,
-        key=f"{key}-verdict",
-        on_change=keep,
-    )
-    st.multiselect(
-        "Flags",
-        [f.key for f in rubric.flags],
-        default=saved.flags if saved else [],
-        format_func={f.key: f.label for f in rubric.flags}.get,
-        key=f"{key}-flags",
-        on_change=keep,
-    )
-    low, high = rubric.confidence.scale
-    st.slider(
-        rubric.confidence.label,
-        low,
-        high,
-        saved.confidence if saved and saved.confidence else high - 1,
-        key=f"{key}-confidence",
-        on_change=keep,
-    )
-    st.text_area("Comment", saved.comment if saved else "", key=f"{key}-comment", on_change=keep)
-    if not st.button("Submit rating", type="primary", key=f"{key}-submit"):
-        return None
+        low, high = rubric.confidence.scale
+        _scale(
+            rubric.confidence.label,
+            list(range(low, high + 1)),
+            saved.confidence if saved else None,
+            key=f"{key}-confidence",
+        )
+        st.multiselect(
+            "Flags",
+            [f.key for f in rubric.flags],
+            default=saved.flags if saved else [],
+            format_func={f.key: f.label for f in rubric.flags}.get,
+            key=f"{key}-flags",
+        )
+        st.text_area("Comment", saved.comment if saved else "", key=f"{key}-comment")
+        submit, draft = st.columns([1, 1])
+        submitted = submit.form_submit_button(SUBMIT_LABEL, type="primary", key=f"{key}-submit")
+        kept = draft.form_submit_button(DRAFT_LABEL, key=f"{key}-draft")
+    if not (submitted or kept):
+        return None, {}
     answers = _answers(view, key)
-    if answers["verdict"] is None:
+    if submitted and answers["verdict"] is None:
         st.error("Choose an overall verdict.")
-        return None
-    return answers
+        return None, {}
+    return ("submit" if submitted else "draft"), answers
 
 
 def turn_note_form(view: AssignmentView, transcript, user) -> None:

@@ -4,6 +4,7 @@ text is always rendered as text (never as HTML)."""
 import json
 
 import streamlit as st
+from itsmreview.ui.text import literal, show
 
 AVATARS = {
     "system": ":material/settings:",
@@ -12,11 +13,6 @@ AVATARS = {
     "colleague": ":material/support_agent:",
     "tool": ":material/build:",
 }
-MARKDOWN_SPECIAL = "\\`*_{}[]()#+-.!|<>~"
-
-
-def escape_markdown(text: str) -> str:
-    return "".join("\\" + c if c in MARKDOWN_SPECIAL else c for c in text)
 
 
 def pair_tool_results(
@@ -72,11 +68,11 @@ def render_transcript(messages: list[dict], *, page_size: int = 60, key: str = "
         with st.chat_message(
             "user" if role == "user" else "assistant", avatar=AVATARS.get(role, ":material/chat:")
         ):
-            header = f"**{turn}. {escape_markdown(message.get('actor') or role)}**"
+            header = f"**{turn}. {literal(message.get('actor') or role)}**"
             if message.get("time"):
-                header += f" · {escape_markdown(str(message['time']))}"
+                header += f" · {literal(str(message['time']))}"
             if role == "tool" and message.get("tool_call_id"):
-                header += f" · result of {escape_markdown(str(message['tool_call_id']))}"
+                header += f" · result of {literal(str(message['tool_call_id']))}"
                 if answered_on is None:
                     header += " (answers no earlier call)"
             st.markdown(header)
@@ -84,11 +80,11 @@ def render_transcript(messages: list[dict], *, page_size: int = 60, key: str = "
                 if role == "tool":
                     st.code(message["content"], language=None)
                 else:
-                    st.markdown(escape_markdown(message["content"]))
+                    show(message["content"])
             for index, call in enumerate(message.get("tool_calls") or []):
                 result = results.get((turn, index))
                 by = f" (requested by {call['requested_by']})" if call.get("requested_by") else ""
-                with st.expander(f"tool call: {call.get('name')}{by}"):
+                with st.expander(f"tool call: {literal(call.get('name'))}{literal(by)}"):
                     st.code(
                         json.dumps(call.get("arguments", {}), indent=2, ensure_ascii=False),
                         language="json",

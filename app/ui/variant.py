@@ -7,6 +7,8 @@ from itsmreview.coverage.explorer import VariantDetail, source_details
 from itsmreview.coverage.queries import latest_log
 from itsmreview.db import session_scope
 from itsmreview.settings import get_settings
+from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.text import literal
 
 # variant details read parquet files; a page rerun (every answer on the rating page is one)
 # must not read them again. The key holds the log's newest version, so a new import shows at once.
@@ -47,7 +49,7 @@ def _hours(seconds: float) -> str:
 
 def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) -> None:
     if not detail.found:
-        st.warning(f"No case of log {detail.log_name!r} follows this sequence.")
+        st.warning(literal(f"No case of log {detail.log_name!r} follows this sequence."))
         st.dataframe(
             pd.DataFrame({"step": range(1, len(detail.sequence) + 1), "activity": detail.sequence}),
             hide_index=True,
@@ -85,7 +87,9 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
             )
     if not detail.examples.empty:
         with st.expander("Real example cases", expanded=not compact):
-            st.plotly_chart(case_timeline(detail.examples), key=f"{key}-timeline")
+            st.plotly_chart(
+                case_timeline(detail.examples), key=f"{key}-timeline", config=NO_TOOLBAR
+            )
             st.caption("Hours since each case's first event; hover a point for its details.")
             st.dataframe(detail.examples, hide_index=True, key=f"{key}-examples")
 

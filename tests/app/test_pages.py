@@ -5,6 +5,7 @@ from pathlib import Path
 import itsmreview
 import pandas as pd
 import pytest
+from itsmreview.ui.text import literal
 from streamlit.testing.v1 import AppTest
 
 APP = Path(itsmreview.__file__).parent / "streamlit_app.py"
@@ -67,7 +68,8 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
     assert at.get("progress")[0].value > before
     task = next(box for box in at.selectbox if box.label == "Task")
     assert task.options[task.index].startswith("To rate")  # the next task, without a click
-    assert notice.endswith(task.options[task.index].split(" · ", 1)[1].rsplit(" (", 1)[0] + ".")
+    title = task.options[task.index].split(" · ", 1)[1].rsplit(" (", 1)[0]
+    assert notice.endswith(literal(title) + ".")  # the task that opens, shown as written
 
 
 def test_lead_lands_on_the_dashboard_and_opens_lead_pages(demo_configured):
@@ -203,12 +205,34 @@ def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
     assert len(at.get("plotly_chart")) >= 5  # alpha, over time, realism x2, progress
 
 
+def _first_waiting_task_version() -> int:
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.dashboard import dashboard
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        board = dashboard(session=session, actor=lead, bootstrap=0)
+        return int(board.disagreements["task_version_id"].iloc[0])
+
+
 def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
     at = log_in("lead")
     assert any(h.value.startswith("Agreement in") for h in at.subheader)
     assert len(at.get("plotly_chart")) >= 3  # alpha, bias heatmap, progress
     waiting = int(next(m.value for m in at.metric if m.label == "Adjudication"))
     assert waiting >= 1
+    at.text_area[0].input("Checked the ground truth against the vendor contract.")
+    decision = next(r for r in at.radio if r.label == "Decision")
+    task = next(b for b in at.selectbox if b.label == "Task")
+    assert decision.value is None and task.value is None  # nothing is decided for the lead
+    at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
+    assert [e.value for e in at.error] == [
+        "Choose the task and your decision; nothing was recorded."
+    ]
+    next(r for r in at.radio if r.label == "Decision").set_value("accept")
+    task = next(b for b in at.selectbox if b.label == "Task")
+    task.set_value(_first_waiting_task_version())
     at.text_area[0].input("Checked the ground truth against the vendor contract.")
     at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -257,7 +281,7 @@ def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
                 }
             )
             messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"})
-        messages.append({"role": "user", "content": "<b>not html</b>"})
+        messages.append({"role": "user", "content": "<b>not html</b> :smile: $$x$$"})
         render_transcript(messages, page_size=60)
 
     at = AppTest.from_function(app, default_timeout=TIMEOUT)
@@ -266,16 +290,17 @@ def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
     assert at.number_input[0].label.startswith("Turns page (1-6, 301 turns)")
     assert len(at.chat_message) == 30  # 30 agent turns; their 30 results sit in the calls
     at.number_input[0].set_value(6).run()
-    last = at.chat_message[-1].markdown
-    assert any("\\<b\\>not html\\</b\\>" in m.value for m in last)
+    last = at.chat_message[-1]
+    assert [t.value for t in last.text] == ["<b>not html</b> :smile: $$x$$"]  # as written
 
 
 def test_answers_are_kept_as_a_draft_and_survive_a_new_session(demo_configured):
     at = log_in("expert1")
     task_label = at.selectbox[0].value
-    at.radio[0].set_value(2).run()
+    at.radio[0].set_value(2)
+    at.button(key=next(b.key for b in at.button if b.label == "Keep draft")).click().run()
     assert not at.exception
-    assert any("Draft kept automatically" in c.value for c in at.caption)
+    assert any("Draft kept" in c.value for c in at.caption)
     again = log_in("expert1")  # a new browser session
     assert again.selectbox[0].value == task_label
     assert again.radio[0].value == 2
@@ -344,7 +369,8 @@ def test_single_sign_on_button_and_identity_mapping(demo_configured):
     stranger.secrets["auth"] = at.secrets["auth"]
     stranger.user = {"is_logged_in": True, "email": "nobody@example.org"}
     stranger.run()
-    assert any("no itsmreview account for nobody@example.org" in e.value for e in stranger.error)
+    refused = literal("no itsmreview account for nobody@example.org")
+    assert any(refused in e.value for e in stranger.error)
 
 
 def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_path):
@@ -369,7 +395,10 @@ def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_pat
     at = open_page(log_in("admin"), "imports")
     at.text_input(key="log-path").input(str(path)).run()
     widget("selectbox", "Preset").set_value("(my own columns)").run()
-    assert any("column(s) found" in e.value for e in at.error)  # still the comma separator
+    assert widget("selectbox", "Separator").value == ";"  # guessed from the header
+    assert not at.error, [e.value for e in at.error]
+    widget("selectbox", "Separator").set_value(",").run()
+    assert any("column(s) found" in e.value for e in at.error)  # a wrong choice is explained
     widget("selectbox", "Separator").set_value(";").run()
     assert not at.error, [e.value for e in at.error]
     # three different columns are proposed (the first free ones when names say nothing)
@@ -383,7 +412,10 @@ def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_pat
     widget("text_input", "Missing-value tokens (optional, comma-separated)").input("?").run()
     at.button(key=next(b.key for b in at.button if b.label == "Import log")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any(s.value.startswith("tickets v1: 40 cases") for s in at.success)
+    [notice] = at.session_state["_notices"]
+    assert notice.startswith(literal("tickets v1: 40 cases"))
+    logs = at.dataframe[0].value
+    assert "tickets" in set(logs["name"])  # the table lists the new log at once
     from itsmreview.coverage.models import EventLog, LogRoleValue
     from itsmreview.db import session_scope
     from sqlmodel import select
@@ -400,6 +432,7 @@ def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
     from itsmreview.catalog.models import TaskVersion
     from itsmreview.db import session_scope
     from itsmreview.review.models import Rubric
+    from itsmreview.review.queries import list_rounds, round_size
     from itsmreview.review.service import create_round
     from sqlmodel import select
 
@@ -412,10 +445,59 @@ def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
         )
     at = log_in("lead")
     assert [h.value for h in at.subheader][0] == "Agreement in Round 2"  # the newest
+    assert sum(int(m.value) for m in at.metric) == 3  # the status tiles count its tasks
     round_box = next(b for b in at.selectbox if b.label == "Round")
     round_box.set_value("Demo round 1").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [h.value for h in at.subheader][0] == "Agreement in Demo round 1"
+    with session_scope() as session:
+        demo = next(r for r in list_rounds(session=session) if r.name == "Demo round 1")
+        in_demo = round_size(session=session, round_id=demo.id)
+    assert sum(int(m.value) for m in at.metric) == in_demo != 3
+
+
+def test_an_expert_in_two_rounds_rates_on_in_the_round_they_chose(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.models import TaskVersion
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Assignment, Rubric
+    from itsmreview.review.service import create_round
+    from sqlmodel import select
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        versions = session.exec(select(TaskVersion.id).limit(3)).all()
+        rubric = session.exec(select(Rubric)).first()
+        second = create_round(
+            session=session, actor=lead, name="Round 2", rubric=rubric, task_version_ids=versions
+        ).id
+    at = log_in("expert1")
+    round_box = next(b for b in at.selectbox if b.label == "Round")
+    assert round_box.options == ["Round 2", "Demo round 1"]
+    assert round_box.value == "Demo round 1"  # where the expert's open work is
+    for radio in at.radio:
+        radio.set_value(radio.options[-1])
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [notice] = at.session_state["_notices"]
+    at.run()
+    with session_scope() as session:
+        expert = user_by_username(session=session, username="expert1")
+        in_second = session.exec(
+            select(Assignment).where(
+                Assignment.expert_id == expert.id, Assignment.round_id == second
+            )
+        ).all()
+    assert in_second == []  # the next task came from the round just rated
+    task = next(box for box in at.selectbox if box.label == "Task")
+    title = task.options[task.index].split(" · ", 1)[1].rsplit(" (", 1)[0]
+    assert notice == f"Rating submitted. Next: {literal(title)}."  # the task that opens
+    next(b for b in at.selectbox if b.label == "Round").set_value("Round 2").run()
+    assert any("Nothing is assigned to you yet" in i.value for i in at.info)
+    at.button(key=next(b.key for b in at.button if b.label == "Take the next task")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    task = next(box for box in at.selectbox if box.label == "Task")
+    assert len(task.options) == 1 and task.options[0].startswith("To rate")
 
 
 def test_a_lead_changes_the_approval_gate_on_the_dashboard(demo_configured):
@@ -582,3 +664,28 @@ def test_the_ledger_entries_page_through_and_a_new_filter_starts_at_its_first_pa
     assert pages.value == 1 and f"{worlds:,} entries" in pages.label
     shown = at.dataframe[-1].value
     assert set(shown["artifact_type"]) == {"world"} and shown.iloc[0]["seq"] == newest
+
+
+def test_a_reload_finds_the_login_again_and_a_logout_ends_it_everywhere(
+    demo_configured, monkeypatch
+):
+    from itsmreview.ui import auth
+
+    at = log_in("expert1")
+    token = at.session_state[auth.TOKEN_KEY]
+    monkeypatch.setattr(auth, "_sent_cookie", lambda: token)  # the browser sends its cookie
+    reloaded = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    reloaded.run()
+    assert not reloaded.exception and titles(reloaded) == ["My queue"]
+    # logging out in the first tab (the browser test clicks the button) ends the login
+    from itsmreview.accounts.service import end_session
+    from itsmreview.db import write_transaction
+
+    write_transaction(lambda session: end_session(session=session, token=token))
+    again = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    again.run()
+    assert titles(again) == ["itsmreview"]  # the cookie's login has ended
+    reloaded.run()  # the other tab, on its next rerun
+    assert "My queue" not in titles(reloaded) and auth.USER_KEY not in reloaded.session_state
+    shown = [e.value for e in reloaded.error] + [w.value for w in reloaded.warning]
+    assert any("session has ended" in text for text in shown), shown

@@ -15,6 +15,8 @@ MODULES = [
     "itsmreview.files",
     "itsmreview.catalog.queries",
     "itsmreview.ui.transcript",
+    "itsmreview.ui.text",
+    "itsmreview.coverage.eventlog",
 ]
 
 

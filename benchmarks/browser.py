@@ -1,0 +1,214 @@
+"""The expert's page in a real browser: `python benchmarks/browser.py` (one command).
+
+Loads the demo into a temporary database, serves it (`itsmreview serve`) and drives Debian's
+Chromium through Selenium, as an expert would:
+
+- login: from Enter on the password to a usable queue (the first rubric item focused);
+- a click on a scale point: until the point is checked and the page idle, and how many
+  script runs it caused;
+- a whole rating by keyboard (ten keys: eight dimensions, verdict, confidence), sent as
+  fast as the browser takes them: the time, the script runs and the time spent waiting
+  for one;
+- a reload: the time to a usable page, and whether the expert is still logged in.
+
+Baseline in the same run: one run of the rating form on the server ("Keep draft", what every
+click on a scale point cost before: a rerun) and one full run of the page (a reload).
+Prints medians of `--repeats` and the ratios.
+"""
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = os.environ.get("ITSMREVIEW_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("ITSMREVIEW_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+# counts script runs and the time spent in them, from the app's own run state
+WATCH_RUNS = """
+window.itsmRuns = 0; window.itsmBusyMs = 0; let since = null;
+const app = document.querySelector('[data-testid=stApp]');
+new MutationObserver(() => {
+  const running = app.getAttribute('data-test-script-state') === 'running';
+  if (running && since === null) { since = performance.now(); window.itsmRuns += 1; }
+  if (!running && since !== null) { window.itsmBusyMs += performance.now() - since; since = null; }
+}).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+IDLE = "return document.querySelector('[data-testid=stApp]')" + (
+    ".getAttribute('data-test-script-state') !== 'running'"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _serve(folder: Path) -> tuple[subprocess.Popen, str]:
+    env = dict(
+        os.environ,
+        ITSMREVIEW_DATABASE_URL=f"sqlite:///{folder / 'demo.db'}",
+        ITSMREVIEW_DATA_DIR=str(folder),
+        PYTHONSAFEPATH="1",
+    )
+    cli = [sys.executable, "-m", "itsmreview.cli"]
+    subprocess.run([*cli, "demo", "--no-serve"], env=env, check=True, capture_output=True)
+    port = _free_port()
+    process = subprocess.Popen(
+        [*cli, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(180):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read() == b"ok":
+                    return process, url
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise RuntimeError("the server did not start")
+
+
+def _browser(profile: Path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+
+
+def _ready(driver, timeout: float = 60) -> None:
+    """Until the first rubric item has the focus and the page is idle."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout, poll_frequency=0.01).until(
+        lambda d: (
+            d.switch_to.active_element.get_attribute("type") == "radio" and d.execute_script(IDLE)
+        )
+    )
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:8.0f} ms (min {min(values) * 1000:.0f})"
+
+
+def measure(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    out: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "login",
+            "click",
+            "click runs",
+            "keyboard rating",
+            "keyboard runs",
+            "keyboard waiting",
+            "reload",
+            "draft rerun (baseline)",
+        )
+    }
+    for index in range(repeats):
+        driver = _browser(folder / f"profile-{index}")
+        try:
+            driver.get(url)
+            wait = WebDriverWait(driver, 60, poll_frequency=0.01)
+            field = wait.until(
+                ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']"))
+            )
+            field.send_keys(f"expert{index % 5 + 1}")
+            password = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Password']")
+            password.send_keys("itsm-demo")
+            start = time.perf_counter()
+            password.send_keys(Keys.ENTER)
+            _ready(driver)
+            out["login"].append(time.perf_counter() - start)
+            driver.execute_script(WATCH_RUNS)
+            radios = driver.find_elements(
+                By.CSS_SELECTOR, ".st-key-rubric [role=radiogroup] input[type=radio]"
+            )
+            target = radios[2]
+            start = time.perf_counter()
+            driver.execute_script("arguments[0].click()", target)
+            wait.until(lambda d, t=target: t.is_selected() and d.execute_script(IDLE))
+            out["click"].append(time.perf_counter() - start)
+            out["click runs"].append(driver.execute_script("return window.itsmRuns"))
+            _ready(driver)
+            driver.execute_script(
+                "document.querySelector('.st-key-rubric [role=radiogroup] input').focus()"
+            )
+            driver.execute_script("window.itsmRuns = 0; window.itsmBusyMs = 0")
+            start = time.perf_counter()
+            for key in "4345234414":
+                ActionChains(driver).send_keys(key).perform()
+            wait.until(lambda d: d.switch_to.active_element.text == "Submit rating")
+            out["keyboard rating"].append(time.perf_counter() - start)
+            out["keyboard runs"].append(driver.execute_script("return window.itsmRuns"))
+            out["keyboard waiting"].append(driver.execute_script("return window.itsmBusyMs") / 1e3)
+            keep = driver.find_element(By.XPATH, "//button[.//p[text()='Keep draft']]")
+            driver.execute_script("window.itsmRuns = 0; window.itsmBusyMs = 0")
+            keep.click()
+            wait.until(lambda d: d.execute_script("return window.itsmRuns") >= 1)
+            wait.until(lambda d: d.execute_script(IDLE))
+            out["draft rerun (baseline)"].append(
+                driver.execute_script("return window.itsmBusyMs") / 1e3
+            )
+            start = time.perf_counter()
+            driver.refresh()
+            _ready(driver)
+            out["reload"].append(time.perf_counter() - start)
+        finally:
+            driver.quit()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="itsmreview-browser-"))
+    process, url = _serve(folder)
+    try:
+        measure(url, 1, folder)  # warm the server's caches
+        out = measure(url, args.repeats, folder)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+        shutil.rmtree(folder, ignore_errors=True)
+    for name in ("login", "click", "keyboard rating", "reload", "draft rerun (baseline)"):
+        print(f"{name:<28}{_median(out[name])}")
+    print(f"{'script runs per click':<28}{statistics.median(out['click runs']):8.0f}")
+    print(f"{'script runs, keyboard rating':<28}{statistics.median(out['keyboard runs']):8.0f}")
+    waiting = statistics.median(out["keyboard waiting"]) * 1000
+    print(f"{'waiting, keyboard rating':<28}{waiting:8.0f} ms")
+    baseline = statistics.median(out["draft rerun (baseline)"])
+    print(f"click / a rerun of the form: {statistics.median(out['click']) / baseline:.2f}")
+
+
+if __name__ == "__main__":
+    main()
