@@ -11,9 +11,10 @@ Chromium through Selenium, as an expert would:
   for one;
 - a reload: the time to a usable page, and whether the expert is still logged in.
 
-Baseline in the same run: one run of the rating form on the server ("Keep draft", what every
-click on a scale point cost before: a rerun) and one full run of the page (a reload).
-Prints medians of `--repeats` and the ratios.
+Baselines in the same run: one run of the rating form on the server ("Keep draft", what every
+click on a scale point cost before: a rerun), and the floor of a login on this machine: a
+one-file Streamlit app whose login form, on Enter, shows a title and ten radio scales (no
+database, no task), timed the same way. Prints medians of `--repeats` and the ratios.
 """
 
 import argparse
@@ -44,6 +45,27 @@ new MutationObserver(() => {
 IDLE = "return document.querySelector('[data-testid=stApp]')" + (
     ".getAttribute('data-test-script-state') !== 'running'"
 )
+
+
+POINT = "document.querySelectorAll('.st-key-rubric [role=radiogroup] input')[2]"
+
+
+FLOOR_APP = """
+import streamlit as st
+if st.session_state.get("in"):
+    st.title("My queue")
+    with st.form("rubric"):
+        for i in range(10):
+            st.radio(f"Item {i}", [1, 2, 3, 4, 5], index=None, horizontal=True)
+        st.form_submit_button("Submit rating")
+else:
+    with st.form("login"):
+        st.text_input("Username")
+        st.text_input("Password", type="password")
+        if st.form_submit_button("Log in"):
+            st.session_state["in"] = True
+            st.rerun()
+"""
 
 
 def _free_port() -> int:
@@ -80,6 +102,64 @@ def _serve(folder: Path) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("the server did not start")
 
 
+def _serve_floor(folder: Path) -> tuple[subprocess.Popen, str]:
+    (folder / "floor.py").write_text(FLOOR_APP)
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(folder / "floor.py"),
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read() == b"ok":
+                    return process, url
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise RuntimeError("the floor app did not start")
+
+
+def floor_login(url: str, repeats: int, folder: Path) -> list[float]:
+    """Enter on the password to ten radio scales drawn and the page idle, in the bare app."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    drawn = "return document.querySelectorAll('[role=radiogroup]').length === 10 && " + IDLE[7:]
+    times = []
+    for index in range(repeats + 1):
+        driver = _browser(folder / f"floor-{index}")
+        try:
+            driver.get(url)
+            wait = WebDriverWait(driver, 60, poll_frequency=0.01)
+            wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[type=password]")))
+            field = driver.find_element(By.CSS_SELECTOR, "input[type=password]")
+            start = time.perf_counter()
+            field.send_keys(Keys.ENTER)
+            wait.until(lambda d: d.execute_script(drawn))
+            if index:  # the first warms the server
+                times.append(time.perf_counter() - start)
+        finally:
+            driver.quit()
+    return times
+
+
 def _browser(profile: Path):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -102,18 +182,16 @@ def _ready(driver, timeout: float = 60) -> None:
     """Until the first rubric item has the focus and the page is idle."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, timeout, poll_frequency=0.01).until(
-        lambda d: (
-            d.switch_to.active_element.get_attribute("type") == "radio" and d.execute_script(IDLE)
-        )
-    )
+    focused = "return document.activeElement?.type === 'radio' && " + IDLE[7:]
+    WebDriverWait(driver, timeout, poll_frequency=0.01).until(lambda d: d.execute_script(focused))
 
 
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:8.0f} ms (min {min(values) * 1000:.0f})"
 
 
-def measure(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
+def measure(url: str, repeats: int, folder: Path, tag: str) -> dict[str, list[float]]:
+    """Each repeat in a new browser profile (`tag` keeps profiles apart), so it logs in."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -134,7 +212,7 @@ def measure(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
         )
     }
     for index in range(repeats):
-        driver = _browser(folder / f"profile-{index}")
+        driver = _browser(folder / f"profile-{tag}-{index}")
         try:
             driver.get(url)
             wait = WebDriverWait(driver, 60, poll_frequency=0.01)
@@ -149,13 +227,10 @@ def measure(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
             _ready(driver)
             out["login"].append(time.perf_counter() - start)
             driver.execute_script(WATCH_RUNS)
-            radios = driver.find_elements(
-                By.CSS_SELECTOR, ".st-key-rubric [role=radiogroup] input[type=radio]"
-            )
-            target = radios[2]
+            time.sleep(0.5)  # the login's last run has settled
             start = time.perf_counter()
-            driver.execute_script("arguments[0].click()", target)
-            wait.until(lambda d, t=target: t.is_selected() and d.execute_script(IDLE))
+            driver.execute_script(f"{POINT}.click()")
+            wait.until(lambda d: d.execute_script(f"return {POINT}.checked && ({IDLE[7:]})"))
             out["click"].append(time.perf_counter() - start)
             out["click runs"].append(driver.execute_script("return window.itsmRuns"))
             _ready(driver)
@@ -166,7 +241,11 @@ def measure(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
             start = time.perf_counter()
             for key in "4345234414":
                 ActionChains(driver).send_keys(key).perform()
-            wait.until(lambda d: d.switch_to.active_element.text == "Submit rating")
+            wait.until(
+                lambda d: (
+                    d.execute_script("return document.activeElement?.innerText") == "Submit rating"
+                )
+            )
             out["keyboard rating"].append(time.perf_counter() - start)
             out["keyboard runs"].append(driver.execute_script("return window.itsmRuns"))
             out["keyboard waiting"].append(driver.execute_script("return window.itsmBusyMs") / 1e3)
@@ -194,13 +273,20 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="itsmreview-browser-"))
     process, url = _serve(folder)
     try:
-        measure(url, 1, folder)  # warm the server's caches
-        out = measure(url, args.repeats, folder)
+        measure(url, 1, folder, "warm")  # warm the server's caches
+        out = measure(url, args.repeats, folder, "run")
     finally:
         process.terminate()
         process.wait(timeout=15)
+    floor, floor_url = _serve_floor(folder)
+    try:
+        out["login floor (bare app)"] = floor_login(floor_url, args.repeats, folder)
+    finally:
+        floor.terminate()
+        floor.wait(timeout=15)
         shutil.rmtree(folder, ignore_errors=True)
-    for name in ("login", "click", "keyboard rating", "reload", "draft rerun (baseline)"):
+    names = ("login", "login floor (bare app)", "click", "keyboard rating", "reload")
+    for name in (*names, "draft rerun (baseline)"):
         print(f"{name:<28}{_median(out[name])}")
     print(f"{'script runs per click':<28}{statistics.median(out['click runs']):8.0f}")
     print(f"{'script runs, keyboard rating':<28}{statistics.median(out['keyboard runs']):8.0f}")
@@ -208,6 +294,8 @@ def main() -> None:
     print(f"{'waiting, keyboard rating':<28}{waiting:8.0f} ms")
     baseline = statistics.median(out["draft rerun (baseline)"])
     print(f"click / a rerun of the form: {statistics.median(out['click']) / baseline:.2f}")
+    floor_s = statistics.median(out["login floor (bare app)"])
+    print(f"login / the bare app's login: {statistics.median(out['login']) / floor_s:.2f}")
 
 
 if __name__ == "__main__":

@@ -86,12 +86,21 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
                 },
             )
     if not detail.examples.empty:
-        with st.expander("Real example cases", expanded=not compact):
-            st.plotly_chart(
-                case_timeline(detail.examples), key=f"{key}-timeline", config=NO_TOOLBAR
-            )
-            st.caption("Hours since each case's first event; hover a point for its details.")
-            st.dataframe(detail.examples, hide_index=True, key=f"{key}-examples")
+        # drawn once opened: beside a task the chart would load the plotting library with
+        # every task the expert opens
+        examples = st.expander(
+            "Real example cases",
+            expanded=not compact,
+            key=f"{key}-examples-open",
+            on_change="rerun",
+        )
+        if examples.open:
+            with examples:
+                st.plotly_chart(
+                    case_timeline(detail.examples), key=f"{key}-timeline", config=NO_TOOLBAR
+                )
+                st.caption("Hours since each case's first event; hover a point for its details.")
+                st.dataframe(detail.examples, hide_index=True, key=f"{key}-examples")
 
 
 def case_timeline(examples: pd.DataFrame) -> go.Figure:
