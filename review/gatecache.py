@@ -176,7 +176,27 @@ def record_change(
     after: UnitCounts,
 ) -> None:
     """Move the round's counts by one task's change (its counts before and after)."""
+    move(session=session, review_round=review_round, rubric=rubric, before=before, after=after)
+
+
+def move(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    rubric: RubricDefinition,
+    before: UnitCounts,
+    after: UnitCounts,
+    dimensions: tuple[str, ...] = (),
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """Move the round's counts by one task's change (its counts before and after), reading
+    them once under their row locks; returns the alphas of `dimensions` just before and just
+    after the move."""
     rows = _rows(session=session, review_round=review_round, rubric=rubric, for_update=True)
+
+    def alphas() -> dict[str, float | None]:
+        return {d: alpha_of_pairs(rows[d].pairs, rubric.dimension(d).level) for d in dimensions}
+
+    was = alphas()
     now = utcnow()
     for dimension in set(before) | set(after):
         row = rows.get(dimension)
@@ -189,3 +209,4 @@ def record_change(
         row.updated_at = now
         session.add(row)
     session.flush()
+    return was, alphas()

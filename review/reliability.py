@@ -519,20 +519,21 @@ def redecide_after_rating(
     twice."""
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)
-    was = alpha_reached(
-        config, gating_alphas(session=session, review_round=review_round, rubric=rubric)
-    )
     after = gatecache.unit_counts(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
     before = gatecache.undo(after, added=added, removed=removed)
-    gatecache.record_change(
-        session=session, review_round=review_round, rubric=rubric, before=before, after=after
+    was, alphas = gatecache.move(
+        session=session,
+        review_round=review_round,
+        rubric=rubric,
+        before=before,
+        after=after,
+        dimensions=config.gating_dimensions,
     )
     if not decide_now:
         return None
-    alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
-    if alpha_reached(config, alphas) != was:
+    if alpha_reached(config, alphas) != alpha_reached(config, was):
         return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor_id)[
             task_version_id
         ]
