@@ -28,6 +28,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/agreement.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/exports.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/ledger.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/browser.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py

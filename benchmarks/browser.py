@@ -74,6 +74,20 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _healthy(process: subprocess.Popen, port: int) -> str:
+    """The server's address once its health check answers (90 s at most)."""
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(180):
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read() == b"ok":
+                    return url
+        except OSError:
+            time.sleep(0.5)
+    process.kill()
+    raise RuntimeError(f"the server on port {port} did not start")
+
+
 def _serve(folder: Path) -> tuple[subprocess.Popen, str]:
     env = dict(
         os.environ,
@@ -90,16 +104,7 @@ def _serve(folder: Path) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(180):
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read() == b"ok":
-                    return process, url
-        except OSError:
-            time.sleep(0.5)
-    process.kill()
-    raise RuntimeError("the server did not start")
+    return process, _healthy(process, port)
 
 
 def _serve_floor(folder: Path) -> tuple[subprocess.Popen, str]:
@@ -122,16 +127,7 @@ def _serve_floor(folder: Path) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.read() == b"ok":
-                    return process, url
-        except OSError:
-            time.sleep(0.5)
-    process.kill()
-    raise RuntimeError("the floor app did not start")
+    return process, _healthy(process, port)
 
 
 def floor_login(url: str, repeats: int, folder: Path) -> list[float]:

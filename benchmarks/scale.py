@@ -468,6 +468,15 @@ def group_cli() -> dict:
     return out
 
 
+def _start_together(barrier: Path, index: int) -> None:
+    """Say this worker is ready, then wait for the start time the parent writes."""
+    (barrier / f"ready-{index}").touch()
+    go = barrier / "go"
+    while not go.exists():
+        time.sleep(0.01)
+    time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
+
+
 def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     """One expert's process: claim and submit, each in `write_transaction` as the queue page
     does (busy writes, deadlocks and serialization failures retried whole). Imports and
@@ -484,11 +493,7 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
 
     with session_scope() as session:
         user_by_username(session=session, username=f"e{index}")
-    (barrier / f"ready-{index}").touch()
-    go = barrier / "go"
-    while not go.exists():
-        time.sleep(0.01)
-    time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
+    _start_together(barrier, index)
     chance = random.Random(index)
     claims, writes, errors = [], [], []
 
@@ -539,11 +544,7 @@ def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     connection = psycopg.connect(
         host=url.host, port=url.port, user=url.username, dbname=url.database, autocommit=True
     )
-    (barrier / f"ready-{index}").touch()
-    go = barrier / "go"
-    while not go.exists():
-        time.sleep(0.01)
-    time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
+    _start_together(barrier, index)
     chance = random.Random(index)
     claims, writes = [], []
     for _ in range(submits):

@@ -83,7 +83,7 @@ def dashboard(
         session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
     )
     board.round_name = review_round.name
-    board.task_status = queries.round_status_counts(session=session, round_id=review_round.id)
+    board.task_status = _round_status_materialised(session=session, review_round=review_round)
     board.agreement = (
         [item_from_record(r) for r in figures.payload["items"]] if figures.payload else []
     )
@@ -94,6 +94,27 @@ def dashboard(
 
 
 INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once
+
+
+def _round_status_materialised(*, session: Session, review_round: ReviewRound) -> dict[str, int]:
+    """How many of the round's tasks stand at each status, as stored for the ledger's head
+    (every decision, rating, gate change and import appends to it): counted at once for a
+    small round, else in the background while the last counts (or none yet) are shown."""
+    from itsmreview.ledger.queries import last_entry
+
+    head = last_entry(session=session)
+    round_id = review_round.id
+    found = materialised(
+        session=session,
+        kind="round-status",
+        key=str(round_id),
+        fingerprint=str(head.seq if head else 0),
+        compute=lambda background: queries.round_status_counts(
+            session=background, round_id=round_id
+        ),
+        inline=queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS,
+    )
+    return dict(found.payload or {})
 
 
 def _round_agreement_materialised(

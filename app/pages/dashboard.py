@@ -37,6 +37,8 @@ status = data.task_status
 columns = st.columns(len(status) or 1)
 for column, (label, value) in zip(columns, sorted(status.items()), strict=False):
     column.metric(label.replace("_", " ").capitalize(), value)
+if not status:
+    st.caption("The status counts of this round are being computed; reload in a moment.")
 
 st.subheader(f"Agreement in {literal(data.round_name)}")
 frame = data.agreement_frame()

@@ -117,7 +117,7 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
                 list(range(low, high + 1)),
                 int(current) if current is not None else None,
                 key=f"{key}-{dimension.key}",
-                help=dimension.guidance,
+                help="\n\n".join(filter(None, [dimension.guidance, _anchors(dimension.anchors)])),
             )
             if dimension.anchors:
                 st.caption(_anchors(dimension.anchors))
