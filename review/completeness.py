@@ -95,6 +95,12 @@ class Checklist:
     mine: CompletenessReview | None
 
 
+def persona_activity_list(*, session: Session, actor: User, persona: str) -> list:
+    """The persona's active work activities, in their order (without its tasks)."""
+    require_role(actor, Role.expert, Role.lead)
+    return activities_of(session, persona)
+
+
 def checklist(*, session: Session, actor: User, persona: str) -> Checklist:
     """What an expert judges for a persona: its activities and its tasks, with their own
     current review. Experts and leads; experts never see a task's review status (blindness)."""

@@ -74,16 +74,21 @@ def dashboard(
     board = Dashboard(
         open_assignments=queries.open_assignments_frame(session=session),
         progress=queries.progress_frame(session=session),
-        task_status=status_counts(session=session),
+        task_status={},
         rounds=rounds,
     )
     if not rounds:
+        board.task_status = status_counts(session=session)
         return board
-    review_round, figures = _round_agreement_materialised(
-        session=session, actor=actor, round_name=round_name, bootstrap=bootstrap
+    review_round = find_round(session, round_name)
+    inline = queries.round_size(session=session, round_id=review_round.id) <= INLINE_TASKS
+    figures = _round_agreement_materialised(
+        session=session, actor=actor, review_round=review_round, bootstrap=bootstrap, inline=inline
     )
     board.round_name = review_round.name
-    board.task_status = _round_status_materialised(session=session, review_round=review_round)
+    board.task_status = _round_status_materialised(
+        session=session, review_round=review_round, inline=inline
+    )
     board.agreement = (
         [item_from_record(r) for r in figures.payload["items"]] if figures.payload else []
     )
@@ -96,7 +101,9 @@ def dashboard(
 INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once
 
 
-def _round_status_materialised(*, session: Session, review_round: ReviewRound) -> dict[str, int]:
+def _round_status_materialised(
+    *, session: Session, review_round: ReviewRound, inline: bool
+) -> dict[str, int]:
     """How many of the round's tasks stand at each status, as stored for the ledger's head
     (every decision, rating, gate change and import appends to it): counted at once for a
     small round, else in the background while the last counts (or none yet) are shown."""
@@ -112,17 +119,17 @@ def _round_status_materialised(*, session: Session, review_round: ReviewRound) -
         compute=lambda background: queries.round_status_counts(
             session=background, round_id=round_id
         ),
-        inline=queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS,
+        inline=inline,
     )
     return dict(found.payload or {})
 
 
 def _round_agreement_materialised(
-    *, session: Session, actor: User, round_name, bootstrap: int
-) -> tuple[ReviewRound, Materialised]:
+    *, session: Session, actor: User, review_round: ReviewRound, bootstrap: int, inline: bool
+) -> Materialised:
     """The round's agreement as stored for its current ratings: computed at once for a small
-    round, else in the background while the stored figures (or none yet) are shown."""
-    review_round = find_round(session, round_name)
+    round (`inline`), else in the background while the stored figures (or none yet) are
+    shown."""
     fingerprint = queries.ratings_fingerprint(session=session, round_id=review_round.id)
     round_id = review_round.id
 
@@ -138,9 +145,9 @@ def _round_agreement_materialised(
         key=f"{round_id}:{review_round.rubric_id}:{bootstrap}",
         fingerprint=json.dumps(list(fingerprint)),
         compute=compute,
-        inline=queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS,
+        inline=inline,
     )
-    return review_round, found
+    return found
 
 
 def item_record(item: ItemAgreement) -> dict:

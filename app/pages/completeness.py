@@ -6,6 +6,7 @@ from itsmreview.db import session_scope
 from itsmreview.review.completeness import (
     add_activities,
     checklist,
+    persona_activity_list,
     personas,
     remove_activity,
     report,
@@ -132,7 +133,7 @@ with st.expander("Edit a persona's work activities"):
         if added is not FAILED:
             st.success(f"Added {added} activit{'y' if added == 1 else 'ies'}.")
     with session_scope() as session:
-        current = checklist(session=session, actor=user, persona=persona).activities
+        current = persona_activity_list(session=session, actor=user, persona=persona)
     if current:
         gone = st.selectbox(
             "Remove", [a.id for a in current], format_func={a.id: a.activity for a in current}.get

@@ -54,7 +54,10 @@ for name, gate in shown["gate"].items():
         st.warning(literal(f"Round {name}: {'; '.join(gate['problems'])}."))
 with st.form("export"):
     formats = st.multiselect("Formats", FORMATS, default=["native", "hf"])
-    name = st.text_input("Export name", value=f"export-{utcnow():%Y%m%d-%H%M%S}")
+    # proposed once: a default that changed each second gave the field a new identity, and
+    # a name typed in one second was dropped by a run in the next
+    proposed = st.session_state.setdefault("export-proposed", f"export-{utcnow():%Y%m%d-%H%M%S}")
+    name = st.text_input("Export name", value=proposed, key="export-name")
     with_names = st.checkbox("Raters by name (default: rater-01, rater-02, ...)")
     reason = ""
     if weak:
