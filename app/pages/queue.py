@@ -107,10 +107,10 @@ def _next_task(expert, round_name: str) -> tuple[str, str | None]:
 
 
 @st.fragment
-def rate(assignment_id: int, round_name: str) -> None:
-    """The rubric reruns alone when its draft is kept; a submit opens the next task."""
-    with session_scope() as session:
-        shown = assignment_view(session=session, actor=user, assignment_id=assignment_id)
+def rate(shown, round_name: str) -> None:
+    """The rubric reruns alone when its draft is kept (its widgets hold the answers, so the
+    view read by the page serves those runs too); a submit opens the next task."""
+    assignment_id = shown.assignment.id
     action, answers = rating_form(shown)
     if action == "draft":
         if perform(save_draft, actor=user, assignment_id=assignment_id, **answers) is not FAILED:
@@ -127,5 +127,5 @@ def rate(assignment_id: int, round_name: str) -> None:
 
 with right:
     variant_panel(view)
-    rate(chosen, rows.loc[chosen, "round"])
+    rate(view, rows.loc[chosen, "round"])
 rubric_keys(RUBRIC_CONTAINER, submit=SUBMIT_LABEL, draft=DRAFT_LABEL, key=f"keys-{chosen}")

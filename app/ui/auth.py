@@ -1,5 +1,7 @@
 """Login state and role checks for pages (the services check roles again)."""
 
+import functools
+
 import streamlit as st
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import (
@@ -167,13 +169,16 @@ export default function ({ data }) {
   }
 }
 """
-_cookie_component = None
+
+
+@functools.cache
+def _cookie_component():
+    return st.components.v2.component("itsmreview.session", js=_COOKIE_JS)
 
 
 def keep_session_cookie() -> None:
     """Write this tab's login token into the browser's cookie, or clear a cookie whose login
     ended; run on every page (it draws nothing)."""
-    global _cookie_component
     import hashlib
 
     from itsmreview.settings import get_settings
@@ -181,10 +186,8 @@ def keep_session_cookie() -> None:
     token = st.session_state.get(TOKEN_KEY)
     if token is None and _sent_cookie() is None:
         return
-    if _cookie_component is None:
-        _cookie_component = st.components.v2.component("itsmreview.session", js=_COOKIE_JS)
     tag = hashlib.sha256((token or "").encode()).hexdigest()[:12]
-    _cookie_component(
+    _cookie_component()(
         key=f"session-cookie-{tag}",
         data={
             "name": COOKIE,

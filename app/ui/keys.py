@@ -7,6 +7,8 @@ button is pressed so that the draft reaches the database (a rerun of the rubric 
 It reads no task text and writes no HTML.
 """
 
+import functools
+
 import streamlit as st
 
 SHORTCUTS = (
@@ -114,7 +116,10 @@ export default function ({ data }) {
 }
 """
 
-_component = None
+
+@functools.cache
+def _component():
+    return st.components.v2.component("itsmreview.rubric_keys", js=_JS)
 
 
 def rubric_keys(
@@ -123,10 +128,7 @@ def rubric_keys(
     """Mount the shortcuts for the form inside `st.container(key=container_key)`, whose
     buttons are labelled `submit` and `draft`. A new `key` (one per task) scrolls the page to
     its top and focuses the first item."""
-    global _component
-    if _component is None:
-        _component = st.components.v2.component("itsmreview.rubric_keys", js=_JS)
-    _component(
+    _component()(
         key=key,
         data={
             "container": f"st-key-{container_key}",
