@@ -12,12 +12,29 @@ from itsmreview.ui.text import literal
 PAGES = Path(__file__).parent / "pages"
 
 
-def page(name: str, title: str, icon: str, default_for: Role | None = None) -> st.Page:
+PAGE_TITLES = {
+    "home": ("Home", ":material/home:"),
+    "queue": ("My queue", ":material/rate_review:"),
+    "variants": ("Variant explorer", ":material/timeline:"),
+    "completeness": ("Persona completeness", ":material/checklist:"),
+    "dashboard": ("Dashboard", ":material/monitoring:"),
+    "coverage": ("Coverage", ":material/account_tree:"),
+    "tasks": ("Tasks", ":material/assignment:"),
+    "ledger": ("Ledger", ":material/link:"),
+    "exports": ("Exports", ":material/inventory_2:"),
+    "users": ("Users", ":material/group:"),
+    "imports": ("Imports", ":material/upload_file:"),
+}
+
+
+def page(name: str, default_for: Role | None = None, *, hidden: bool = False) -> st.Page:
+    title, icon = PAGE_TITLES[name]
     return st.Page(
         PAGES / f"{name}.py",
         title=title,
         icon=icon,
-        default=default_for is not None and user.role == default_for,
+        default=default_for is not None and user is not None and user.role == default_for,
+        visibility="hidden" if hidden else "visible",
     )
 
 
@@ -31,35 +48,36 @@ login = st.Page(
     PAGES / "login.py",
     title="Log in",
     icon=":material/login:",
+    default=user is None,
     visibility="visible" if user is None else "hidden",
 )
 if user is None:
-    navigation = st.navigation([login])
+    # every page answers its address and asks for a login first (a link survives the
+    # login); the login page opens a start page in one run
+    navigation = st.navigation(
+        [login, *(page(name, hidden=True) for name in PAGE_TITLES)], position="hidden"
+    )
 else:
-    # the login page stays reachable (hidden) so a rerun right after logging in lands on it
-    # and forwards to the role's start page
-    sections = {"": [page("home", "Home", ":material/home:"), login]}
+    # the login page stays reachable (hidden): it forwards to the role's start page
+    sections = {"": [page("home"), login]}
     if user.role == Role.expert:
         sections["Review"] = [
-            page("queue", "My queue", ":material/rate_review:", Role.expert),
-            page("variants", "Variant explorer", ":material/timeline:"),
-            page("completeness", "Persona completeness", ":material/checklist:"),
+            page("queue", Role.expert),
+            page("variants"),
+            page("completeness"),
         ]
     if user.role in (Role.lead, Role.admin):
         sections["Lead"] = [
-            page("dashboard", "Dashboard", ":material/monitoring:", Role.lead),
-            page("coverage", "Coverage", ":material/account_tree:"),
-            page("variants", "Variant explorer", ":material/timeline:"),
-            page("tasks", "Tasks", ":material/assignment:"),
-            page("completeness", "Persona completeness", ":material/checklist:"),
-            page("ledger", "Ledger", ":material/link:"),
-            page("exports", "Exports", ":material/inventory_2:"),
+            page("dashboard", Role.lead),
+            page("coverage"),
+            page("variants"),
+            page("tasks"),
+            page("completeness"),
+            page("ledger"),
+            page("exports"),
         ]
     if user.role == Role.admin:
-        sections["Admin"] = [
-            page("users", "Users", ":material/group:", Role.admin),
-            page("imports", "Imports", ":material/upload_file:"),
-        ]
+        sections["Admin"] = [page("users", Role.admin), page("imports")]
     navigation = st.navigation(sections)
     with st.sidebar:
         st.caption(f"Logged in as **{user.display_name}** ({user.role})")

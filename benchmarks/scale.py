@@ -599,6 +599,16 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
     return out
 
 
+def _cpu_times() -> tuple[float, float]:
+    """Busy and total CPU seconds of the whole machine so far (every process: the workers,
+    PostgreSQL, anything else), from /proc/stat."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    return (sum(fields) - idle) / ticks, sum(fields) / ticks
+
+
 def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--worker") -> dict:
     from itsmreview.db import get_engine
     from sqlalchemy import text
@@ -621,6 +631,8 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
     start_at = time.time() + 1.0  # every worker has imported and connected
     (barrier / "go.tmp").write_text(repr(start_at))
     (barrier / "go.tmp").replace(barrier / "go")
+    time.sleep(max(0.0, start_at - time.time()))
+    busy_before, total_before = _cpu_times()
     results = []
     for process in processes:
         lines = process.communicate()[0].strip().splitlines()
@@ -629,6 +641,7 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
             if lines
             else {"claims": [], "writes": [], "errors": [f"worker exited {process.returncode}"]}
         )
+    busy_after, total_after = _cpu_times()
     shutil.rmtree(barrier, ignore_errors=True)
     elapsed = time.time() - start_at
     writes = sorted(w for r in results for w in r["writes"])
@@ -652,7 +665,15 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
         return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else None
 
     errors = [e for r in results for e in r["errors"]]
+    cpu_s = busy_after - busy_before
+    cores = os.cpu_count() or 1
     return {
+        # a claim and a submit cost this much CPU, all processes together; with no pause
+        # and the CPU saturated, Little's law puts the mean time of a claim and a submit at
+        # workers x this / cores, whatever the code does with locks
+        "cpu_ms_per_claim_and_submit": cpu_s / max(1, len(writes)) * 1000,
+        "cpu_busy_share": cpu_s / max(1e-9, total_after - total_before),
+        "littles_law_floor_ms": workers * cpu_s / max(1, len(writes)) / cores * 1000,
         "workers": workers,
         "think_s": think,
         "submits": len(writes),

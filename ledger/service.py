@@ -10,6 +10,8 @@ from itsmreview.db import utcnow
 from itsmreview.errors import LedgerIntegrityError
 from itsmreview.ledger import chain, queries
 from itsmreview.ledger.models import LedgerEntry
+from sqlalchemy import event
+from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session
 
 SOURCE_KINDS = ("logs", "external", "expert", "system")
@@ -38,6 +40,10 @@ def entry_record(entry, actor: str | None) -> dict[str, Any]:
     return {**record, "actor": actor, "prev_hash": entry.prev_hash, "entry_hash": entry.entry_hash}
 
 
+AT_COMMIT = "itsmreview.ledger.at_commit"
+_PENDING = "itsmreview.ledger.pending"
+
+
 def append_entry(
     *,
     session: Session,
@@ -49,33 +55,81 @@ def append_entry(
     reference: str = "",
     actor_id: int | None = None,
     payload: dict[str, Any] | None = None,
-) -> LedgerEntry:
-    """Append one provenance entry, chained to the last one. Flushes, does not commit.
+) -> LedgerEntry | None:
+    """Append one provenance entry, chained to the last one, and return it. Flushes, does not
+    commit; in a transaction marked by `chain_at_commit`, the entry is chained when it commits
+    (and None returned).
 
     Raises ValueError for a source kind outside logs, external, expert, system.
     """
     if source_kind not in SOURCE_KINDS:
         raise ValueError(f"source_kind {source_kind!r} is not one of {', '.join(SOURCE_KINDS)}")
+    fields = {
+        "artifact_type": artifact_type,
+        "artifact_id": str(artifact_id),
+        "field": field,
+        "source_kind": source_kind,
+        "reference": reference,
+        "action": action,
+        "actor_id": actor_id,
+        "payload": json.loads(chain.canonical_json(payload or {})),
+    }
+    if session.info.get(AT_COMMIT):
+        session.connection()
+        owner = session.get_nested_transaction() or session.get_transaction()
+        session.info.setdefault(_PENDING, []).append((owner, fields))
+        return None
+    return _chain(session, [fields])[0]
+
+
+def chain_at_commit(session: Session) -> None:
+    """Chain the entries this transaction appends when it commits, in the order appended:
+    the ledger's lock is then held for one read of the head and one insert, not for the
+    rest of the transaction (a submit's gate work). Entries of a transaction that rolls
+    back are dropped with it."""
+    session.connection()  # the mark belongs to a begun transaction and ends with it
+    session.info[AT_COMMIT] = True
+
+
+def _chain(session: Session, items: list[dict[str, Any]]) -> list[LedgerEntry]:
     queries.lock_chain(session=session)
     last = queries.last_entry(session=session)
-    entry = LedgerEntry(
-        seq=(last.seq + 1) if last else 1,
-        created_at=utcnow(),
-        artifact_type=artifact_type,
-        artifact_id=str(artifact_id),
-        field=field,
-        source_kind=source_kind,
-        reference=reference,
-        action=action,
-        actor_id=actor_id,
-        payload=json.loads(chain.canonical_json(payload or {})),
-        prev_hash=last.entry_hash if last else chain.GENESIS_HASH,
-        entry_hash="",
-    )
-    entry.entry_hash = chain.link(entry_content(entry), entry.prev_hash)
-    session.add(entry)
+    seq, prev_hash = (last.seq, last.entry_hash) if last else (0, chain.GENESIS_HASH)
+    entries = []
+    for fields in items:
+        seq += 1
+        entry = LedgerEntry(
+            seq=seq, created_at=utcnow(), prev_hash=prev_hash, entry_hash="", **fields
+        )
+        entry.entry_hash = prev_hash = chain.link(entry_content(entry), prev_hash)
+        session.add(entry)
+        entries.append(entry)
     session.flush()
-    return entry
+    return entries
+
+
+@event.listens_for(OrmSession, "before_commit")
+def _chain_pending(session: OrmSession) -> None:
+    session.info.pop(AT_COMMIT, None)
+    if pending := session.info.pop(_PENDING, None):
+        _chain(session, [fields for _, fields in pending])
+
+
+@event.listens_for(OrmSession, "after_soft_rollback")
+def _drop_rolled_back(session: OrmSession, previous_transaction) -> None:
+    """Entries appended inside the transaction or savepoint just rolled back go with it."""
+
+    def inside(transaction) -> bool:
+        while transaction is not None:
+            if transaction is previous_transaction:
+                return True
+            transaction = transaction.parent
+        return False
+
+    if previous_transaction.parent is None:
+        session.info.pop(AT_COMMIT, None)
+    if pending := session.info.get(_PENDING):
+        session.info[_PENDING] = [(owner, f) for owner, f in pending if not inside(owner)]
 
 
 class StoredEntry:

@@ -37,12 +37,7 @@ def active_count(*, session: Session, round_id: int, task_version_id: int) -> in
 def places_taken_now(*, session: Session, round_id: int, task_version_id: int, now) -> int:
     """Places of k taken on one task once its lapsed reservations are released, counted under
     the task's claim lock (held until the transaction ends), so the count stays true."""
-    queries.lock_round_task(
-        session=session,
-        round_task_id=queries.round_task_id(
-            session=session, round_id=round_id, task_version_id=task_version_id
-        ),
-    )
+    queries.lock_task_of_round(session=session, round_id=round_id, task_version_id=task_version_id)
     queries.release_lapsed(
         session=session, round_id=round_id, task_version_id=task_version_id, now=now
     )

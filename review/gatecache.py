@@ -179,6 +179,28 @@ def record_change(
     move(session=session, review_round=review_round, rubric=rubric, before=before, after=after)
 
 
+def peek(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    rubric: RubricDefinition,
+    before: UnitCounts,
+    after: UnitCounts,
+    dimensions: tuple[str, ...],
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """The alphas of `dimensions` before and after one task's change, from the counts as
+    committed now, without locking or writing them (`move` does both, later)."""
+    rows = _rows(session=session, review_round=review_round, rubric=rubric, for_update=False)
+    was, now = {}, {}
+    for d in dimensions:
+        pairs = {m: dict(bucket) for m, bucket in rows[d].pairs.items()}
+        was[d] = alpha_of_pairs(pairs, rubric.dimension(d).level)
+        _apply(pairs, before.get(d, Counter()), -1)
+        _apply(pairs, after.get(d, Counter()), +1)
+        now[d] = alpha_of_pairs(pairs, rubric.dimension(d).level)
+    return was, now
+
+
 def move(
     *,
     session: Session,

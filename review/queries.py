@@ -89,14 +89,6 @@ def recount_places(
     session.exec(statement)
 
 
-def round_task_id(*, session: Session, round_id: int, task_version_id: int) -> int:
-    return session.exec(
-        select(RoundTask.id).where(
-            RoundTask.round_id == round_id, RoundTask.task_version_id == task_version_id
-        )
-    ).one()
-
-
 def places_taken(*, session: Session, round_id: int, task_version_id: int, now) -> int:
     return session.exec(
         select(func.count())
@@ -109,15 +101,17 @@ def places_taken(*, session: Session, round_id: int, task_version_id: int, now) 
     ).one()
 
 
-def lock_round_task(*, session: Session, round_task_id: int) -> None:
-    """Serialise claims of one task until the transaction ends: a row lock on PostgreSQL; on
-    SQLite, a no-op write that takes the database's single write lock (waiting up to the busy
-    timeout) before the places left are counted."""
+def lock_task_of_round(*, session: Session, round_id: int, task_version_id: int) -> None:
+    """Serialise claims and submits of one task of a round until the transaction ends: a row
+    lock on PostgreSQL; on SQLite, a no-op write that takes the database's single write lock
+    (waiting up to the busy timeout)."""
     if session.get_bind().dialect.name == "postgresql":
-        statement = "SELECT id FROM round_tasks WHERE id = :id FOR UPDATE"
+        statement = (
+            "SELECT id FROM round_tasks WHERE round_id = :r AND task_version_id = :t FOR UPDATE"
+        )
     else:
-        statement = "UPDATE round_tasks SET id = id WHERE id = :id"
-    session.exec(text(statement).bindparams(id=round_task_id))
+        statement = "UPDATE round_tasks SET id = id WHERE round_id = :r AND task_version_id = :t"
+    session.exec(text(statement).bindparams(r=round_id, t=task_version_id))
 
 
 def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | None:
@@ -541,7 +535,14 @@ def coincidence_rows(*, session: Session, round_id: int, for_update: bool = Fals
 
     query = select(RoundCoincidence).where(RoundCoincidence.round_id == round_id)
     if for_update:
-        query = query.with_for_update()
+        # in one order for every writer (a scan's order changes as rows get new versions,
+        # and two writers locking in different orders deadlock), and read anew: rows this
+        # session read before may have moved since
+        query = (
+            query.order_by(RoundCoincidence.dimension)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
     return list(session.exec(query).all())
 
 
@@ -576,27 +577,37 @@ def score_value_counts(
     )
 
 
-def scores_by_rater(
+def ratings_by_rater(
     *,
     session: Session,
     round_id: int,
     kinds: tuple[str, ...],
     dimensions: Sequence[str],
+    verdict_codes: dict[str, float],
+    flag_keys: Sequence[str],
     batch: int = 100_000,
 ) -> Iterator[np.ndarray]:
-    """Every scored value of the round's current submitted ratings of these kinds as float
-    rows (index of its dimension in `dimensions`, -1 for another; rater id; task version id;
-    value), in arrays of up to `batch` rows, in no particular order."""
-    code = case(
-        {dimension: i for i, dimension in enumerate(dimensions)},
-        value=RatingScore.dimension,
-        else_=-1,
+    """The round's current submitted ratings of these kinds, one float row each: rater id,
+    task version id, verdict code (NaN: none), 1 or 0 per flag key, then the value of each
+    of `dimensions` (NaN: not scored), in arrays of up to `batch` rows, in no particular
+    order. One row a rating, where a row a score read eight times as many from the driver."""
+    verdict = case(
+        {name: code for name, code in verdict_codes.items()}, value=Rating.verdict, else_=None
     )
+    flags = [
+        case((cast(Rating.flags, Text).like(_json_string_pattern(key), escape="\\"), 1), else_=0)
+        for key in flag_keys
+    ]
+    scores = [
+        func.max(case((RatingScore.dimension == dimension, RatingScore.value)))
+        for dimension in dimensions
+    ]
     return numeric_batches(
         session,
-        select(code, Rating.expert_id, Rating.task_version_id, RatingScore.value)
-        .join(Rating, Rating.id == RatingScore.rating_id)
-        .where(*_current_submitted(round_id, kinds), RatingScore.value.is_not(None)),
+        select(Rating.expert_id, Rating.task_version_id, verdict, *flags, *scores)
+        .outerjoin(RatingScore, RatingScore.rating_id == Rating.id)
+        .where(*_current_submitted(round_id, kinds))
+        .group_by(Rating.id),
         batch,
     )
 
@@ -734,6 +745,42 @@ def round_task_statuses(
     )
     found = frame_of(session, query.where(TaskVersion.status == status, in_round))
     return found.sort_values("external_id", kind="stable", ignore_index=True)
+
+
+def version_status_row(*, session: Session, task_version_id: int):
+    """One task version as `round_task_statuses` gives it (its task, stored decision and
+    whether it is the newest version), as a row: what re-deciding one task needs."""
+    newer = aliased(TaskVersion)
+    is_newest = ~(
+        select(newer.id)
+        .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
+        .exists()
+    )
+    return session.exec(
+        select(
+            TaskVersion.id.label("task_version_id"),
+            Task.id.label("task_id"),
+            Task.external_id,
+            TaskVersion.status,
+            TaskVersion.version,
+            is_newest.label("is_newest"),
+        )
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(TaskVersion.id == task_version_id)
+    ).one()
+
+
+def verdicts_and_flags_of(
+    *, session: Session, round_id: int, task_version_id: int, kinds: tuple[str, ...]
+) -> list[tuple[str | None, list | None]]:
+    """(verdict, flags) of one task version's current submitted ratings of these kinds."""
+    return list(
+        session.exec(
+            select(Rating.verdict, Rating.flags).where(
+                *_current_submitted(round_id, kinds), Rating.task_version_id == task_version_id
+            )
+        ).all()
+    )
 
 
 def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:

@@ -145,31 +145,31 @@ def round_long(
     """LongRatings of every rubric item of a round (dimensions, the verdict and each flag),
     read in batches: what per-rater figures (leave-one-rater-out, bias) need."""
     dimensions = [d.key for d in rubric.dimensions]
-    scored = _joined(
+    flag_keys = [f.key for f in rubric.flags]
+    rated = _joined(
         list(
-            queries.scores_by_rater(
-                session=session, round_id=round_id, kinds=kinds, dimensions=dimensions
+            queries.ratings_by_rater(
+                session=session,
+                round_id=round_id,
+                kinds=kinds,
+                dimensions=dimensions,
+                verdict_codes=VERDICT_CODES,
+                flag_keys=flag_keys,
             )
         ),
-        4,
+        3 + len(flag_keys) + len(dimensions),
     )
-    out = {}
-    for index, dimension in enumerate(dimensions):
-        rows = scored[scored[:, 0] == index]
-        out[dimension] = LongRatings(
-            rows[:, 1].astype(np.int64), rows[:, 2].astype(np.int64), rows[:, 3]
-        )
-    flag_keys = [f.key for f in rubric.flags]
-    rated = _verdict_rows(session, round_id, kinds, flag_keys)
-    units, raters, verdicts = (
-        rated[:, 0].astype(np.int64),
-        rated[:, 1].astype(np.int64),
-        rated[:, 2],
-    )
-    voted = ~np.isnan(verdicts)
-    out["verdict"] = LongRatings(raters[voted], units[voted], verdicts[voted])
+    raters, units = rated[:, 0].astype(np.int64), rated[:, 1].astype(np.int64)
+
+    def present(column: np.ndarray) -> LongRatings:
+        kept = ~np.isnan(column)
+        return LongRatings(raters[kept], units[kept], column[kept])
+
+    out = {"verdict": present(rated[:, 2])}
     for i, key in enumerate(flag_keys):
         out[f"flag:{key}"] = LongRatings(raters, units, rated[:, 3 + i])
+    for i, dimension in enumerate(dimensions):
+        out[dimension] = present(rated[:, 3 + len(flag_keys) + i])
     empty = LongRatings(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0))
     return {item: out.get(item, empty) for item, _, _ in gate_items(rubric)}
 
@@ -514,37 +514,58 @@ def redecide_after_rating(
     `decide_now` False only the counts move.
 
     The task's counts are read after the change, inside the transaction that has written
-    it (and holds the ledger's lock), and the counts before are derived from them, so a
-    submit of another expert on the same task that committed meanwhile is never counted
-    twice."""
+    it and under the lock of the task's row in the round (other submits on the same task
+    wait for it; the rest of the round does not), and the counts before are derived from
+    them: a rating of another expert on the same task is counted with this one's exactly
+    once, whichever commits first."""
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)
+    queries.lock_task_of_round(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
     after = gatecache.unit_counts(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
     before = gatecache.undo(after, added=added, removed=removed)
-    was, alphas = gatecache.move(
-        session=session,
-        review_round=review_round,
-        rubric=rubric,
-        before=before,
-        after=after,
-        dimensions=config.gating_dimensions,
-    )
+    change = {
+        "session": session,
+        "review_round": review_round,
+        "rubric": rubric,
+        "before": before,
+        "after": after,
+        "dimensions": config.gating_dimensions,
+    }
+
+    def redecide(alphas: dict[str, float | None]) -> Decision:
+        return redecide_task(
+            session=session,
+            review_round=review_round,
+            task_version_id=task_version_id,
+            config=config,
+            alphas=alphas,
+            actor_id=actor_id,
+            counts=after,
+        )
+
+    # the task is decided from the counts as committed, and the round's counts are moved
+    # (under their row locks, held to the commit) only after: other submits of the round
+    # wait for the move alone. The decision is taken again, under the locks, only if the
+    # counts moved meanwhile far enough to change whether the round's alpha passes the gate.
+    decision, seen = None, None
+    if decide_now:
+        was, seen = gatecache.peek(**change)
+        if alpha_reached(config, seen) == alpha_reached(config, was):
+            decision = redecide(seen)
+    was, alphas = gatecache.move(**change)
     if not decide_now:
         return None
     if alpha_reached(config, alphas) != alpha_reached(config, was):
         return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor_id)[
             task_version_id
         ]
-    return redecide_task(
-        session=session,
-        review_round=review_round,
-        task_version_id=task_version_id,
-        config=config,
-        alphas=alphas,
-        actor_id=actor_id,
-    )
+    if decision is None or alpha_reached(config, alphas) != alpha_reached(config, seen):
+        decision = redecide(alphas)
+    return decision
 
 
 def redecide_task(
@@ -555,10 +576,16 @@ def redecide_task(
     config: GateConfig,
     alphas: dict[str, float | None],
     actor_id: int | None = None,
+    counts: gatecache.UnitCounts | None = None,
 ) -> Decision:
     """Decide one task of the round from its own ratings, its adjudication and the round's
     alphas, and store the decision when it changed (other tasks cannot be affected by
-    that task's ratings or adjudication unless the round's alpha crosses the gate)."""
+    that task's ratings or adjudication unless the round's alpha crosses the gate).
+    `counts`: the task's current human counts per dimension, when the caller has them."""
+    if counts is not None:
+        return _redecide_from_counts(
+            session, review_round, task_version_id, config, alphas, actor_id, counts
+        )
     ratings = task_ratings(
         queries.current_ratings_wide(
             session=session, round_id=review_round.id, task_version_id=task_version_id
@@ -581,6 +608,35 @@ def redecide_task(
     )
     for row in rows.itertuples():
         _store_decision(session, row, decision, review_round, actor_id)
+    session.flush()
+    return decision
+
+
+def _redecide_from_counts(
+    session: Session,
+    review_round: ReviewRound,
+    task_version_id: int,
+    config: GateConfig,
+    alphas: dict[str, float | None],
+    actor_id: int | None,
+    counts: gatecache.UnitCounts,
+) -> Decision:
+    """`redecide_task` with the task's scores taken from its counts (the gate looks at the
+    values of a dimension, not at who gave which): two small reads, no frames."""
+    rated = queries.verdicts_and_flags_of(
+        session=session, round_id=review_round.id, task_version_id=task_version_id, kinds=HUMAN
+    )
+    ratings = TaskRatings(
+        {d: [v for v, n in sorted(c.items()) for _ in range(n)] for d, c in counts.items()},
+        [str(v) for v, _ in rated if v],
+        [list(f or []) for _, f in rated],
+    )
+    adjudicated = queries.adjudications_of_round(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    decision = decide(ratings, config, alphas, adjudicated.get(task_version_id))
+    row = queries.version_status_row(session=session, task_version_id=task_version_id)
+    _store_decision(session, row, decision, review_round, actor_id)
     session.flush()
     return decision
 

@@ -9,7 +9,7 @@ from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.db import analyze, bulk_insert, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
-from itsmreview.ledger.service import append_entry
+from itsmreview.ledger.service import append_entry, chain_at_commit
 from itsmreview.review import gatecache, queries
 from itsmreview.review.assignment import places_taken_now
 from itsmreview.review.models import (
@@ -184,6 +184,7 @@ def submit_rating(
     """Submit the expert's rating of an assignment; a second submit makes a new revision.
     Task statuses of the round are recomputed through the approval gate (`recompute`)."""
     require_role(actor, Role.expert)
+    chain_at_commit(session)  # the ledger's lock for the commit only, not the gate work
     assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     review_round = session.get(ReviewRound, assignment.round_id)
     if review_round.status != RoundStatus.open:

@@ -4,7 +4,8 @@ from itsmreview.coverage.overview import log_names, log_overview
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import NO_TOOLBAR
-from itsmreview.ui.coverage import df_map, gap_tables, pareto, role_bars
+from itsmreview.ui.coverage import COLUMNS, df_map, gap_tables, pareto, role_bars
+from itsmreview.ui.tables import show_table
 
 user = require(Role.lead)
 st.title("Coverage")
@@ -69,8 +70,10 @@ with tabs[0]:
     st.plotly_chart(pareto(view.variants), key="pareto", config=NO_TOOLBAR)
     st.caption("Green bars: variants a task declares; the line is the cumulative share of cases.")
     table = view.variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
-    st.dataframe(
-        table[["rank", "case_count", "share", "covered", "length", "sequence"]], hide_index=True
+    show_table(
+        table[["rank", "case_count", "share", "covered", "length", "sequence"]],
+        COLUMNS,
+        column_config={"Share of cases": st.column_config.NumberColumn(format="percent")},
     )
 with tabs[1]:
     gap_tables(view)
@@ -80,4 +83,4 @@ with tabs[3]:
     st.graphviz_chart(df_map(view.df_pairs))
     st.caption("Green edges occur in a task's sequence; edge width grows with frequency.")
 with tabs[4]:
-    st.dataframe(view.activities, hide_index=True)
+    show_table(view.activities, COLUMNS)

@@ -1,16 +1,8 @@
 import streamlit as st
-from itsmreview.errors import ItsmReviewError
-from itsmreview.ui.auth import (
-    current_user,
-    log_in,
-    session_ended_message,
-    sso_configured,
-    start_page,
-)
-from itsmreview.ui.text import literal
+from itsmreview.ui.auth import current_user, login_form, session_ended_message, start_page
 
-if current_user() is not None:
-    st.switch_page(start_page(current_user()))
+if (user := current_user()) is not None:
+    st.switch_page(start_page(user))
 st.title("itsmreview")
 if ended := session_ended_message():
     st.warning(ended)
@@ -18,18 +10,6 @@ st.write(
     "Expert review of ITSM agent-benchmark tasks, side by side with the real process logs "
     "they came from."
 )
-with st.form("login"):
-    username = st.text_input("Username", key="login_username")
-    password = st.text_input("Password", type="password", key="login_password")
-    submitted = st.form_submit_button("Log in", type="primary")
-if sso_configured():
-    st.divider()
-    if st.button("Log in with single sign-on"):
-        st.login()
-if submitted:
-    try:
-        log_in(username, password)
-    except ItsmReviewError as exc:
-        st.error(literal(str(exc)))
-    else:
-        st.rerun()
+if (user := login_form()) is not None:
+    # one run to the start page (registered, hidden, before the login)
+    st.switch_page(start_page(user))

@@ -136,7 +136,7 @@ with left:
                 st.json(transcript["simulator"], expanded=False)
             render_transcript(transcript["messages"], key=f"browse-{transcript['id']}")
 with right:
-    provenance_card(chosen, key=f"prov-{chosen}")
+    provenance_card(chosen)
     source = task.get("source") or {}
     details = variant_details(source.get("log"), source.get("variants", []))
     for index, detail in enumerate(details):

@@ -131,11 +131,41 @@ def log_out() -> None:
         st.logout()
 
 
+def login_form() -> User | None:
+    """The login form; the user once their password is accepted (errors are shown)."""
+    from itsmreview.errors import ItsmReviewError
+    from itsmreview.ui.preload import preload_grid_and_code
+    from itsmreview.ui.text import literal
+
+    with st.form("login"):
+        username = st.text_input("Username", key="login_username")
+        password = st.text_input("Password", type="password", key="login_password")
+        submitted = st.form_submit_button("Log in", type="primary")
+    if sso_configured():
+        st.divider()
+        if st.button("Log in with single sign-on"):
+            st.login()
+    preload_grid_and_code()
+    if not submitted:
+        return None
+    try:
+        return log_in(username, password)
+    except ItsmReviewError as exc:
+        st.error(literal(str(exc)))
+        return None
+
+
 def require(*roles: Role) -> User:
-    """The logged-in user if it has one of `roles` (admins pass); otherwise stop the page."""
+    """The logged-in user if it has one of `roles` (admins pass); otherwise stop the page.
+    Without a login the page asks for one and opens once it is given (a link to a page
+    works before logging in)."""
     user = current_user()
     if user is None:
-        st.error(session_ended_message() or "Log in first.")
+        if ended := session_ended_message():
+            st.warning(ended)
+        st.info("Log in to open this page.")
+        if login_form() is not None:
+            st.rerun()
         st.stop()
     if user.role != Role.admin and user.role not in roles:
         st.error(PermissionDenied(f"This page needs the {' or '.join(roles)} role.").args[0])

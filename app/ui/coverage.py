@@ -8,11 +8,30 @@ import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.coverage.overview import LogOverview
 from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 
 COVERED, UNCOVERED = "#2e7d32", "#9e9e9e"
 
-WEIGHT_AS_PERCENT = {"weight": st.column_config.NumberColumn(format="percent")}
+COLUMNS = {
+    "rank": "Rank",
+    "case_count": "Cases",
+    "share": "Share of cases",
+    "covered": "Covered",
+    "length": "Steps",
+    "sequence": "Sequence",
+    "weight": "Weight",
+    "source": "From",
+    "target": "To",
+    "count": "Times",
+    "attribute": "Attribute",
+    "value": "Value",
+    "event_count": "Events",
+    "activity": "Activity",
+    "task": "Task",
+    "distance": "Edit distance",
+}
+WEIGHT_AS_PERCENT = {"Weight": st.column_config.NumberColumn(format="percent")}
 
 
 def pareto(variants: pd.DataFrame, top: int = 100) -> go.Figure:
@@ -56,26 +75,14 @@ def gap_tables(view: LogOverview) -> None:
     variants = pd.DataFrame(gaps["variants"])
     if not variants.empty:
         variants["sequence"] = variants["sequence"].map(" → ".join)
-    st.dataframe(
-        variants,
-        hide_index=True,
-        column_config=WEIGHT_AS_PERCENT,
-    )
+    show_table(variants, COLUMNS, column_config=WEIGHT_AS_PERCENT)
     left, right = st.columns(2)
     with left:
         st.subheader("Uncovered directly-follows pairs")
-        st.dataframe(
-            pd.DataFrame(gaps["df_pairs"]),
-            hide_index=True,
-            column_config=WEIGHT_AS_PERCENT,
-        )
+        show_table(pd.DataFrame(gaps["df_pairs"]), COLUMNS, column_config=WEIGHT_AS_PERCENT)
     with right:
         st.subheader("Uncovered role values")
-        st.dataframe(
-            pd.DataFrame(gaps["role_values"]),
-            hide_index=True,
-            column_config=WEIGHT_AS_PERCENT,
-        )
+        show_table(pd.DataFrame(gaps["role_values"]), COLUMNS, column_config=WEIGHT_AS_PERCENT)
     if view.report.absent_sequences:
         st.subheader("Declared sequences that do not occur in the log")
         for absent in view.report.absent_sequences:
@@ -85,14 +92,14 @@ def gap_tables(view: LogOverview) -> None:
             )
             nearest = pd.DataFrame(absent.nearest)
             nearest["sequence"] = nearest["sequence"].map(" → ".join)
-            st.dataframe(nearest, hide_index=True)
+            show_table(nearest, COLUMNS)
     if view.unresolved_case_ids:
         st.subheader("Declared case ids not in the log")
-        st.dataframe(
+        show_table(
             pd.DataFrame(
                 [{"task": t, "case ids": ", ".join(c)} for t, c in view.unresolved_case_ids.items()]
             ),
-            hide_index=True,
+            {**COLUMNS, "case ids": "Case ids"},
         )
 
 
@@ -110,7 +117,7 @@ def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]
     )
     st.plotly_chart(figure, key="role-coverage", config=NO_TOOLBAR)
     st.caption("Share of events with a value for the attribute whose value a task declares.")
-    st.dataframe(values, hide_index=True)
+    show_table(values, COLUMNS)
 
 
 def df_map(pairs: pd.DataFrame, top: int = 60) -> str:

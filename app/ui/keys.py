@@ -87,9 +87,11 @@ export default function ({ data }) {
   top();
   let held = 0;
   let ticks = 0;
-  const settle = setInterval(() => {
+  let settle = null;
+  const app = document.querySelector("[data-testid=stApp]");
+  const watch = new MutationObserver(() => tick());  // at once when the run ends
+  const tick = () => {
     ticks += 1;
-    const app = document.querySelector("[data-testid=stApp]");
     const idle = !app || app.getAttribute("data-test-script-state") !== "running";
     const free = !document.activeElement || document.activeElement === document.body;
     if (idle && free && groups()[0]) {
@@ -97,16 +99,21 @@ export default function ({ data }) {
       focusGroup(groups()[0], true);
     }
     held = idle && inside(document.activeElement) ? held + 1 : 0;
-    if (held >= 3 || ticks > 40 || (!free && !inside(document.activeElement))) {
+    if (held >= 3 || ticks > 80 || (!free && !inside(document.activeElement))) {
       clearInterval(settle);
+      watch.disconnect();
     }
-  }, 100);
+  };
+  settle = setInterval(tick, 50);
+  if (app) watch.observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  tick();
   document.addEventListener("keydown", onKey, true);
   document.addEventListener("change", onChange, true);
   document.addEventListener("input", onChange, true);
   document.addEventListener("click", onClick, true);
   return () => {
     clearInterval(settle);
+    watch.disconnect();
     quiet();
     document.removeEventListener("keydown", onKey, true);
     document.removeEventListener("change", onChange, true);

@@ -3,6 +3,7 @@
 import streamlit as st
 from itsmreview.review.view import AssignmentView
 from itsmreview.ui.action import perform
+from itsmreview.ui.tables import text_table
 from itsmreview.ui.text import label, literal
 from itsmreview.ui.variant import render_variant, variant_details
 
@@ -24,10 +25,21 @@ def task_panel(view: AssignmentView) -> None:
     ):
         if text:
             label(name, text)
-    provenance_card(task.external_id, key=f"prov-{view.assignment.id}")
+    provenance_card(task.external_id)
 
 
-def provenance_card(external_id: str, *, key: str) -> None:
+PROVENANCE_COLUMNS = {
+    "field": "Field",
+    "source": "Source",
+    "reference": "Reference",
+    "url": "Address",
+    "doi": "DOI",
+    "recorded": "Recorded",
+    "by": "By",
+}
+
+
+def provenance_card(external_id: str) -> None:
     """Where each field of the task came from (logs, external practice, experts)."""
     from itsmreview.provenance.service import provenance_card as card_of
     from itsmreview.ui.auth import current_user
@@ -40,14 +52,10 @@ def provenance_card(external_id: str, *, key: str) -> None:
         if card.empty:
             st.caption("No source recorded for this task.")
             return
-        st.dataframe(
-            card.drop(columns=["about"]).fillna("-"),
-            hide_index=True,
-            key=key,
-            column_config={
-                "url": st.column_config.LinkColumn("url"),
-                "recorded": st.column_config.DatetimeColumn("recorded"),
-            },
+        text_table(
+            card.drop(columns=["about"]),
+            PROVENANCE_COLUMNS,
+            recorded=lambda t: f"{t:%Y-%m-%d %H:%M}",
         )
 
 
@@ -188,4 +196,6 @@ def turn_note_form(view: AssignmentView, transcript, user) -> None:
         notes = turn_notes(session=session, assignment_id=view.assignment.id)
     notes = notes[notes["transcript"] == transcript.external_id]
     if len(notes):
-        st.dataframe(notes[["turn", "flag", "comment"]], hide_index=True, key=f"{key}-list")
+        text_table(
+            notes[["turn", "flag", "comment"]], {"turn": "Turn", "flag": "Flag", "comment": "Note"}
+        )

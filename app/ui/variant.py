@@ -8,6 +8,7 @@ from itsmreview.coverage.queries import latest_log
 from itsmreview.db import session_scope
 from itsmreview.settings import get_settings
 from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.tables import text_table
 from itsmreview.ui.text import literal
 
 # variant details read parquet files; a page rerun (every answer on the rating page is one)
@@ -43,6 +44,13 @@ def variant_details(log_name: str | None, sequences: list[list[str]]) -> list[Va
     )
 
 
+ROLE_COLUMNS = {"attribute": "Attribute", "value": "Value", "events": "Events", "share": "Share"}
+
+
+def _steps(sequence: list[str]) -> None:
+    text_table(pd.DataFrame({"Step": range(1, len(sequence) + 1), "Activity": sequence}))
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h" if seconds < 72 * 3600 else f"{seconds / 86400:,.1f} d"
 
@@ -50,10 +58,7 @@ def _hours(seconds: float) -> str:
 def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) -> None:
     if not detail.found:
         st.warning(literal(f"No case of log {detail.log_name!r} follows this sequence."))
-        st.dataframe(
-            pd.DataFrame({"step": range(1, len(detail.sequence) + 1), "activity": detail.sequence}),
-            hide_index=True,
-        )
+        _steps(detail.sequence)
         return
     cols = st.columns(3)
     cols[0].metric("Rank", f"#{detail.rank}", help=f"of {detail.n_variants:,} variants")
@@ -65,26 +70,14 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
         f"durations from {_hours(float(detail.durations_s.quantile(0.1)))} (10th "
         f"percentile) to {_hours(float(detail.durations_s.quantile(0.9)))} (90th)."
     )
-    st.dataframe(
-        pd.DataFrame({"step": range(1, len(detail.sequence) + 1), "activity": detail.sequence}),
-        hide_index=True,
-    )
+    _steps(detail.sequence)
     if not detail.roles.empty:
         with st.expander(f"Roles (events of {detail.role_cases:,} cases)", expanded=not compact):
             roles = detail.roles.copy()
             roles["share"] = roles["events"] / roles.groupby("attribute")["events"].transform("sum")
             roles = roles.sort_values(["attribute", "events"], ascending=[True, False])
             roles = roles.groupby("attribute", sort=True).head(5)
-            st.dataframe(
-                roles,
-                hide_index=True,
-                key=f"{key}-roles",
-                column_config={
-                    "share": st.column_config.ProgressColumn(
-                        "share", format="percent", min_value=0.0, max_value=1.0
-                    )
-                },
-            )
+            text_table(roles, ROLE_COLUMNS, events="{:,}".format, share="{:.0%}".format)
     if not detail.examples.empty:
         # drawn once opened: beside a task the chart would load the plotting library with
         # every task the expert opens

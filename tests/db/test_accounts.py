@@ -98,6 +98,19 @@ def test_unknown_names_are_throttled_alike_and_cost_the_same(session):
     assert unknown_s > 0.5 * known_s
 
 
+def test_a_hash_of_older_parameters_is_replaced_at_the_next_login(session):
+    from argon2 import PasswordHasher
+
+    _, eva = _users(session)
+    eva.password_hash = PasswordHasher(time_cost=3, memory_cost=65536, parallelism=4).hash(PASSWORD)
+    session.commit()
+    authenticate(session=session, username="eva", password=PASSWORD)
+    session.commit()
+    session.refresh(eva)
+    assert eva.password_hash.startswith("$argon2id$v=19$m=19456,t=2,p=1$")
+    assert authenticate(session=session, username="eva", password=PASSWORD).id == eva.id
+
+
 def test_an_address_is_throttled_across_account_names(session):
     _users(session)
     outcomes = [_try(session, f"guess{i}", "wrong", address="203.0.113.9") for i in range(21)]

@@ -321,3 +321,16 @@ def test_dense_codes_equal_numpy_unique(array):
     found, codes = dense_codes(array)
     expected, inverse = np.unique(array, return_inverse=True)
     assert found.tolist() == expected.tolist() and codes.tolist() == inverse.tolist()
+
+
+@pytest.mark.parametrize("largest", [1, 3, 60])
+def test_unit_profiles_equal_numpys_row_unique(largest):
+    """Rows encoded as integers give what numpy's unique over rows gives (profiles in the
+    same order, the first unit of each, how many units share it), up to a base where the
+    code falls back to numpy itself (60 ** 11 does not fit)."""
+    generator = np.random.default_rng(largest)
+    counts = generator.integers(0, largest + 1, size=(5_000, 11)).astype(float)
+    counts[::7] = counts[3]  # shared profiles
+    expected = np.unique(counts, axis=0, return_index=True, return_counts=True)
+    for got, want in zip(unit_profiles(counts), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
