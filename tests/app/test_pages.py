@@ -697,3 +697,15 @@ def test_a_reload_finds_the_login_again_and_a_logout_ends_it_everywhere(
     assert "My queue" not in titles(reloaded) and auth.USER_KEY not in reloaded.session_state
     shown = [e.value for e in reloaded.error] + [w.value for w in reloaded.warning]
     assert any("session has ended" in text for text in shown), shown
+
+
+def test_a_link_opened_before_logging_in_asks_for_the_password_and_opens(demo_configured):
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.switch_page("pages/queue.py").run()
+    assert not at.exception and not at.title  # nothing of the queue before a login
+    assert [i.value for i in at.info] == ["Log in to open this page."]
+    at.text_input(key="login_username").input("expert1")
+    at.text_input(key="login_password").input("itsm-demo")
+    at.button(key="FormSubmitter:login-Log in").click().run()
+    assert not at.exception, at.exception
+    assert titles(at) == ["My queue"]
