@@ -395,6 +395,37 @@ def _unit_coincidence_sums(counts: np.ndarray) -> np.ndarray:
     return scaled.T @ counts - np.diag((counts * scale[:, None]).sum(axis=0))
 
 
+def _rater_contributions(
+    counts: np.ndarray,
+    unit_codes: np.ndarray,
+    value_codes: np.ndarray,
+    rater_codes: np.ndarray,
+    raters: int,
+) -> np.ndarray:
+    """Per rater (raters x V x V), what their entries add to the round's coincidence matrix:
+    for each entry, its unit's matrix minus the unit's matrix without that one value, summed
+    by rater one cell at a time (a weighted count per cell, no loop over raters)."""
+    before = counts[unit_codes]
+    after = before.copy()
+    after[np.arange(len(before)), value_codes] -= 1
+
+    def scale(rows: np.ndarray) -> np.ndarray:
+        m = rows.sum(axis=1)
+        return np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
+
+    s_before, s_after = scale(before), scale(after)
+    width = counts.shape[1]
+    out = np.empty((raters, width, width))
+    for a in range(width):
+        for b in range(a, width):
+            cell_before = before[:, a] * before[:, b] - (before[:, a] if a == b else 0.0)
+            cell_after = after[:, a] * after[:, b] - (after[:, a] if a == b else 0.0)
+            weights = cell_before * s_before - cell_after * s_after
+            summed = np.bincount(rater_codes, weights=weights, minlength=raters)
+            out[:, a, b] = out[:, b, a] = summed
+    return out
+
+
 def leave_one_rater_out_long(
     raters: np.ndarray, units: np.ndarray, values: np.ndarray, level: Level = "ordinal"
 ) -> dict[int, float | None]:
@@ -414,14 +445,11 @@ def leave_one_rater_out_long(
         .astype(float)
     )
     total = _unit_coincidence_sums(counts)
+    rater_ids, rater_codes = dense_codes(raters)
+    removed = _rater_contributions(counts, unit_codes, value_codes, rater_codes, len(rater_ids))
     out: dict[int, float | None] = {}
-    order = np.argsort(raters, kind="stable")
-    rater_ids, starts = np.unique(raters[order], return_index=True)
-    for rater, rows in zip(rater_ids.tolist(), np.split(order, starts[1:]), strict=True):
-        touched = counts[unit_codes[rows]]
-        without = touched.copy()
-        without[np.arange(len(rows)), value_codes[rows]] -= 1  # one entry per row
-        matrix = total - _unit_coincidence_sums(touched) + _unit_coincidence_sums(without)
+    for code, rater in enumerate(rater_ids.tolist()):
+        matrix = total - removed[code]
         matrix[np.abs(matrix) < 1e-9] = 0.0
         used = matrix.sum(axis=1) > 0
         value = (
