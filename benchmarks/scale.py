@@ -16,7 +16,8 @@ in bulk. Then, on each backend, each group in a fresh process:
 - concurrent (PostgreSQL): 50 processes, each claiming and submitting 20 ratings at once:
   p50/p95/max latency, submits per second, and lost, duplicated or over-k ratings.
 
-Prints medians with their spread; record the table in docs/performance.md.
+Prints medians with their spread; record the table in docs/performance.md. `--build-only DIR`
+keeps a SQLite build; `--reuse URL DIR` measures groups again on a database built before.
 """
 
 import argparse
@@ -728,7 +729,19 @@ def main() -> None:
         metavar="DIR",
         help="build the SQLite database in DIR (kept, for profiling) and stop",
     )
+    parser.add_argument(
+        "--reuse",
+        nargs=2,
+        metavar=("URL", "DIR"),
+        help="run --groups against a database built before (URL) and its data folder (DIR) "
+        "instead of building one; each run adds its claims and ratings to it",
+    )
     args = parser.parse_args()
+    if args.reuse:
+        url, folder = args.reuse
+        backend = "postgresql" if url.startswith("postgresql") else "sqlite"
+        _run_groups(backend, url, Path(folder), args.groups)
+        return
     if args.build_only:
         folder = Path(args.build_only)
         folder.mkdir(parents=True, exist_ok=True)
@@ -756,18 +769,22 @@ def main() -> None:
                 f"in {built['seconds']:.0f} s",
                 flush=True,
             )
-            for group in args.groups.split(","):
-                if group == "concurrent" and backend != "postgresql":
-                    continue
-                for name, row in run_group(group, url, folder).items():
-                    if "median_ms" in row:
-                        print(
-                            f"[{backend}] {name:<66} {row['median_ms']:>9.1f} ms "
-                            f"({row['min_ms']:.1f}-{row['max_ms']:.1f}, n={row['n']})",
-                            flush=True,
-                        )
-                    else:
-                        print(f"[{backend}] {name}: {json.dumps(row)}", flush=True)
+            _run_groups(backend, url, folder, args.groups)
+
+
+def _run_groups(backend: str, url: str, folder: Path, groups: str) -> None:
+    for group in groups.split(","):
+        if group == "concurrent" and backend != "postgresql":
+            continue
+        for name, row in run_group(group, url, folder).items():
+            if "median_ms" in row:
+                print(
+                    f"[{backend}] {name:<66} {row['median_ms']:>9.1f} ms "
+                    f"({row['min_ms']:.1f}-{row['max_ms']:.1f}, n={row['n']})",
+                    flush=True,
+                )
+            else:
+                print(f"[{backend}] {name}: {json.dumps(row)}", flush=True)
 
 
 if __name__ == "__main__":
