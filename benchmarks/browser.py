@@ -52,15 +52,8 @@ IDLE = "return document.querySelector('[data-testid=stApp]')" + (
 POINT = "document.querySelectorAll('.st-key-rubric [role=radiogroup] input')[2]"
 
 
-FLOOR_APP = """
-import streamlit as st
-if st.session_state.get("in"):
-    st.title("My queue")
-    with st.container(key="rubric"), st.form("rubric"):
-        for i in range(10):
-            st.radio(f"Item {i}", [1, 2, 3, 4, 5], index=None, horizontal=True)
-        st.form_submit_button("Submit rating")
-else:
+# the floors' login branch: a login form whose Enter shows the page
+LOGIN_FORM = """
     with st.form("login"):
         st.text_input("Username")
         st.text_input("Password", type="password")
@@ -69,11 +62,26 @@ else:
             st.rerun()
 """
 
+FLOOR_APP = (
+    """
+import streamlit as st
+if st.session_state.get("in"):
+    st.title("My queue")
+    with st.container(key="rubric"), st.form("rubric"):
+        for i in range(10):
+            st.radio(f"Item {i}", [1, 2, 3, 4, 5], index=None, horizontal=True)
+        st.form_submit_button("Submit rating")
+else:
+"""
+    + LOGIN_FORM
+)
+
 # the expert's page of the demo drawn from constants: the same kinds and numbers of elements
 # (task fields, a transcript of ten turns with two tool calls, a turn-note form, the variant's
 # figures and tables, a rubric of ten scales), no database, no login check; its login page
 # loads the same element code ahead as the app's
-PAGE_FLOOR_APP = """
+PAGE_FLOOR_APP = (
+    """
 import streamlit as st
 if st.session_state.get("in"):
     st.title("My queue")
@@ -137,13 +145,9 @@ else:
     from itsmreview.ui.preload import preload_grid_and_code
 
     preload_grid_and_code()
-    with st.form("login"):
-        st.text_input("Username")
-        st.text_input("Password", type="password")
-        if st.form_submit_button("Log in"):
-            st.session_state["in"] = True
-            st.rerun()
 """
+    + LOGIN_FORM
+)
 
 
 def _free_port() -> int:

@@ -167,18 +167,6 @@ def gate_alphas(
     return {d: alpha_of_pairs(rows[d].pairs, rubric.dimension(d).level) for d in dimensions}
 
 
-def record_change(
-    *,
-    session: Session,
-    review_round: ReviewRound,
-    rubric: RubricDefinition,
-    before: UnitCounts,
-    after: UnitCounts,
-) -> None:
-    """Move the round's counts by one task's change (its counts before and after)."""
-    move(session=session, review_round=review_round, rubric=rubric, before=before, after=after)
-
-
 def peek(
     *,
     session: Session,

@@ -591,20 +591,18 @@ def ratings_by_rater(
     task version id, verdict code (NaN: none), 1 or 0 per flag key, then the value of each
     of `dimensions` (NaN: not scored), in arrays of up to `batch` rows, in no particular
     order. One row a rating, where a row a score read eight times as many from the driver."""
-    verdict = case(
-        {name: code for name, code in verdict_codes.items()}, value=Rating.verdict, else_=None
-    )
-    flags = [
-        case((cast(Rating.flags, Text).like(_json_string_pattern(key), escape="\\"), 1), else_=0)
-        for key in flag_keys
-    ]
     scores = [
         func.max(case((RatingScore.dimension == dimension, RatingScore.value)))
         for dimension in dimensions
     ]
     return numeric_batches(
         session,
-        select(Rating.expert_id, Rating.task_version_id, verdict, *flags, *scores)
+        select(
+            Rating.expert_id,
+            Rating.task_version_id,
+            *_verdict_and_flags(verdict_codes, flag_keys),
+            *scores,
+        )
         .outerjoin(RatingScore, RatingScore.rating_id == Rating.id)
         .where(*_current_submitted(round_id, kinds))
         .group_by(Rating.id),
@@ -668,6 +666,19 @@ def verdicts_and_flags(
     """The round's current submitted ratings of these kinds as float rows (task version id,
     rater id, verdict code (NaN: no verdict), then 1 or 0 for each flag key: raised or not),
     in arrays of up to `batch` rows, by task version."""
+    return numeric_batches(
+        session,
+        select(
+            Rating.task_version_id, Rating.expert_id, *_verdict_and_flags(verdict_codes, flag_keys)
+        )
+        .where(*_current_submitted(round_id, kinds))
+        .order_by(Rating.task_version_id, Rating.id),
+        batch,
+    )
+
+
+def _verdict_and_flags(verdict_codes: dict[str, float], flag_keys: Sequence[str]) -> list:
+    """A rating's verdict as its code (NULL: none) and 1 or 0 per flag key: raised or not."""
     verdict = case(
         {name: code for name, code in verdict_codes.items()}, value=Rating.verdict, else_=None
     )
@@ -675,13 +686,7 @@ def verdicts_and_flags(
         case((cast(Rating.flags, Text).like(_json_string_pattern(key), escape="\\"), 1), else_=0)
         for key in flag_keys
     ]
-    return numeric_batches(
-        session,
-        select(Rating.task_version_id, Rating.expert_id, verdict, *flags)
-        .where(*_current_submitted(round_id, kinds))
-        .order_by(Rating.task_version_id, Rating.id),
-        batch,
-    )
+    return [verdict, *flags]
 
 
 def _json_string_pattern(key: str) -> str:
@@ -714,21 +719,7 @@ def round_task_statuses(
 ) -> pd.DataFrame:
     """The round's task versions (or one) with the decision stored on each version, and
     whether it is its task's newest version (whose decision the task mirrors)."""
-    newer = aliased(TaskVersion)
-    is_newest = ~(
-        select(newer.id)
-        .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
-        .exists()
-    )
-    query = select(
-        TaskVersion.id.label("task_version_id"),
-        Task.id.label("task_id"),
-        Task.external_id,
-        Task.title,
-        TaskVersion.status,
-        TaskVersion.version,
-        is_newest.label("is_newest"),
-    ).join(Task, Task.id == TaskVersion.task_id)
+    query = _version_statuses()
     if task_version_id is not None:
         query = query.where(TaskVersion.id == task_version_id)
     if status is None:
@@ -747,27 +738,32 @@ def round_task_statuses(
     return found.sort_values("external_id", kind="stable", ignore_index=True)
 
 
-def version_status_row(*, session: Session, task_version_id: int):
-    """One task version as `round_task_statuses` gives it (its task, stored decision and
-    whether it is the newest version), as a row: what re-deciding one task needs."""
+def _version_statuses():
     newer = aliased(TaskVersion)
     is_newest = ~(
         select(newer.id)
         .where(newer.task_id == TaskVersion.task_id, newer.version > TaskVersion.version)
         .exists()
     )
+    return select(
+        TaskVersion.id.label("task_version_id"),
+        Task.id.label("task_id"),
+        Task.external_id,
+        Task.title,
+        TaskVersion.status,
+        TaskVersion.version,
+        is_newest.label("is_newest"),
+    ).join(Task, Task.id == TaskVersion.task_id)
+
+
+def version_status_row(*, session: Session, round_id: int, task_version_id: int):
+    """One task version of a round as `round_task_statuses` gives it, as a row (None when
+    the version is not in the round): what re-deciding one task needs."""
     return session.exec(
-        select(
-            TaskVersion.id.label("task_version_id"),
-            Task.id.label("task_id"),
-            Task.external_id,
-            TaskVersion.status,
-            TaskVersion.version,
-            is_newest.label("is_newest"),
-        )
-        .join(Task, Task.id == TaskVersion.task_id)
-        .where(TaskVersion.id == task_version_id)
-    ).one()
+        _version_statuses()
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .where(RoundTask.round_id == round_id, TaskVersion.id == task_version_id)
+    ).first()
 
 
 def verdicts_and_flags_of(

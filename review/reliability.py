@@ -581,62 +581,35 @@ def redecide_task(
     """Decide one task of the round from its own ratings, its adjudication and the round's
     alphas, and store the decision when it changed (other tasks cannot be affected by
     that task's ratings or adjudication unless the round's alpha crosses the gate).
-    `counts`: the task's current human counts per dimension, when the caller has them."""
+    `counts`: the task's current human counts per dimension, when the caller has them (the
+    gate looks at the values of a dimension, not at who gave which)."""
     if counts is not None:
-        return _redecide_from_counts(
-            session, review_round, task_version_id, config, alphas, actor_id, counts
+        rated = queries.verdicts_and_flags_of(
+            session=session, round_id=review_round.id, task_version_id=task_version_id, kinds=HUMAN
         )
-    ratings = task_ratings(
-        queries.current_ratings_wide(
-            session=session, round_id=review_round.id, task_version_id=task_version_id
-        ),
-        queries.scores_long(
-            session=session, round_id=review_round.id, task_version_id=task_version_id
-        ),
-    )
-    adjudicated = queries.adjudications_of_round(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
-    )
-    decision = decide(
-        ratings.get(task_version_id, TaskRatings({}, [], [])),
-        config,
-        alphas,
-        adjudicated.get(task_version_id),
-    )
-    rows = queries.round_task_statuses(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
-    )
-    for row in rows.itertuples():
-        _store_decision(session, row, decision, review_round, actor_id)
-    session.flush()
-    return decision
-
-
-def _redecide_from_counts(
-    session: Session,
-    review_round: ReviewRound,
-    task_version_id: int,
-    config: GateConfig,
-    alphas: dict[str, float | None],
-    actor_id: int | None,
-    counts: gatecache.UnitCounts,
-) -> Decision:
-    """`redecide_task` with the task's scores taken from its counts (the gate looks at the
-    values of a dimension, not at who gave which): two small reads, no frames."""
-    rated = queries.verdicts_and_flags_of(
-        session=session, round_id=review_round.id, task_version_id=task_version_id, kinds=HUMAN
-    )
-    ratings = TaskRatings(
-        {d: [v for v, n in sorted(c.items()) for _ in range(n)] for d, c in counts.items()},
-        [str(v) for v, _ in rated if v],
-        [list(f or []) for _, f in rated],
-    )
+        ratings = TaskRatings(
+            {d: [v for v, n in sorted(c.items()) for _ in range(n)] for d, c in counts.items()},
+            [str(v) for v, _ in rated if v],
+            [list(f or []) for _, f in rated],
+        )
+    else:
+        ratings = task_ratings(
+            queries.current_ratings_wide(
+                session=session, round_id=review_round.id, task_version_id=task_version_id
+            ),
+            queries.scores_long(
+                session=session, round_id=review_round.id, task_version_id=task_version_id
+            ),
+        ).get(task_version_id, TaskRatings({}, [], []))
     adjudicated = queries.adjudications_of_round(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
     decision = decide(ratings, config, alphas, adjudicated.get(task_version_id))
-    row = queries.version_status_row(session=session, task_version_id=task_version_id)
-    _store_decision(session, row, decision, review_round, actor_id)
+    row = queries.version_status_row(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    if row is not None:
+        _store_decision(session, row, decision, review_round, actor_id)
     session.flush()
     return decision
 

@@ -14,7 +14,9 @@ from itsmreview.accounts.service import (
     user_for_identity,
 )
 from itsmreview.db import session_scope, write_transaction
-from itsmreview.errors import PermissionDenied
+from itsmreview.errors import ItsmReviewError, PermissionDenied
+from itsmreview.ui.preload import preload_grid_and_code
+from itsmreview.ui.text import literal
 
 USER_KEY = "itsmreview_user"
 TOKEN_KEY = "itsmreview_token"
@@ -133,10 +135,6 @@ def log_out() -> None:
 
 def login_form() -> User | None:
     """The login form; the user once their password is accepted (errors are shown)."""
-    from itsmreview.errors import ItsmReviewError
-    from itsmreview.ui.preload import preload_grid_and_code
-    from itsmreview.ui.text import literal
-
     with st.form("login"):
         username = st.text_input("Username", key="login_username")
         password = st.text_input("Password", type="password", key="login_password")
