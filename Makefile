@@ -29,6 +29,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/exports.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/ledger.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/browser.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/model_rater.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py

@@ -8,7 +8,7 @@ from sqlmodel import Session, select
 
 
 def platform_counts(*, session: Session) -> dict[str, int]:
-    """Event logs, tasks, review rounds and submitted ratings."""
+    """Event logs, tasks, review rounds and submitted expert ratings."""
 
     def count(model) -> int:
         return session.exec(select(func.count()).select_from(model)).one()
@@ -18,6 +18,8 @@ def platform_counts(*, session: Session) -> dict[str, int]:
         "Tasks": count(Task),
         "Review rounds": count(ReviewRound),
         "Ratings": session.exec(
-            select(func.count()).select_from(Rating).where(Rating.status == "submitted")
+            select(func.count())
+            .select_from(Rating)
+            .where(Rating.status == "submitted", Rating.rater_kind == "human")
         ).one(),
     }

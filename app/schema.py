@@ -1,6 +1,7 @@
 """Imports every table module so that SQLModel.metadata is complete (Alembic, tests)."""
 
 from itsmreview.accounts import models as accounts_models
+from itsmreview.assist import models as assist_models
 from itsmreview.catalog import models as catalog_models
 from itsmreview.coverage import models as coverage_models
 from itsmreview.exports import models as exports_models
@@ -13,6 +14,7 @@ metadata = SQLModel.metadata
 
 __all__ = [
     "accounts_models",
+    "assist_models",
     "catalog_models",
     "coverage_models",
     "exports_models",

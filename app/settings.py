@@ -66,7 +66,38 @@ class Settings(BaseSettings):
     )
     anthropic_api_key: str | None = Field(
         default=None,
-        description="Key for the Anthropic API; model raters run only when it is set.",
+        description="Key for the Anthropic API (else the SDK's own ANTHROPIC_API_KEY); model "
+        "reviews and gap hints run only when a key is set, and only when a lead starts them.",
+    )
+    model: str = Field(
+        default="claude-sonnet-4-5",
+        description="Anthropic model of model reviews and gap hints (a page or `--model` may "
+        "choose another).",
+    )
+    model_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Requests a model review keeps in flight at once."
+    )
+    model_max_retries: int = Field(
+        default=4,
+        ge=0,
+        description="Retries of a request on rate limits (429), overload (529) and server "
+        "errors, with the SDK's backoff (it honours retry-after).",
+    )
+    model_max_tokens: int = Field(
+        default=1024, ge=256, description="Most output tokens of one model rating or hint."
+    )
+    model_timeout_s: float = Field(
+        default=120, gt=0, description="Seconds one request may take before it is retried."
+    )
+    model_price_input: float | None = Field(
+        default=None,
+        ge=0,
+        description="US dollars per million input tokens, for a model without a listed price.",
+    )
+    model_price_output: float | None = Field(
+        default=None,
+        ge=0,
+        description="US dollars per million output tokens, for a model without a listed price.",
     )
 
     def resolved_database_url(self) -> str:

@@ -9,7 +9,9 @@ from itsmreview.ui.auth import adopt_sso_identity, current_user, keep_session_co
 from itsmreview.ui.notice import show_announcements
 from itsmreview.ui.text import literal
 
-PAGES = Path(__file__).parent / "pages"
+# not `pages/`: beside the entry point, Streamlit runs such a folder as an old-style multipage
+# app (the entry point skipped, every file listed) until a request opens the root
+PAGES = Path(__file__).parent / "views"
 
 
 PAGE_TITLES = {
@@ -22,18 +24,20 @@ PAGE_TITLES = {
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
     "exports": ("Exports", ":material/inventory_2:"),
+    "models": ("Model review", ":material/smart_toy:"),
     "users": ("Users", ":material/group:"),
     "imports": ("Imports", ":material/upload_file:"),
 }
 
 
-def page(name: str, default_for: Role | None = None, *, hidden: bool = False) -> st.Page:
+def page(name: str, *, hidden: bool = False) -> st.Page:
+    """Every page keeps its own address (`/dashboard`): the default page, whose address is
+    the root, is the login page, which forwards a logged-in user to their start page."""
     title, icon = PAGE_TITLES[name]
     return st.Page(
         PAGES / f"{name}.py",
         title=title,
         icon=icon,
-        default=default_for is not None and user is not None and user.role == default_for,
         visibility="hidden" if hidden else "visible",
     )
 
@@ -48,7 +52,7 @@ login = st.Page(
     PAGES / "login.py",
     title="Log in",
     icon=":material/login:",
-    default=user is None,
+    default=True,
     visibility="visible" if user is None else "hidden",
 )
 if user is None:
@@ -62,22 +66,23 @@ else:
     sections = {"": [page("home"), login]}
     if user.role == Role.expert:
         sections["Review"] = [
-            page("queue", Role.expert),
+            page("queue"),
             page("variants"),
             page("completeness"),
         ]
     if user.role in (Role.lead, Role.admin):
         sections["Lead"] = [
-            page("dashboard", Role.lead),
+            page("dashboard"),
             page("coverage"),
             page("variants"),
             page("tasks"),
             page("completeness"),
             page("ledger"),
             page("exports"),
+            page("models"),
         ]
     if user.role == Role.admin:
-        sections["Admin"] = [page("users", Role.admin), page("imports")]
+        sections["Admin"] = [page("users"), page("imports")]
     navigation = st.navigation(sections)
     with st.sidebar:
         st.caption(f"Logged in as **{user.display_name}** ({user.role})")

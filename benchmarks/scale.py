@@ -359,7 +359,7 @@ def group_pages(repeats: int = 5) -> dict:
             times = []
             for run in range(repeats + 2):
                 start = time.perf_counter()
-                at.switch_page(f"pages/{page}.py").run()
+                at.switch_page(f"views/{page}.py").run()
                 times.append(time.perf_counter() - start)
                 if at.exception:
                     raise SystemExit(f"page {page} failed: {at.exception}")

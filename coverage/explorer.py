@@ -1,12 +1,13 @@
 """One variant in detail: frequency, durations, roles and the timelines of real cases."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 from itsmreview.coverage import queries
 from itsmreview.coverage.eventlog import ROLE_PREFIX
+from itsmreview.coverage.friction import friction
 from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.variants import sequence_key
 from itsmreview.errors import NotFound
@@ -29,6 +30,7 @@ class VariantDetail:
     roles: pd.DataFrame  # attribute, value, events (among up to MAX_CASES_FOR_ROLES cases)
     role_cases: int  # how many cases the role table was computed from
     examples: pd.DataFrame  # events of up to EXAMPLE_CASES real cases
+    friction: dict = field(default_factory=dict)  # coverage.friction of the role-table cases
 
     @classmethod
     def missing(cls, log_name: str, sequence: list[str], n_variants: int = 0) -> "VariantDetail":
@@ -58,9 +60,11 @@ def variant_detail(
     log_name: str,
     sequence: list[str],
     level: VariantLevel = VariantLevel.raw,
+    with_friction: bool = False,
 ) -> VariantDetail:
     """The detail of `sequence` in the newest version of `log_name`; `found` is False (with
-    empty tables) when no case follows it. Raises NotFound for an unknown log."""
+    empty tables) when no case follows it; `with_friction` adds its waits and team changes
+    (coverage.friction). Raises NotFound for an unknown log."""
     log = queries.latest_log(session=session, name=log_name)
     if log is None:
         raise NotFound(f"no log named {log_name!r}")
@@ -87,6 +91,8 @@ def variant_detail(
         counts = events[role].dropna().astype(str).value_counts()
         role_rows += [(role[len(ROLE_PREFIX) :], value, int(n)) for value, n in counts.items()]
     examples = events[events["case_id"].isin(variant.example_case_ids[:EXAMPLE_CASES])]
+    roles = [c for c in events.columns if c.startswith(ROLE_PREFIX)]
+    timing = friction(events, roles[0] if roles else None) if with_friction and len(events) else {}
     return VariantDetail(
         log_name=log_name,
         sequence=list(variant.sequence),
@@ -99,6 +105,7 @@ def variant_detail(
         roles=pd.DataFrame(role_rows, columns=["attribute", "value", "events"]),
         role_cases=len(sample),
         examples=examples.reset_index(drop=True),
+        friction=timing,
     )
 
 

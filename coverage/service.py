@@ -1,9 +1,7 @@
 """Importing an event log: read, validate, materialise, store all or nothing."""
 
 import json
-import os
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +31,7 @@ from itsmreview.coverage.variants import materialise
 from itsmreview.db import analyze, bulk_insert
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
+from itsmreview.processes import process_alive, this_process
 from itsmreview.settings import get_settings
 from sqlmodel import Session
 
@@ -197,26 +196,21 @@ STALE_FOREIGN_SECONDS = 24 * 3600  # a folder of another host's import counts as
 
 
 def _owner() -> str:
-    return f"{socket.gethostname()} {os.getpid()}"
+    return this_process()
 
 
 def _owner_alive(folder: Path) -> bool:
     """Whether the import that wrote `folder` may still be running (and may still commit)."""
     try:
-        host, pid = (folder / OWNER_FILE).read_text(encoding="utf-8").split()
-    except (OSError, ValueError):
+        owner = (folder / OWNER_FILE).read_text(encoding="utf-8")
+    except OSError:
         return False
-    if host != socket.gethostname():
-        return time.time() - folder.stat().st_mtime < STALE_FOREIGN_SECONDS
-    if int(pid) == os.getpid():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    alive = process_alive(owner.strip())
+    if alive is None:  # another host's import, or an unreadable name
+        return len(owner.split()) == 2 and (
+            time.time() - folder.stat().st_mtime < STALE_FOREIGN_SECONDS
+        )
+    return alive
 
 
 def sweep_leftovers(*, session: Session, logs_dir: Path) -> list[Path]:

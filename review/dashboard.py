@@ -49,11 +49,33 @@ class Dashboard:
                     "level": a.alpha.level,
                     "gwet": None if a.ac is None else a.ac.value,
                     "undefined": a.alpha.reason,
-                    "alpha_with_models": a.models.get("alpha_humans_and_models"),
+                    "alpha_with_models": (a.models.get("humans_and_models") or {}).get("alpha"),
                 }
                 for a in self.agreement
             ],
         )
+
+    def model_frame(self) -> pd.DataFrame:
+        """Per rubric item and model rater: alpha of humans, of humans with the models, and
+        of the model against the human consensus, each with its 95% interval. Empty without
+        model ratings."""
+        rows = []
+        for a in self.agreement:
+            figures = a.models or {}
+            for model in (figures.get("models") or {}).values():
+                row = {"item": a.label, "key": a.item, "model": model["rater"]}
+                for name, found in (
+                    ("humans", figures.get("humans")),
+                    ("with_models", figures.get("humans_and_models")),
+                    ("model_vs_consensus", model.get("vs_consensus")),
+                ):
+                    found = found or {}
+                    row[name] = found.get("alpha")
+                    row[f"{name}_low"] = found.get("ci_low")
+                    row[f"{name}_high"] = found.get("ci_high")
+                row["tasks"] = model.get("tasks_with_consensus")
+                rows.append(row)
+        return pd.DataFrame(rows)
 
     def bias_frame(self) -> pd.DataFrame:
         """Rater x rubric dimension: mean deviation from the other raters (ordinal items)."""

@@ -17,6 +17,7 @@ class AssignmentStatus(StrEnum):
     reserved = "reserved"
     submitted = "submitted"
     released = "released"
+    model = "model"  # a model rater's rating of the task: holds no place, in no queue
 
 
 class RatingStatus(StrEnum):

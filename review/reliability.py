@@ -25,8 +25,14 @@ VERDICT_CODES = {"reject": 0.0, "revise": 1.0, "accept": 2.0}
 class RoundData:
     review_round: ReviewRound
     rubric: RubricDefinition
-    ratings: pd.DataFrame  # one row per current human rating
+    ratings: pd.DataFrame  # one row per current rating (rater_kind: human or model)
     scores: pd.DataFrame  # rating_id, dimension, value
+
+    def humans(self) -> "RoundData":
+        """The same round with its human ratings only."""
+        ratings = self.ratings[self.ratings["rater_kind"].isin(HUMAN)]
+        scores = self.scores[self.scores["rating_id"].isin(set(ratings["rating_id"]))]
+        return RoundData(self.review_round, self.rubric, ratings, scores)
 
 
 def find_round(session: Session, name_or_id: str | int | None) -> ReviewRound:
@@ -214,33 +220,62 @@ def gate_items(rubric: RubricDefinition) -> list[tuple[str, str, str]]:
     return items
 
 
-def model_agreement(data: RoundData, item: str, level: str) -> dict:
-    """With model raters in the round: alpha of humans plus models, and each model's alpha
-    against the human consensus (median; mode for nominal items) on the tasks both rated."""
+def model_agreement(
+    data: RoundData,
+    item: str,
+    level: str,
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    names: dict[int, str] | None = None,
+) -> dict:
+    """With model raters in the round, the measured answer to "could a model stand in for an
+    expert here?": alpha of the humans, alpha of humans and models together, and each model's
+    alpha against the human consensus (median; mode for nominal items; of tasks with two or
+    more human ratings) on the tasks both rated, each with a bootstrap interval. {} without
+    model ratings."""
     models = data.ratings[data.ratings["rater_kind"] == "model"]
     if models.empty:
         return {}
-    both, _, _ = reliability_matrix(data, item, ("human", "model"))
+
+    def figure(matrix: np.ndarray) -> dict:
+        if not matrix.size:
+            return agreement.Alpha(None, level, 0, 0, reason="no ratings").as_dict()
+        return agreement.alpha(matrix, level, bootstrap=bootstrap, seed=seed).as_dict()
+
     humans, _, human_units = reliability_matrix(data, item)
-    out = {
-        "alpha_humans_and_models": agreement.alpha(both, level).value if both.size else None,
-        "models": {},
-    }
+    both, _, _ = reliability_matrix(data, item, ("human", "model"))
+    out = {"humans": figure(humans), "humans_and_models": figure(both), "models": {}}
+    model_matrix, model_ids, model_units = reliability_matrix(data, item, ("model",))
     if humans.size == 0:
-        return out
-    if level == "nominal":
+        consensus = np.array([])
+    elif level == "nominal":
         consensus = np.array([_mode(humans[:, j]) for j in range(humans.shape[1])])
     else:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # tasks with no human rating
             consensus = np.nanmedian(humans, axis=0)
-    model_matrix, model_ids, model_units = reliability_matrix(data, item, ("model",))
+    if consensus.size:  # a consensus needs two experts: one expert's rating is no consensus
+        consensus = np.where((~np.isnan(humans)).sum(axis=0) >= 2, consensus, np.nan)
     for row, model_id in enumerate(model_ids):
         model_values = dict(zip(model_units, model_matrix[row], strict=True))
-        paired = np.array(
-            [[c, model_values.get(u, np.nan)] for c, u in zip(consensus, human_units, strict=True)]
-        ).T
-        out["models"][int(model_id)] = agreement.alpha(paired, level).value
+        paired = (
+            np.array(
+                [
+                    [c, model_values.get(u, np.nan)]
+                    for c, u in zip(consensus, human_units, strict=True)
+                ]
+            )
+            .reshape(-1, 2)
+            .T
+        )
+        both_rated = int((~np.isnan(paired)).all(axis=0).sum()) if paired.size else 0
+        out["models"][str(int(model_id))] = {
+            "rater": (names or {}).get(int(model_id), str(int(model_id))),
+            "tasks_rated": int((~np.isnan(model_matrix[row])).sum()),
+            "tasks_with_consensus": both_rated,
+            "vs_consensus": figure(paired if both_rated else np.empty((0, 0))),
+        }
     return out
 
 
@@ -310,6 +345,13 @@ def round_agreement(
     if long is not None:
         raters = sorted({int(r) for ratings in long.values() for r in np.unique(ratings.raters)})
         names = queries.experts_by_id(session=session, ids=raters)
+    model_names = (
+        queries.experts_by_id(
+            session=session, ids=sorted(map(int, data.ratings["expert_id"].unique()))
+        )
+        if data is not None
+        else {}
+    )
     results = []
     for item, label, level in gate_items(rubric):
         found = counts[item]
@@ -350,7 +392,14 @@ def round_agreement(
                 ).items()
             }
         if data is not None:
-            models = model_agreement(data, item, level)
+            models = model_agreement(
+                data,
+                item,
+                level,
+                bootstrap=bootstrap,
+                seed=seed,
+                names=model_names,
+            )
         results.append(ItemAgreement(item, label, result, ac, loo, bias, models))
     return review_round, results
 

@@ -10,6 +10,7 @@ class Role(StrEnum):
     expert = "expert"
     lead = "lead"
     admin = "admin"
+    model = "model"  # a model rater: rates through model reviews only, never logs in
 
 
 class User(SQLModel, table=True):

@@ -40,6 +40,15 @@ def generate_password() -> str:
     return secrets.token_urlsafe(12)
 
 
+def person_role(role: Role | str) -> Role:
+    """The role a person can hold (model raters are made by model reviews, never by hand).
+    Raises InvalidInput naming the roles."""
+    people = [r.value for r in Role if r != Role.model]
+    if role not in people:
+        raise InvalidInput(f"role {role!r} is not one of {', '.join(people)}")
+    return Role(role)
+
+
 def create_user(
     *,
     session: Session,
@@ -60,12 +69,7 @@ def create_user(
             f"username {username!r} is not valid: use 2-64 lowercase letters, digits, '.', '_' "
             "or '-', starting with a letter or digit"
         )
-    try:
-        role = Role(role)
-    except ValueError:
-        raise InvalidInput(
-            f"role {role!r} is not one of {', '.join(r.value for r in Role)}"
-        ) from None
+    role = person_role(role)
     generated = None
     if password is None:
         password = generated = generate_password()
@@ -299,12 +303,9 @@ def set_role(*, session: Session, actor: User, username: str, role: Role | str) 
     """Change a user's role (their open sessions end). Admins only; the last active admin
     keeps the role. Recorded in the ledger."""
     user = _managed_user(session, actor, username)
-    try:
-        role = Role(role)
-    except ValueError:
-        raise InvalidInput(
-            f"role {role!r} is not one of {', '.join(r.value for r in Role)}"
-        ) from None
+    role = person_role(role)
+    if Role(user.role) == Role.model:
+        raise InvalidInput(f"{user.username} is a model rater; its role cannot change")
     if Role(user.role) == role:
         return user
     if Role(user.role) == Role.admin:

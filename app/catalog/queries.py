@@ -100,7 +100,7 @@ def task_sources(
         rated = (
             select(TaskVersion.task_id)
             .join(Rating, Rating.task_version_id == TaskVersion.id)
-            .where(Rating.status == "submitted")
+            .where(Rating.status == "submitted", Rating.rater_kind == "human")
         )
         query = query.where(Task.id.in_(rated))
     return [
@@ -245,7 +245,11 @@ def task_page(
         session,
         task_ids,
         select(Rating.id)
-        .where(Rating.task_version_id == TaskVersion.id, Rating.status == "submitted")
+        .where(
+            Rating.task_version_id == TaskVersion.id,
+            Rating.status == "submitted",
+            Rating.rater_kind == "human",
+        )
         .exists(),
     )
     approved = _newest_version_where(session, task_ids, TaskVersion.status == "approved")

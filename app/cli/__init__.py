@@ -6,6 +6,7 @@ from itsmreview.cli import (  # noqa: F401 - each module registers its commands
     exports,
     ledger,
     logs,
+    model,
     rounds,
     server,
     tasks,

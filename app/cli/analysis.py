@@ -77,6 +77,33 @@ def agreement_command(
             f"  {item.label:<36} alpha {a.value:6.3f}{ci}  {a.level:<8} "
             f"{a.units} units, {a.pairable_values} values"
         )
+        for line in _model_lines(item.models):
+            typer.echo(f"  {'':<36} {line}")
+
+
+def _figure(found: dict | None) -> str:
+    found = found or {}
+    if found.get("alpha") is None:
+        return "undefined"
+    ci = (
+        f" [{found['ci_low']:.3f}, {found['ci_high']:.3f}]"
+        if found.get("ci_low") is not None
+        else ""
+    )
+    return f"{found['alpha']:.3f}{ci}"
+
+
+def _model_lines(models: dict) -> list[str]:
+    """How each model rater of the item compares with the humans, one line each."""
+    if not models:
+        return []
+    lines = [f"humans and models {_figure(models.get('humans_and_models'))}"]
+    for model in (models.get("models") or {}).values():
+        lines.append(
+            f"{model['rater']} vs human consensus {_figure(model.get('vs_consensus'))} "
+            f"on {model.get('tasks_with_consensus', 0)} tasks"
+        )
+    return lines
 
 
 @app.command("alpha")

@@ -520,7 +520,7 @@ def realism_by_provenance(
     from itsmreview.review.reliability import RoundData, load_round, reliability_matrix
 
     require_role(actor, Role.lead)
-    data = load_round(session=session, round_name=round_name)
+    data = load_round(session=session, round_name=round_name).humans()
     columns = ["comparison", "group", "dimension", "tasks", "ratings", "mean", "alpha"]
     if data.ratings.empty:
         return pd.DataFrame(columns=columns)

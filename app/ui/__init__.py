@@ -1,1 +1,1 @@
-"""Shared Streamlit widgets; the only place besides pages/ that imports streamlit."""
+"""Shared Streamlit widgets; the only place besides views/ that imports streamlit."""

@@ -172,9 +172,9 @@ def require(*roles: Role) -> User:
 
 
 START_PAGES = {
-    Role.expert: "pages/queue.py",
-    Role.lead: "pages/dashboard.py",
-    Role.admin: "pages/users.py",
+    Role.expert: "views/queue.py",
+    Role.lead: "views/dashboard.py",
+    Role.admin: "views/users.py",
 }
 
 

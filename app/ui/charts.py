@@ -139,3 +139,49 @@ def progress_chart(progress: pd.DataFrame) -> go.Figure:
         barmode="stack", height=300, margin={"t": 10, "b": 10}, yaxis_title="tasks"
     )
     return figure
+
+
+MODEL_SERIES = (
+    ("humans", "Humans", "#1f77b4"),
+    ("with_models", "Humans and model", "#9467bd"),
+    ("model_vs_consensus", "Model vs human consensus", "#ff7f0e"),
+)
+
+
+def model_agreement_chart(frame: pd.DataFrame) -> go.Figure:
+    """Per rubric item, three alphas with their 95% intervals: of the humans, of humans and
+    the model together, and of the model against the human consensus."""
+    figure = go.Figure()
+    for offset, (column, label, colour) in zip((-0.22, 0.0, 0.22), MODEL_SERIES, strict=True):
+        shown = frame[frame[column].notna()]
+        positions = [list(frame["item"]).index(i) + offset for i in shown["item"]]
+        figure.add_scatter(
+            x=shown[column],
+            y=positions,
+            mode="markers",
+            name=label,
+            marker={"size": 9, "color": colour},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (shown[f"{column}_high"] - shown[column]).fillna(0),
+                "arrayminus": (shown[column] - shown[f"{column}_low"]).fillna(0),
+            },
+            customdata=shown["item"],
+            hovertemplate="%{customdata}: %{x:.3f}<extra>" + label + "</extra>",
+        )
+    items = list(frame["item"])
+    figure.update_layout(
+        height=120 + 40 * len(items),
+        margin={"t": 30, "b": 10},
+        xaxis={"title": "Krippendorff's alpha", "range": [-0.5, 1.03]},
+        yaxis={
+            "tickmode": "array",
+            "tickvals": list(range(len(items))),
+            "ticktext": items,
+            "autorange": "reversed",
+            "title": "",
+        },
+        legend={"orientation": "h", "y": 1.08},
+    )
+    return figure

@@ -222,7 +222,7 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     round_id = rated[0].round_id
     for index, version in enumerate(versions):
         assignment = Assignment(
-            round_id=round_id, task_version_id=version, expert_id=model.id, status="submitted"
+            round_id=round_id, task_version_id=version, expert_id=model.id, status="model"
         )
         session.add(assignment)
         session.flush()
@@ -250,13 +250,19 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     assert fit.alpha.value == fit_before.alpha.value  # humans only
     matrix, raters = _persona_fit_matrix(session)
     both = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
-    assert fit.models["alpha_humans_and_models"] == pytest.approx(both)
+    assert fit.models["humans_and_models"]["alpha"] == pytest.approx(both)
+    assert fit.models["humans"]["alpha"] == pytest.approx(fit.alpha.value)
     humans = np.delete(matrix, raters.index(model.id), axis=0)
     with np.errstate(all="ignore"):
         consensus = np.nanmedian(humans, axis=0)
+    consensus[(~np.isnan(humans)).sum(axis=0) < 2] = np.nan  # one expert is no consensus
     paired = np.vstack([consensus, matrix[raters.index(model.id)]])
     expected = krippendorff.alpha(reliability_data=paired, level_of_measurement="ordinal")
-    assert fit.models["models"][model.id] == pytest.approx(expected)
+    found = fit.models["models"][str(model.id)]
+    assert found["rater"] == "judge-model"
+    assert found["vs_consensus"]["alpha"] == pytest.approx(expected)
+    low, high = found["vs_consensus"]["ci_low"], found["vs_consensus"]["ci_high"]
+    assert low is None or low <= expected <= high
 
 
 def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monkeypatch):

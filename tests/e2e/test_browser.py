@@ -349,3 +349,37 @@ def test_task_text_is_shown_exactly_as_written(hostile_server, browser, tmp_path
         By.CSS_SELECTOR, "strong, b, span[style*=color], a:not([href^='#'])"
     )
     _screenshot(browser, tmp_path, "verbatim.png")
+
+
+def test_a_link_as_the_servers_first_request_opens_the_app_not_its_files(server, browser):
+    """The first request after a start is a bookmarked page: the app's own navigation and
+    login must run (a folder named `pages/` beside the entry point made Streamlit serve the
+    page files bare, every file listed in the sidebar, until someone opened the root)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/models")
+    wait = WebDriverWait(browser, 45)
+    field = wait.until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']"))
+    )
+    field.send_keys("lead")
+    browser.find_element(By.CSS_SELECTOR, "input[aria-label='Password']").send_keys("itsm-demo")
+    browser.find_element(By.XPATH, "//button[.//p[text()='Log in']]").click()
+    _wait_for_heading(browser, "Model review")
+    sidebar = wait.until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, "[data-testid='stSidebar']"))
+    )
+    wait.until(lambda _: "Logged in as" in sidebar.text)
+    links = [  # each link's text is its icon's name, then its title
+        a.text.split("\n")[-1]
+        for a in sidebar.find_elements(By.CSS_SELECTOR, "[data-testid='stSidebarNavLink']")
+    ]
+    assert "Dashboard" in links and "Model review" in links
+    assert not {"streamlit app", "users", "imports"} & set(links)
+    # the start page keeps its own address: a bookmark of it opens it, with no "not found"
+    browser.get(f"{server}/dashboard")
+    _wait_for_heading(browser, "Dashboard")
+    time.sleep(1)
+    assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text

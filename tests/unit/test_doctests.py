@@ -17,6 +17,10 @@ MODULES = [
     "itsmreview.ui.transcript",
     "itsmreview.ui.text",
     "itsmreview.coverage.eventlog",
+    "itsmreview.coverage.friction",
+    "itsmreview.assist.client",
+    "itsmreview.assist.prompts",
+    "itsmreview.processes",
 ]
 
 

@@ -16,6 +16,7 @@ from itsmreview.ui.charts import (
     alpha_chart,
     alpha_over_time_chart,
     bias_heatmap,
+    model_agreement_chart,
     progress_chart,
     realism_chart,
 )
@@ -77,6 +78,37 @@ with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
             "undefined": "Undefined because",
         },
     )
+models = data.model_frame()
+if not models.empty:
+    st.subheader("Humans and model raters")
+    raters = sorted(models["model"].unique())
+    rater = st.selectbox("Model rater", raters, key="model-rater") if len(raters) > 1 else raters[0]
+    shown_models = models[models["model"] == rater]
+    st.plotly_chart(model_agreement_chart(shown_models), key="model-chart", config=NO_TOOLBAR)
+    st.caption(
+        f"{literal(rater)}: alpha of the human ratings, of humans and the model together, and "
+        "of the model against the human consensus (median; mode for the verdict and flags), "
+        "with 95% bootstrap intervals. Where the model's alpha against the consensus reaches "
+        "the humans' own, its judgement could stand in for an expert's on that item. Model "
+        "ratings never count among a task's human ratings, in the human alpha or in the gate."
+    )
+    with st.expander("Model agreement table"):
+        show_table(
+            shown_models.drop(columns=["key", "model"]),
+            {
+                "item": "Item",
+                "humans": "Humans",
+                "humans_low": "Humans 95% low",
+                "humans_high": "Humans 95% high",
+                "with_models": "With model",
+                "with_models_low": "With model 95% low",
+                "with_models_high": "With model 95% high",
+                "model_vs_consensus": "Model vs consensus",
+                "model_vs_consensus_low": "Model 95% low",
+                "model_vs_consensus_high": "Model 95% high",
+                "tasks": "Tasks both rated",
+            },
+        )
 # the figures below read the whole round: computed only once their expander is open
 over_time = st.expander("Alpha over time", key="open-over-time", on_change="rerun")
 if over_time.open and not data.agreement:

@@ -1,0 +1,193 @@
+"""The model rater's request and answer: a `record_rating` tool whose input schema is generated
+from the rubric, forced with tool_choice, and the checks its answer must pass before it is
+stored."""
+
+from dataclasses import dataclass, field
+
+from itsmreview.assist.models import RequestOutcome
+from itsmreview.assist.prompts import RATE_PROMPT, prompt_sha256, prompt_text
+from itsmreview.review.rubrics import RubricDefinition
+
+TOOL_NAME = "record_rating"
+MATERIAL_LAYOUT = 1  # raise when material.task_material lays the material out differently
+RATIONALE_MAX = 1500
+
+
+def rate_prompt_sha256() -> str:
+    return prompt_sha256(RATE_PROMPT, MATERIAL_LAYOUT)
+
+
+def rating_tool(rubric: RubricDefinition) -> dict:
+    """The tool the model must call: one integer per dimension within its scale (anchors and
+    guidance in its description), the verdict, flags, confidence and a short rationale."""
+    properties: dict = {}
+    for dimension in rubric.dimensions:
+        low, high = dimension.scale
+        anchors = "; ".join(f"{k} = {v}" for k, v in sorted(dimension.anchors.items()))
+        properties[dimension.key] = {
+            "type": "integer",
+            "minimum": low,
+            "maximum": high,
+            "description": " ".join(
+                part for part in (f"{dimension.label}.", dimension.guidance, anchors) if part
+            ),
+        }
+    properties["verdict"] = {
+        "type": "string",
+        "enum": list(rubric.verdicts),
+        "description": "Overall verdict on the task.",
+    }
+    flag_keys = [f.key for f in rubric.flags]
+    properties["flags"] = {
+        "type": "array",
+        "items": {"type": "string", "enum": flag_keys} if flag_keys else {"type": "string"},
+        "uniqueItems": True,
+        "maxItems": len(flag_keys),
+        "description": "Problems present in the task: "
+        + ("; ".join(f"{f.key} = {f.label}" for f in rubric.flags) or "none defined")
+        + ". An empty list when none applies.",
+    }
+    low, high = rubric.confidence.scale
+    properties["confidence"] = {
+        "type": "integer",
+        "minimum": low,
+        "maximum": high,
+        "description": f"How sure you are of this rating, {low} (guessing) to {high} (certain).",
+    }
+    properties["rationale"] = {
+        "type": "string",
+        "maxLength": RATIONALE_MAX,
+        "description": "At most five sentences naming the evidence the rating rests on.",
+    }
+    required = [d.key for d in rubric.dimensions if d.required]
+    return {
+        "name": TOOL_NAME,
+        "description": f"Record your rating of the task on the rubric {rubric.title!r}.",
+        "input_schema": {
+            "type": "object",
+            "properties": properties,
+            "required": [*required, "verdict", "flags", "confidence", "rationale"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def rating_request(*, model: str, rubric: RubricDefinition, material: str, max_tokens: int) -> dict:
+    """The keyword arguments of `messages.create`: the rating tool only, forced."""
+    return {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": prompt_text(RATE_PROMPT),
+        "tools": [rating_tool(rubric)],
+        "tool_choice": {"type": "tool", "name": TOOL_NAME},
+        "messages": [{"role": "user", "content": material}],
+    }
+
+
+@dataclass
+class ModelJudgement:
+    scores: dict[str, float | None]
+    verdict: str
+    flags: list[str] = field(default_factory=list)
+    confidence: int | None = None
+    rationale: str = ""
+
+
+class UnusableAnswer(Exception):
+    """The answer holds no rating that can be stored; `outcome` says why in one word."""
+
+    def __init__(self, outcome: RequestOutcome, reason: str):
+        super().__init__(reason)
+        self.outcome = outcome
+        self.reason = reason
+
+
+def _text_of(message) -> str:
+    return " ".join(
+        getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
+    ).strip()
+
+
+def _integer(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise UnusableAnswer(RequestOutcome.malformed, f"{what}: {value!r} is not a whole number")
+    return int(value)
+
+
+def parse_rating(message, rubric: RubricDefinition) -> ModelJudgement:
+    """The judgement in a Messages API answer. Raises UnusableAnswer for a refusal, an answer
+    cut off at max_tokens, no `record_rating` call, or values the rubric refuses."""
+    if message.stop_reason == "refusal":
+        said = _text_of(message)
+        raise UnusableAnswer(
+            RequestOutcome.refused, "the model declined to rate" + (f": {said}" if said else "")
+        )
+    if message.stop_reason == "max_tokens":
+        raise UnusableAnswer(
+            RequestOutcome.cut_off,
+            f"the answer was cut off at max_tokens ({message.usage.output_tokens} tokens); "
+            "raise ITSMREVIEW_MODEL_MAX_TOKENS",
+        )
+    calls = [
+        b
+        for b in message.content
+        if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == TOOL_NAME
+    ]
+    if not calls:
+        said = _text_of(message)[:200]
+        raise UnusableAnswer(
+            RequestOutcome.malformed,
+            f"no {TOOL_NAME} call in the answer (stop reason {message.stop_reason})"
+            + (f"; it said: {said}" if said else ""),
+        )
+    data = calls[0].input
+    if not isinstance(data, dict):
+        raise UnusableAnswer(RequestOutcome.malformed, f"{TOOL_NAME} input is not an object")
+    scores: dict[str, float | None] = {}
+    for dimension in rubric.dimensions:
+        value = data.get(dimension.key)
+        if value is None:
+            if dimension.required:
+                raise UnusableAnswer(
+                    RequestOutcome.malformed, f"{dimension.key}: missing from the rating"
+                )
+            scores[dimension.key] = None
+            continue
+        value = _integer(value, dimension.key)
+        low, high = dimension.scale
+        if not low <= value <= high:
+            raise UnusableAnswer(
+                RequestOutcome.malformed, f"{dimension.key}: {value} is outside {low}..{high}"
+            )
+        scores[dimension.key] = float(value)
+    unknown = sorted(set(data) - {*scores, "verdict", "flags", "confidence", "rationale"})
+    if unknown:
+        raise UnusableAnswer(RequestOutcome.malformed, f"unknown fields: {', '.join(unknown)}")
+    verdict = data.get("verdict")
+    if verdict not in rubric.verdicts:
+        raise UnusableAnswer(
+            RequestOutcome.malformed,
+            f"verdict {verdict!r} is not one of {', '.join(rubric.verdicts)}",
+        )
+    flags = data.get("flags") or []
+    keys = {f.key for f in rubric.flags}
+    if not isinstance(flags, list) or not all(isinstance(f, str) and f in keys for f in flags):
+        raise UnusableAnswer(RequestOutcome.malformed, f"flags {flags!r} are not rubric flags")
+    confidence = data.get("confidence")
+    if confidence is not None:
+        confidence = _integer(confidence, "confidence")
+        low, high = rubric.confidence.scale
+        if not low <= confidence <= high:
+            raise UnusableAnswer(
+                RequestOutcome.malformed, f"confidence: {confidence} is outside {low}..{high}"
+            )
+    rationale = data.get("rationale") or ""
+    if not isinstance(rationale, str):
+        raise UnusableAnswer(RequestOutcome.malformed, "rationale is not text")
+    return ModelJudgement(
+        scores=scores,
+        verdict=verdict,
+        flags=sorted(set(flags)),
+        confidence=confidence,
+        rationale=rationale.strip()[:RATIONALE_MAX],
+    )

@@ -1,0 +1,38 @@
+"""Which process does a piece of work: a name to store beside it, and whether it still runs."""
+
+import os
+import socket
+
+
+def this_process() -> str:
+    """'host pid' of the running process."""
+    return f"{socket.gethostname()} {os.getpid()}"
+
+
+def process_alive(owner: str) -> bool | None:
+    """Whether the process named by `this_process()` still runs: None when it ran on another
+    host (or the name is unreadable), where only time can tell.
+
+    >>> process_alive(this_process())
+    True
+    >>> process_alive(f"{socket.gethostname()} 0") is False or os.getuid() == 0
+    True
+    """
+    try:
+        host, pid = owner.split()
+        number = int(pid)
+    except ValueError:
+        return None
+    if host != socket.gethostname():
+        return None
+    if number == os.getpid():
+        return True
+    if number <= 0:
+        return False
+    try:
+        os.kill(number, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
