@@ -30,6 +30,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/ledger.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/browser.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/model_rater.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/bpi2014.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py

@@ -21,6 +21,7 @@ PAGE_TITLES = {
     "completeness": ("Persona completeness", ":material/checklist:"),
     "dashboard": ("Dashboard", ":material/monitoring:"),
     "coverage": ("Coverage", ":material/account_tree:"),
+    "teams": ("Team mapping", ":material/groups:"),
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
     "exports": ("Exports", ":material/inventory_2:"),
@@ -74,6 +75,7 @@ else:
         sections["Lead"] = [
             page("dashboard"),
             page("coverage"),
+            page("teams"),
             page("variants"),
             page("tasks"),
             page("completeness"),

@@ -76,6 +76,8 @@ PRESETS: dict[str, ColumnMapping] = {
         timestamp_format="%d-%m-%Y %H:%M:%S",
         roles=("Assignment Group",),
         sep=";",
+        na_values=("#N/B",),
+        encoding="latin-1",
     ),
     "uci-incidents": ColumnMapping(
         case="number",

@@ -42,6 +42,8 @@ class TaskSource:
     task_id: str
     sequences: Sequence[tuple[str, ...]] = ()
     roles: dict[str, set[str]] = field(default_factory=dict)
+    case_ids: tuple[str, ...] = ()  # the log cases it declares (resolved or not)
+    outcomes: dict[str, set[str]] = field(default_factory=dict)  # outcome values it names
 
 
 @dataclass
@@ -119,6 +121,7 @@ class CoverageReport:
     js_divergence: float | None
     declared_keys: set[str] = field(default_factory=set)
     declared_pairs: set[tuple[str, str]] = field(default_factory=set)
+    outcomes: dict = field(default_factory=dict)  # coverage.outcomes; {} without attributes
 
     def as_dict(self) -> dict:
         return {
@@ -133,6 +136,7 @@ class CoverageReport:
             "js_divergence_collapsed": self.js_divergence,
             "absent_sequences": [a.__dict__ for a in self.absent_sequences],
             "gaps": self.gaps,
+            "outcomes": self.outcomes,
         }
 
     def to_record(self) -> dict:
@@ -159,6 +163,7 @@ class CoverageReport:
             js_divergence=record["js_divergence_collapsed"],
             declared_keys=set(record["declared_keys"]),
             declared_pairs={tuple(pair) for pair in record["declared_pairs"]},
+            outcomes=record.get("outcomes") or {},
         )
 
 

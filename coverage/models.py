@@ -88,3 +88,23 @@ class LogRoleValue(SQLModel, table=True):
     value: str = Field(sa_type=String(256))
     event_count: int
     case_count: int
+
+
+class TeamMapping(SQLModel, table=True):
+    """One version of a log's mapping of a role attribute's values (assignment groups) to the
+    teams practitioners distil them into, optionally with a level or role per group."""
+
+    __tablename__ = "team_mappings"
+    __table_args__ = (UniqueConstraint("log_name", "attribute", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    log_name: str = Field(sa_type=String(128), index=True)
+    attribute: str = Field(sa_type=String(128))
+    version: int = 1
+    teams: dict = Field(default_factory=dict, sa_type=JSON)  # group -> team
+    levels: dict = Field(default_factory=dict, sa_type=JSON)  # group -> level or role
+    source_kind: str = Field(default="expert", sa_type=String(16))  # expert | external
+    reference: str = Field(default="", sa_type=Text)
+    content_sha256: str = Field(sa_type=String(64))
+    created_at: datetime = Field(default_factory=utcnow)
+    created_by_id: int | None = Field(default=None, foreign_key="users.id")

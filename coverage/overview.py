@@ -34,16 +34,26 @@ class LogOverview:
 
 
 def log_overview(
-    *, session: Session, actor: User, name: str, task_filter: TaskFilter | str = TaskFilter.all
+    *,
+    session: Session,
+    actor: User,
+    name: str,
+    task_filter: TaskFilter | str = TaskFilter.all,
+    persona: str | None = None,
+    track: str | None = None,
 ) -> LogOverview:
-    """Coverage of a log by the filtered tasks, with the tables the Coverage page draws.
-    Leads only."""
+    """Coverage of a log by the filtered tasks (of one persona or track, when given), with
+    the tables the Coverage page draws. Leads only."""
     require_role(actor, Role.lead)
     log = queries.latest_log(session=session, name=name)
     if log is None:
         raise NotFound(f"no log named {name!r}")
     report, unresolved, figures = _report_materialised(
-        session=session, log=log, task_filter=TaskFilter(task_filter)
+        session=session,
+        log=log,
+        task_filter=TaskFilter(task_filter),
+        persona=persona,
+        track=track,
     )
     variants = queries.variants_frame(session=session, log_id=log.id, level=VariantLevel.raw)
     declared_keys = report.declared_keys if report else set()
@@ -68,7 +78,12 @@ def log_overview(
 
 
 def _report_materialised(
-    *, session: Session, log: EventLog, task_filter: TaskFilter
+    *,
+    session: Session,
+    log: EventLog,
+    task_filter: TaskFilter,
+    persona: str | None = None,
+    track: str | None = None,
 ) -> tuple[CoverageReport | None, dict[str, list[str]], Materialised]:
     """The coverage report of `log` by the filtered tasks as stored for the catalog's state:
     computed at once for a small catalog, else in the background."""
@@ -80,17 +95,24 @@ def _report_materialised(
             session=session, ratings=task_filter == TaskFilter.rated
         )
     name = log.name
+    mapping = queries.newest_team_mapping(session=session, log_name=name)
+    state = (*state, mapping.id if mapping else 0)  # a new team mapping changes team coverage
 
     def compute(background: Session) -> dict:
         report, unresolved = coverage_report(
-            session=background, log_name=name, task_filter=task_filter
+            session=background,
+            log_name=name,
+            task_filter=task_filter,
+            persona=persona,
+            track=track,
         )
         return {"report": report.to_record(), "unresolved": unresolved}
 
     figures = materialised(
         session=session,
         kind="coverage",
-        key=f"{log.id}:{task_filter.value}",
+        key=f"{log.id}:{task_filter.value}"
+        + ("" if persona is None and track is None else f":{persona or ''}:{track or ''}"),
         fingerprint=json.dumps(list(state)),
         compute=compute,
         inline=catalog_queries.count_tasks(session=session) <= INLINE_TASKS,

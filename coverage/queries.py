@@ -134,3 +134,24 @@ def log_tables_frames(*, session: Session, log_id: int) -> dict[str, pd.DataFram
     frames["activities"] = activities_frame(session=session, log_id=log_id)
     frames["roles"] = role_values_frame(session=session, log_id=log_id)
     return frames
+
+
+def newest_team_mapping(*, session: Session, log_name: str, attribute: str | None = None):
+    from itsmreview.coverage.models import TeamMapping
+
+    query = select(TeamMapping).where(TeamMapping.log_name == log_name)
+    if attribute is not None:
+        query = query.where(TeamMapping.attribute == attribute)
+    return session.exec(query.order_by(TeamMapping.id.desc()).limit(1)).first()
+
+
+def team_mapping_versions(*, session: Session, log_name: str) -> list:
+    from itsmreview.coverage.models import TeamMapping
+
+    return list(
+        session.exec(
+            select(TeamMapping)
+            .where(TeamMapping.log_name == log_name)
+            .order_by(TeamMapping.id.desc())
+        ).all()
+    )

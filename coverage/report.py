@@ -4,9 +4,16 @@ from enum import StrEnum
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 from itsmreview.catalog.queries import task_sources
 from itsmreview.coverage import queries
 from itsmreview.coverage.metrics import CoverageReport, LogTables, TaskSource, compute_coverage
+from itsmreview.coverage.outcomes import (
+    ATTRIBUTE_PREFIX,
+    case_outcomes,
+    declared_outcomes,
+    outcome_coverage,
+)
 from itsmreview.errors import InvalidInput, NotFound
 from sqlmodel import Session
 
@@ -44,14 +51,17 @@ def declared_sources(
     task_filter: TaskFilter,
     tables: LogTables,
     events_path: str | None,
+    persona: str | None = None,
+    track: str | None = None,
 ) -> tuple[list[TaskSource], dict[str, list[str]]]:
     """Task sources with case ids resolved to their variants; also unresolved case ids."""
+    chosen = {"log_name": log_name, "persona": persona, "track": track}
     if task_filter == TaskFilter.approved:
-        rows = task_sources(session=session, log_name=log_name, statuses=("approved",))
+        rows = task_sources(session=session, statuses=("approved",), **chosen)
     elif task_filter == TaskFilter.rated:
-        rows = task_sources(session=session, log_name=log_name, rated_only=True)
+        rows = task_sources(session=session, rated_only=True, **chosen)
     else:
-        rows = task_sources(session=session, log_name=log_name)
+        rows = task_sources(session=session, **chosen)
     return resolve_sources(rows, tables=tables, events_path=events_path)
 
 
@@ -76,15 +86,69 @@ def resolve_sources(
             attribute: set(map(str, values))
             for attribute, values in (source.get("roles") or {}).items()
         }
-        sources.append(TaskSource(task_id, sequences, roles))
+        sources.append(
+            TaskSource(
+                task_id,
+                sequences,
+                roles,
+                case_ids=tuple(str(c) for c in source.get("case_ids", [])),
+                outcomes=declared_outcomes(source),
+            )
+        )
     return sources, unresolved
 
 
+def _with_teams(
+    session: Session, log_name: str, tables: LogTables, sources: list[TaskSource]
+) -> tuple[LogTables, list[TaskSource]]:
+    """With a team mapping of the log, its teams as the role attribute `team` as well."""
+    from itsmreview.coverage.teams import at_team_level
+
+    mapping = queries.newest_team_mapping(session=session, log_name=log_name)
+    if mapping is None:
+        return tables, sources
+    return at_team_level(tables, sources, mapping.attribute, mapping.teams)
+
+
+def _with_outcomes(
+    report: CoverageReport,
+    sources: list[TaskSource],
+    events_path: str | None,
+    sla_hours: dict[str, float] | None,
+) -> CoverageReport:
+    """The report with its outcome coverage, for a log whose cases carry attributes."""
+    if not events_path:
+        return report
+    path = Path(events_path) / "cases.parquet"
+    if not path.is_file():
+        return report
+    schema = pq.read_schema(path)
+    wanted = [n for n in schema.names if n.startswith(ATTRIBUTE_PREFIX)]
+    if not wanted:
+        return report
+    extra = ["throughput_s"] if sla_hours else []
+    cases = pd.read_parquet(path, columns=["case_id", *extra, *wanted])
+    report.outcomes = outcome_coverage(
+        case_outcomes(cases, sla_hours),
+        [s.case_ids for s in sources],
+        [s.outcomes for s in sources],
+    )
+    return report
+
+
 def coverage_report(
-    *, session: Session, log_name: str, task_filter: TaskFilter | str = TaskFilter.all
+    *,
+    session: Session,
+    log_name: str,
+    task_filter: TaskFilter | str = TaskFilter.all,
+    sla_hours: dict[str, float] | None = None,
+    persona: str | None = None,
+    track: str | None = None,
 ) -> tuple[CoverageReport, dict[str, list[str]]]:
     """Coverage of the newest version of `log_name` by the filtered tasks, and the case ids
-    that tasks declare but the log does not contain (task id -> case ids)."""
+    that tasks declare but the log does not contain (task id -> case ids). A log whose cases
+    carry attributes gets outcome coverage too (`sla_hours`: hours per priority, for the SLA
+    outcome). `persona` and `track` restrict the tasks to that persona or track."""
     try:
         task_filter = TaskFilter(task_filter)
     except ValueError:
@@ -101,8 +165,12 @@ def coverage_report(
         task_filter=task_filter,
         tables=tables,
         events_path=log.events_path,
+        persona=persona,
+        track=track,
     )
-    return compute_coverage(tables, sources), unresolved
+    tables, sources = _with_teams(session, log_name, tables, sources)
+    report = compute_coverage(tables, sources)
+    return _with_outcomes(report, sources, log.events_path, sla_hours), unresolved
 
 
 def coverage_of(
@@ -115,4 +183,6 @@ def coverage_of(
         raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
     tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
     sources, unresolved = resolve_sources(rows, tables=tables, events_path=log.events_path)
-    return compute_coverage(tables, sources), unresolved
+    tables, sources = _with_teams(session, log_name, tables, sources)
+    report = compute_coverage(tables, sources)
+    return _with_outcomes(report, sources, log.events_path, None), unresolved

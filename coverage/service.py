@@ -1,5 +1,6 @@
 """Importing an event log: read, validate, materialise, store all or nothing."""
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -19,6 +20,12 @@ from itsmreview.coverage.eventlog import (
     file_sha256,
     log_format,
     read_log,
+)
+from itsmreview.coverage.linked import (
+    combined_sha256,
+    file_digests,
+    linked_files,
+    read_bpi2014,
 )
 from itsmreview.coverage.models import (
     EventLog,
@@ -86,65 +93,178 @@ def import_log(
     actor_id: int | None = None,
     data_dir: Path | None = None,
     progress: Progress | None = None,
+    linked: dict[str, Path | None] | None = None,
 ) -> ImportResult:
     """Import the log at `path`, or return the existing log when the same file and mapping
     were imported before. Raw events and cases go to parquet files under the data folder;
-    everything else to the database in the caller's transaction.
+    everything else to the database in the caller's transaction. With preset `bpi2014`,
+    `path` may be a folder holding the four tables, or the activity table with the others in
+    `linked` (incidents, interactions, changes): their case attributes join the cases.
 
     Raises InvalidInput with the file, rows and fix when the log cannot be read.
     """
     path = Path(path)
-    if path.is_dir():
-        raise InvalidInput(f"{path}: is a folder; give the log file inside it")
-    if not path.is_file():
+    linked = {k: v for k, v in (linked or {}).items() if v is not None}
+    tables = None
+    if preset == "bpi2014" and (path.is_dir() or linked):
+        try:
+            tables = linked_files(path, **linked)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+    elif linked:
+        raise InvalidInput("linked tables (incidents, interactions, changes) need --preset bpi2014")
+    elif path.is_dir():
+        raise InvalidInput(
+            f"{path}: is a folder; give the log file inside it (a folder of BPI 2014's four "
+            "tables is read with --preset bpi2014)"
+        )
+    if tables is None and not path.is_file():
         raise InvalidInput(f"{path}: no such file")
+    if tables is not None:
+        return _import_linked(
+            path,
+            tables,
+            session=session,
+            name=name,
+            preset=preset,
+            actor_id=actor_id,
+            data_dir=data_dir,
+            progress=progress,
+        )
     report = progress or (lambda _stage, _fraction: None)
     mapping = resolve_mapping(path, preset, mapping)
     mapping = mapping or XES_DEFAULT
     mapping_hash = mapping.digest()
     report("hashing", 0.05)
-    data_dir = data_dir or get_settings().data_dir
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the worker hashes the file while it is parsed
+        hashing = pool.submit(file_sha256, path)
+        if path.stat().st_size < PARALLEL_HASH_BYTES or queries.imported_from(
+            session=session, source_path=str(path.resolve()), mapping_hash=mapping_hash
+        ):
+            hashing.result()  # small, or likely a re-import: hash first, maybe parse nothing
+        existing = (
+            queries.log_by_digest(
+                session=session, sha256=hashing.result(), mapping_hash=mapping_hash
+            )
+            if hashing.done()
+            else None
+        )
+        if existing is not None:
+            return ImportResult(existing, created=False)
+        try:
+            events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        sha = hashing.result()
+    existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
+    if existing is not None:
+        return ImportResult(existing, created=False)
+    return _store_log(
+        session=session,
+        events=events,
+        mapping=used.to_dict(),
+        mapping_hash=mapping_hash,
+        sha=sha,
+        source=path,
+        reference=f"{path.name} sha256:{sha}",
+        name=name or path.name.split(".")[0],
+        preset=preset,
+        actor_id=actor_id,
+        data_dir=data_dir or get_settings().data_dir,
+        report=report,
+    )
+
+
+def _import_linked(
+    path: Path,
+    files: dict[str, Path],
+    *,
+    session: Session,
+    name: str | None,
+    preset: str,
+    actor_id: int | None,
+    data_dir: Path | None,
+    progress: Progress | None,
+) -> ImportResult:
+    """A log of linked tables (BPI 2014): events from the activity table, case attributes
+    from the others (coverage.linked)."""
+    report = progress or (lambda _stage, _fraction: None)
+    report("hashing", 0.05)
+    digests = file_digests(files)
+    sha = combined_sha256(digests)
+    mapping_hash = hashlib.sha256(
+        (PRESETS[preset].digest() + " linked " + ",".join(sorted(files))).encode()
+    ).hexdigest()
+    existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
+    if existing is not None:
+        return ImportResult(existing, created=False)
+    report("reading the tables", 0.2)
+    try:
+        found = read_bpi2014(files, digests)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    default_name = path.name if path.is_dir() else path.name.split(".")[0]
+    return _store_log(
+        session=session,
+        events=found.events,
+        mapping=found.mapping.to_dict() | {"linked": found.tables},
+        mapping_hash=mapping_hash,
+        sha=sha,
+        source=path,
+        reference=", ".join(f"{t['file']} sha256:{t['sha256']}" for t in found.tables.values()),
+        name=name or default_name,
+        preset=preset,
+        actor_id=actor_id,
+        data_dir=data_dir or get_settings().data_dir,
+        report=report,
+        case_attributes=found.cases,
+    )
+
+
+def _store_log(
+    *,
+    session: Session,
+    events,
+    mapping: dict,
+    mapping_hash: str,
+    sha: str,
+    source: Path,
+    reference: str,
+    name: str,
+    preset: str | None,
+    actor_id: int | None,
+    data_dir: Path,
+    report: Progress,
+    case_attributes=None,
+) -> ImportResult:
+    """Materialise and store a read log: parquet files under the data folder (staged, then
+    renamed into place), statistics in the caller's transaction, a ledger entry."""
     staging: Path | None = None
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # the worker hashes the file while it is parsed, then writes the parquet files while
-            # variants are materialised and stored: all of them release the GIL for long spells
-            hashing = pool.submit(file_sha256, path)
-            if path.stat().st_size < PARALLEL_HASH_BYTES or queries.imported_from(
-                session=session, source_path=str(path.resolve()), mapping_hash=mapping_hash
-            ):
-                hashing.result()  # small, or likely a re-import: hash first, maybe parse nothing
-            existing = (
-                queries.log_by_digest(
-                    session=session, sha256=hashing.result(), mapping_hash=mapping_hash
-                )
-                if hashing.done()
-                else None
-            )
-            if existing is not None:
-                return ImportResult(existing, created=False)
-            try:
-                events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
-            except ValueError as exc:
-                raise InvalidInput(str(exc)) from None
-            sha = hashing.result()
-            existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
-            if existing is not None:
-                return ImportResult(existing, created=False)
+            # parquet files are written while variants are materialised and stored: both
+            # release the GIL for long spells
             sweep_leftovers(session=session, logs_dir=_ensure(data_dir / "logs"))
             staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=data_dir / "logs"))
             (staging / OWNER_FILE).write_text(_owner(), encoding="utf-8")
             events_written = pool.submit(_write_parquet, events, staging / "events.parquet")
             report("materialising variants", 0.5)
             mat = materialise(events)
-            cases_written = pool.submit(_write_parquet, mat.cases, staging / "cases.parquet")
-            name = name or path.name.split(".")[0]
+            cases = mat.cases
+            if case_attributes is not None:
+                cases = cases.merge(
+                    case_attributes.astype({"case_id": cases["case_id"].dtype}),
+                    on="case_id",
+                    how="left",
+                )
+            cases_written = pool.submit(_write_parquet, cases, staging / "cases.parquet")
             log = EventLog(
                 name=name,
                 version=queries.latest_version(session=session, name=name) + 1,
-                source_path=str(path.resolve()),
+                source_path=str(source.resolve()),
                 sha256=sha,
-                mapping=used.to_dict(),
+                mapping=mapping,
                 mapping_hash=mapping_hash,
                 preset=preset,
                 n_cases=mat.summary["cases"],
@@ -181,7 +301,7 @@ def import_log(
         artifact_id=f"{log.name}@{log.version}",
         action="import",
         source_kind="logs",
-        reference=f"{path.name} sha256:{sha}",
+        reference=reference,
         actor_id=actor_id,
         payload={"cases": log.n_cases, "events": log.n_events, "mapping": log.mapping},
     )

@@ -66,6 +66,8 @@ class Source(_Open):
     variants: list[list[str]] = Field(default_factory=list)
     case_ids: list[str] = Field(default_factory=list)
     roles: dict[str, list[str]] = Field(default_factory=dict)
+    # also `outcomes` ({attribute: value or [values]}, coverage.outcomes), kept as given: a
+    # declared field would change the content hash of every task that has none
 
 
 class NativeTask(_Open):

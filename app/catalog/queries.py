@@ -77,12 +77,14 @@ def task_sources(
     log_name: str,
     statuses: tuple[str, ...] | None = None,
     rated_only: bool = False,
+    persona: str | None = None,
+    track: str | None = None,
 ) -> list[tuple[str, dict]]:
     """(external id, source) of each task's newest version derived from `log_name`.
 
     With `statuses`, each task's newest version decided so (an approved version 2 counts
     while version 3 is unreviewed); `rated_only` keeps tasks with a submitted
-    rating of any version.
+    rating of any version; `persona` and `track` keep the tasks of that persona or track.
     """
     from itsmreview.review.models import Rating
 
@@ -96,6 +98,10 @@ def task_sources(
         )
         .order_by(Task.external_id)
     )
+    if persona is not None:
+        query = query.where(TaskVersion.persona == persona)
+    if track is not None:
+        query = query.where(TaskVersion.track == track)
     if rated_only:
         rated = (
             select(TaskVersion.task_id)
@@ -361,3 +367,17 @@ def _newest_versions_with(statuses: tuple[str, ...]):
         .group_by(TaskVersion.task_id)
         .subquery()
     )
+
+
+def personas_and_tracks(*, session: Session) -> tuple[list[str], list[str]]:
+    """The personas and tracks of the tasks' newest versions, sorted."""
+    latest = _latest_versions()
+    rows = session.exec(
+        select(TaskVersion.persona, TaskVersion.track)
+        .join(
+            latest,
+            (latest.c.task_id == TaskVersion.task_id) & (latest.c.version == TaskVersion.version),
+        )
+        .distinct()
+    ).all()
+    return sorted({p for p, _ in rows if p}), sorted({t for _, t in rows if t})

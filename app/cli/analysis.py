@@ -12,14 +12,32 @@ from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, open_se
 def coverage_command(
     log: Annotated[str, typer.Argument(help="Log name (its newest version).")],
     tasks: Annotated[str, typer.Option(help="Which tasks count: approved, rated or all.")] = "all",
+    sla_hours: Annotated[
+        str | None,
+        typer.Option(
+            help="Resolution targets per priority for the SLA outcome, e.g. '1=4,2=8,3=24'."
+        ),
+    ] = None,
+    persona: Annotated[str | None, typer.Option(help="Only the tasks of this persona.")] = None,
+    track: Annotated[str | None, typer.Option(help="Only the tasks of this track.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Frequency-weighted coverage of a log's variants, DF pairs, activities and roles."""
+    """Frequency-weighted coverage of a log's variants, DF pairs, activities and roles, and of
+    its case outcomes when its cases carry attributes (BPI 2014's four tables)."""
+    from itsmreview.coverage.outcomes import parse_sla_hours
     from itsmreview.coverage.report import coverage_report
 
+    targets = parse_sla_hours(sla_hours) if sla_hours else None
     ensure_schema()
     with open_session() as session:
-        report, unresolved = coverage_report(session=session, log_name=log, task_filter=tasks)
+        report, unresolved = coverage_report(
+            session=session,
+            log_name=log,
+            task_filter=tasks,
+            sla_hours=targets,
+            persona=persona,
+            track=track,
+        )
     result = report.as_dict() | {"unresolved_case_ids": unresolved}
     if as_json:
         echo_json(result)
@@ -39,10 +57,61 @@ def coverage_command(
         "  more tasks to reach         "
         + ", ".join(f"{k}: {'-' if v is None else v}" for k, v in reach.items())
     )
+    for attribute, found in report.outcomes.items():
+        gaps = ", ".join(f"{g['value']} {g['weight']:.0%}" for g in found["gaps"][:3])
+        typer.echo(
+            f"  outcome {attribute:<20} {found['coverage']:.1%} "
+            f"({len(found['covered_values'])} of {found['values']} values)"
+            + (f"; largest gaps: {gaps}" if gaps else "")
+        )
     for absent in report.absent_sequences:
         typer.echo(
             f"  not in the log: {' > '.join(absent.sequence)} (tasks {', '.join(absent.task_ids)})"
         )
+
+
+@app.command("benchmark-coverage")
+@boundary
+def benchmark_coverage_command(
+    logs: Annotated[
+        str | None, typer.Option(help="Comma-separated log names (default: every log).")
+    ] = None,
+    weight: Annotated[
+        str, typer.Option(help="How logs weigh in the total: events or equal.")
+    ] = "events",
+    tasks: Annotated[str, typer.Option(help="Which tasks count: approved, rated or all.")] = "all",
+    track: Annotated[str | None, typer.Option(help="Only the tasks of this track.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Coverage of the whole benchmark over several logs (each weighted by its events or
+    equally), and per persona on each log: which persona is thin on which log."""
+    from itsmreview.coverage.benchmark import benchmark_coverage
+
+    ensure_schema()
+    chosen = [n.strip() for n in logs.split(",") if n.strip()] if logs else None
+    with open_session() as session:
+        result = benchmark_coverage(
+            session=session,
+            actor=operator(),
+            logs=chosen,
+            weight=weight,
+            task_filter=tasks,
+            track=track,
+        )
+    if as_json:
+        echo_json(result)
+        return
+    names = list(result["logs"])
+    typer.echo(f"variant coverage, logs weighted by {weight}")
+    typer.echo(f"  {'':<28}" + "".join(f"{n[:14]:>16}" for n in names) + f"{'benchmark':>16}")
+    rows = {"all tasks": {"logs": result["logs"], "total": result["total"]}}
+    rows.update(result["personas"])
+    for label, found in rows.items():
+        cells = "".join(
+            f"{found['logs'][n]['variant_coverage']:>10.1%} ({found['logs'][n]['tasks']:>3})"
+            for n in names
+        )
+        typer.echo(f"  {label[:28]:<28}{cells}{found['total']['variant_coverage']:>16.1%}")
 
 
 @app.command("agreement")

@@ -60,7 +60,11 @@ def _mapping_from_options(
 @boundary
 def log_import(
     path: Annotated[
-        Path, typer.Argument(help="CSV (.csv/.csv.gz), XES (.xes/.xes.gz) or parquet.")
+        Path,
+        typer.Argument(
+            help="CSV (.csv/.csv.gz), XES (.xes/.xes.gz) or parquet; a folder of BPI 2014's "
+            "four tables with --preset bpi2014."
+        ),
     ],
     name: Annotated[str | None, typer.Option(help="Log name (default: the file name).")] = None,
     preset: Annotated[
@@ -83,19 +87,55 @@ def log_import(
     encoding: Annotated[
         str | None, typer.Option(help="CSV encoding, e.g. latin-1 (default UTF-8).")
     ] = None,
+    incidents: Annotated[
+        Path | None,
+        typer.Option(help="bpi2014: Detail_Incident.csv (case attributes of each incident)."),
+    ] = None,
+    interactions: Annotated[
+        Path | None,
+        typer.Option(help="bpi2014: Detail_Interaction.csv (interactions per incident)."),
+    ] = None,
+    changes: Annotated[
+        Path | None,
+        typer.Option(help="bpi2014: Detail_Change.csv (type and risk of the related change)."),
+    ] = None,
+    teams: Annotated[
+        Path | None,
+        typer.Option(help="Team mapping of the first role attribute (see `log teams`)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Import an event log and materialise its variants, DF pairs, activities and roles."""
+    """Import an event log and materialise its variants, DF pairs, activities and roles.
+    With --preset bpi2014, PATH may be a folder holding BPI 2014's four tables."""
     from itsmreview.coverage.service import import_log
 
     mapping = _mapping_from_options(
         preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
     )
     ensure_schema()
+    linked = {"incidents": incidents, "interactions": interactions, "changes": changes}
     with progress_bar("importing") as progress, open_session() as session:
         result = import_log(
-            path, session=session, name=name, preset=preset, mapping=mapping, progress=progress
+            path,
+            session=session,
+            name=name,
+            preset=preset,
+            mapping=mapping,
+            progress=progress,
+            linked=linked,
         )
+        if teams is not None:
+            from itsmreview.cli.base import operator
+            from itsmreview.coverage.teams import read_mapping_file, set_team_mapping
+
+            groups, levels = read_mapping_file(teams)
+            set_team_mapping(
+                session=session,
+                actor=operator(),
+                log_name=result.log.name,
+                teams=groups,
+                levels=levels,
+            )
     log = result.log
     info = {
         "name": log.name,
@@ -105,6 +145,8 @@ def log_import(
         "events": log.n_events,
         "variants": log.n_variants,
     }
+    if (log.mapping or {}).get("linked"):
+        info["linked_tables"] = log.mapping["linked"]
     if as_json:
         echo_json(info)
     else:
@@ -113,6 +155,13 @@ def log_import(
             f"{log.name} v{log.version} {state}: {log.n_cases} cases, {log.n_events} "
             f"events, {log.n_variants} variants"
         )
+        for table, found in info.get("linked_tables", {}).items():
+            matched = {k: v for k, v in found.items() if k not in ("file", "rows", "sha256")}
+            joined = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in matched.items())
+            typer.echo(
+                f"  {table:<13} {found['file']}: {found['rows']:,} rows"
+                + (f"; {joined}" if joined else "")
+            )
 
 
 @log_app.command("list")
@@ -179,3 +228,63 @@ def log_stats(
         return
     for key, value in stats.items():
         typer.echo(f"{key:<20} {value}")
+
+
+@log_app.command("teams")
+@boundary
+def log_teams(
+    log: Annotated[str, typer.Argument(help="Log name.")],
+    mapping_file: Annotated[
+        Path | None,
+        typer.Argument(help="CSV (group,team[,level]) or YAML mapping; omit to show it."),
+    ] = None,
+    attribute: Annotated[
+        str | None, typer.Option(help="Role attribute mapped (default: the log's first).")
+    ] = None,
+    source: Annotated[
+        str, typer.Option(help="Where the mapping comes from: expert or external.")
+    ] = "expert",
+    reference: Annotated[
+        str, typer.Option(help="What it rests on, e.g. the org chart's title and date.")
+    ] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Map a log's assignment groups to teams (a new version, kept in the ledger), or show
+    the groups with their events, cases and teams. Coverage then reads roles by team too."""
+    from itsmreview.cli.base import operator
+    from itsmreview.coverage.teams import group_table, read_mapping_file, set_team_mapping
+
+    ensure_schema()
+    unknown: list[str] = []
+    with open_session() as session:
+        if mapping_file is not None:
+            teams, levels = read_mapping_file(mapping_file)
+            mapping, unknown = set_team_mapping(
+                session=session,
+                actor=operator(),
+                log_name=log,
+                teams=teams,
+                levels=levels,
+                attribute=attribute,
+                source_kind=source,
+                reference=reference,
+            )
+            attribute = mapping.attribute
+        table = group_table(session=session, log_name=log, attribute=attribute)
+    mapped = table["team"] != ""
+    share = table.loc[mapped, "events"].sum() / max(table["events"].sum(), 1)
+    if as_json:
+        echo_json(
+            {
+                "log": log,
+                "groups": table.to_dict("records"),
+                "mapped_event_share": float(share),
+                "unknown_groups": unknown,
+            }
+        )
+        return
+    typer.echo(f"{int(mapped.sum())} of {len(table)} groups mapped ({share:.1%} of events)")
+    for row in table.itertuples():
+        typer.echo(f"  {row.group:<32} {row.events:>9,} events  {row.team or '-'}")
+    if unknown:
+        typer.echo(f"not in the log (kept): {', '.join(unknown)}")

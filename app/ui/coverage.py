@@ -120,6 +120,108 @@ def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]
     show_table(values, COLUMNS)
 
 
+def benchmark_heatmap(result: dict) -> go.Figure:
+    """Persona x log variant coverage (with the benchmark total as the last column)."""
+    names = list(result["logs"])
+    rows = {"All tasks": {"logs": result["logs"], "total": result["total"]}}
+    rows.update(result["personas"])
+    columns = [*names, "Benchmark"]
+    values, texts = [], []
+    for found in rows.values():
+        line = [found["logs"][n]["variant_coverage"] for n in names]
+        line.append(found["total"]["variant_coverage"])
+        counts = [found["logs"][n]["tasks"] for n in names] + [found["total"]["tasks"]]
+        values.append(line)
+        texts.append([f"{v:.0%} ({c})" for v, c in zip(line, counts, strict=True)])
+    figure = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=columns,
+            y=list(rows),
+            text=texts,
+            texttemplate="%{text}",
+            zmin=0,
+            zmax=1,
+            colorscale="Greens",
+            colorbar={"title": "variant coverage", "tickformat": ".0%"},
+            hovertemplate="%{y} on %{x}: %{text}<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        height=120 + 34 * len(rows),
+        margin={"t": 10, "b": 10},
+        yaxis={"autorange": "reversed", "type": "category"},
+        xaxis={"type": "category"},
+    )
+    return figure
+
+
+OUTCOME_BARS = 15  # values shown per outcome; the rest are in the table
+
+
+def outcome_bars(outcomes: dict[str, dict]) -> None:
+    """Per outcome of the log's cases: its coverage, then its most frequent values as bars,
+    those the tasks cover in green, and the uncovered ones by weight."""
+    summary = pd.DataFrame(
+        [
+            {
+                "outcome": name,
+                "coverage": found["coverage"],
+                "values": found["values"],
+                "covered": len(found["covered_values"]),
+            }
+            for name, found in outcomes.items()
+        ]
+    )
+    figure = px.bar(summary, x="coverage", y="outcome", orientation="h", range_x=[0, 1])
+    figure.update_layout(
+        height=80 + 32 * len(summary),
+        margin={"t": 10, "b": 10},
+        xaxis_tickformat=".0%",
+        yaxis_title="",
+    )
+    st.plotly_chart(figure, key="outcome-coverage", config=NO_TOOLBAR)
+    st.caption(
+        "Share of the cases with a value whose value a task covers: through the cases the "
+        "task declares (`case_ids`) or the outcomes it names (`outcomes`)."
+    )
+    name = st.selectbox("Outcome", list(outcomes), key="outcome-shown")
+    found = outcomes[name]
+    values = pd.DataFrame(
+        [
+            {"value": v, "cases": n, "covered": v in set(found["covered_values"])}
+            for v, n in found["value_cases"].items()
+        ]
+    ).sort_values("cases", ascending=False)
+    shown = values.head(OUTCOME_BARS)
+    bars = go.Figure(
+        go.Bar(
+            x=shown["cases"],
+            y=shown["value"].astype(str),
+            orientation="h",
+            marker_color=["#2e7d32" if c else "#bdbdbd" for c in shown["covered"]],
+            hovertemplate="%{y}: %{x:,} cases<extra></extra>",
+        )
+    )
+    bars.update_layout(
+        height=80 + 26 * len(shown),
+        margin={"t": 10, "b": 10},
+        yaxis={"autorange": "reversed", "title": "", "type": "category"},
+        xaxis_title="cases",
+    )
+    st.plotly_chart(bars, key=f"outcome-{name}", config=NO_TOOLBAR)
+    gaps = pd.DataFrame(found["gaps"])
+    if gaps.empty:
+        st.success("Every value of this outcome is covered.")
+    else:
+        st.caption("Uncovered values, most frequent first: the outcomes to write tasks for.")
+        show_table(
+            gaps,
+            {"value": "Value", "cases": "Cases", "weight": "Share of cases"},
+            column_config={"Share of cases": st.column_config.NumberColumn(format="percent")},
+        )
+
+
 def df_map(pairs: pd.DataFrame, top: int = 60) -> str:
     """Graphviz DOT of the most frequent DF pairs, covered edges green."""
     head = pairs.head(top)

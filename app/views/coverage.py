@@ -1,10 +1,21 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
+from itsmreview.catalog.queries import personas_and_tracks
+from itsmreview.coverage.benchmark import benchmark_coverage
 from itsmreview.coverage.overview import log_names, log_overview
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR
-from itsmreview.ui.coverage import COLUMNS, df_map, gap_tables, pareto, role_bars
+from itsmreview.ui.coverage import (
+    COLUMNS,
+    benchmark_heatmap,
+    df_map,
+    gap_tables,
+    outcome_bars,
+    pareto,
+    role_bars,
+)
 from itsmreview.ui.tables import show_table
 
 user = require(Role.lead)
@@ -14,11 +25,23 @@ with session_scope() as session:
 if not names:
     st.info("No event log imported yet: `itsmreview log import PATH --preset bpi2013`.")
     st.stop()
-left, right = st.columns([2, 1])
-name = left.selectbox("Event log", names)
-task_filter = right.segmented_control("Tasks", ["all", "rated", "approved"], default="all")
+ALL = "(all)"
 with session_scope() as session:
-    view = log_overview(session=session, actor=user, name=name, task_filter=task_filter or "all")
+    personas, tracks = personas_and_tracks(session=session)
+left, middle, right, last = st.columns([2, 1.2, 1.2, 1.4])
+name = left.selectbox("Event log", names)
+persona = middle.selectbox("Persona", [ALL, *personas], key="coverage-persona")
+track = right.selectbox("Track", [ALL, *tracks], key="coverage-track")
+task_filter = last.segmented_control("Tasks", ["all", "rated", "approved"], default="all")
+with session_scope() as session:
+    view = log_overview(
+        session=session,
+        actor=user,
+        name=name,
+        task_filter=task_filter or "all",
+        persona=None if persona == ALL else persona,
+        track=None if track == ALL else track,
+    )
 report, log = view.report, view.log
 if report is None:
     st.info(
@@ -65,7 +88,8 @@ st.caption(
         else ""
     )
 )
-tabs = st.tabs(["Variants", "Gaps", "Roles", "Directly-follows map", "Activities"])
+names = ["Variants", "Gaps", "Roles", "Directly-follows map", "Activities"]
+tabs = st.tabs([*names, "Outcomes"] if report.outcomes else names)
 with tabs[0]:
     st.plotly_chart(pareto(view.variants), key="pareto", config=NO_TOOLBAR)
     st.caption("Green bars: variants a task declares; the line is the cumulative share of cases.")
@@ -84,3 +108,34 @@ with tabs[3]:
     st.caption("Green edges occur in a task's sequence; edge width grows with frequency.")
 with tabs[4]:
     show_table(view.activities, COLUMNS)
+if report.outcomes:
+    with tabs[5]:
+        outcome_bars(report.outcomes)
+
+# over every log and persona: computed only once the section is open
+across = st.expander(
+    "Across logs and personas (the whole benchmark)", key="open-across", on_change="rerun"
+)
+if across.open:
+    with across:
+        weight = st.radio(
+            "Logs weigh in the benchmark total",
+            ["events", "equal"],
+            horizontal=True,
+            format_func={"events": "by their events", "equal": "equally"}.get,
+            key="across-weight",
+        )
+        shown = in_background(benchmark_coverage)(
+            user,
+            weight=weight,
+            task_filter=task_filter or "all",
+            track=None if track == ALL else track,
+        )
+        background_note(shown, "Coverage across logs")
+        if shown.value is not None:
+            st.plotly_chart(benchmark_heatmap(shown.value), key="across", config=NO_TOOLBAR)
+            st.caption(
+                "Variant coverage of each persona's tasks on each log, and the benchmark's "
+                "weighted total; the number in brackets counts the tasks. Pale cells are the "
+                "personas thin on a log."
+            )

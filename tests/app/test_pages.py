@@ -97,7 +97,7 @@ def test_admin_lands_on_users_and_opens_imports(demo_configured):
 
 
 @pytest.mark.parametrize(
-    "page", ["dashboard", "coverage", "ledger", "exports", "models", "users", "imports"]
+    "page", ["dashboard", "coverage", "teams", "ledger", "exports", "models", "users", "imports"]
 )
 def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, page):
     at = log_in("expert1")
@@ -152,6 +152,66 @@ def test_coverage_page_shows_metrics_gaps_and_df_map(demo_configured):
     at.segmented_control[0].set_value("rated").run()
     assert not at.exception
     assert int(at.metric[0].value) < 24
+
+
+def test_coverage_page_shows_the_outcomes_of_a_log_of_linked_tables(demo_configured, tmp_path):
+    from itsmreview.coverage.service import import_log
+    from itsmreview.coverage.synthetic_bpi2014 import generate_bpi2014, write_bpi2014
+    from itsmreview.db import session_scope
+
+    write_bpi2014(generate_bpi2014(incidents=200, seed=2), tmp_path / "b14")
+    with session_scope() as session:
+        import_log(tmp_path / "b14", session=session, preset="bpi2014", name="rabobank")
+    at = open_page(log_in("lead"), "coverage")
+    assert [t.label for t in at.tabs][-1] != "Outcomes"  # the demo log has no case attributes
+    at.selectbox[0].set_value("rabobank").run()
+    assert not at.exception
+    assert [t.label for t in at.tabs][-1] == "Outcomes"
+    outcome = next(b for b in at.selectbox if b.label == "Outcome")
+    assert "closure_code" in outcome.options and "reassigned" in outcome.options
+    outcome.set_value("closure_code").run()
+    assert not at.exception
+    assert any(c.value.startswith("Uncovered values") for c in at.caption)
+
+
+def test_the_team_mapping_page_lists_groups_and_saves_a_version(demo_configured):
+    at = open_page(log_in("lead"), "teams")
+    assert titles(at) == ["Team mapping"]
+    assert next(m.value for m in at.metric if m.label == "Mapped") == "0"
+    assert "None yet." in [c.value for c in at.caption]
+    [editor] = at.dataframe  # the groups with their events, teams to type in
+    assert editor.value["group"].tolist()[:1] and "team" in editor.value.columns
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.coverage.teams import group_table, set_team_mapping
+    from itsmreview.db import session_scope
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        groups = group_table(session=session, log_name="demo-vinst")["group"].tolist()
+        set_team_mapping(
+            session=session, actor=lead, log_name="demo-vinst", teams={groups[0]: "Desk"}
+        )
+    at.run()
+    assert next(m.value for m in at.metric if m.label == "Mapped") == "1"
+    assert at.get("plotly_chart")
+    coverage = open_page(at, "coverage")
+    roles = coverage.tabs[2]
+    assert not coverage.exception and roles.label == "Roles"
+
+
+def test_coverage_per_persona_and_across_logs_on_the_page(demo_configured):
+    at = open_page(log_in("lead"), "coverage")
+    everyone = int(at.metric[0].value)
+    persona = next(b for b in at.selectbox if b.label == "Persona")
+    persona.set_value("L2 resolver").run()
+    assert not at.exception
+    assert 0 < int(at.metric[0].value) < everyone
+    assert any(e.label.startswith("Across logs") for e in at.expander)
+    assert not any(c.value.startswith("Variant coverage of each persona") for c in at.caption)
+    at.session_state["open-across"] = True  # what opening the section does
+    at.run()
+    assert not at.exception
+    assert any(c.value.startswith("Variant coverage of each persona") for c in at.caption)
 
 
 def test_coverage_of_a_large_catalog_renders_while_it_is_computed(demo_configured, monkeypatch):

@@ -1,0 +1,146 @@
+"""BPI 2014's four tables: `python benchmarks/bpi2014.py` (one command).
+
+Writes the four tables at the public files' size (synthetic, about 690,000 rows), then runs
+each contender in a fresh child process, 3 times (medians; ratios against pandas, measured in
+the same run):
+
+- read: `coverage.linked.read_bpi2014` (events and case attributes, validated);
+- import: `itsmreview log import FOLDER --preset bpi2014` as a service call into a fresh
+  SQLite database (read, materialise variants, store, write parquet);
+- pandas: `pandas.read_csv` of the four files plus the same join (`merge` of the incidents'
+  attributes and the related change onto the activities, interactions counted per incident)
+  and the day-first timestamps parsed;
+- pm4py: the activity table alone, read with pandas, then pm4py's `format_dataframe` and
+  `get_variants`.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+from measure import peak_mb  # noqa: E402
+
+STAMP = "%d-%m-%Y %H:%M:%S"
+
+
+def child(task: str, folder: str) -> dict:
+    import pandas as pd
+    from itsmreview.coverage.synthetic_bpi2014 import FILES
+
+    if task == "pm4py":
+        import pm4py
+    files = {k: Path(folder) / n for k, n in FILES.items()}
+    start = time.perf_counter()
+    extra = {}
+    if task == "read":
+        from itsmreview.coverage.linked import read_bpi2014
+
+        found = read_bpi2014(files)
+        extra = {"events": len(found.events), "cases": len(found.cases)}
+    elif task == "import":
+        from itsmreview.coverage.service import import_log
+        from itsmreview.db import create_db_engine, session_scope, upgrade_database
+
+        with tempfile.TemporaryDirectory() as scratch:
+            engine = create_db_engine(f"sqlite:///{scratch}/bench.db")
+            upgrade_database(engine)
+            start = time.perf_counter()
+            with session_scope(engine) as session:
+                log = import_log(
+                    folder, session=session, preset="bpi2014", data_dir=Path(scratch)
+                ).log
+                extra = {"events": log.n_events, "variants": log.n_variants}
+    elif task == "pandas":
+        read = {
+            k: pd.read_csv(p, sep=";", encoding="latin-1", na_values=["#N/B", "#MULTIVALUE"])
+            for k, p in files.items()
+        }
+        events = read["activities"]
+        events["DateStamp"] = pd.to_datetime(events["DateStamp"], format=STAMP)
+        incidents = read["incidents"].drop_duplicates("Incident ID")
+        incidents = incidents.merge(
+            read["changes"][["Change ID", "Change Type", "Risk Assessment"]],
+            left_on="Related Change",
+            right_on="Change ID",
+            how="left",
+        )
+        for column in ("Open Time", "Resolved Time", "Close Time"):
+            incidents[column] = pd.to_datetime(incidents[column], format=STAMP)
+        counts = read["interactions"].groupby("Related Incident").size().rename("interactions")
+        incidents = incidents.merge(counts, left_on="Incident ID", right_index=True, how="left")
+        joined = events.merge(incidents, on="Incident ID", how="left")
+        joined = joined.sort_values(["Incident ID", "DateStamp"], kind="stable")
+        extra = {"events": len(joined)}
+    elif task == "pm4py":
+        frame = pd.read_csv(files["activities"], sep=";", encoding="latin-1")
+        frame = pm4py.format_dataframe(
+            frame,
+            case_id="Incident ID",
+            activity_key="IncidentActivity_Type",
+            timestamp_key="DateStamp",
+            timest_format=STAMP,
+        )
+        extra = {"variants": len(pm4py.get_variants(frame))}
+    return {"seconds": time.perf_counter() - start, "peak_mb": peak_mb(), **extra}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--incidents", type=int, default=0, help="default: the public size")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    from itsmreview.coverage.synthetic_bpi2014 import generate_bpi2014, write_bpi2014
+
+    folder = Path(tempfile.mkdtemp(prefix="itsmreview-bpi2014-"))
+    started = time.perf_counter()
+    tables = generate_bpi2014(
+        incidents=args.incidents or 1, full_size=not args.incidents, seed=2014
+    )
+    write_bpi2014(tables, folder)
+    rows = {k: len(v) for k, v in tables.items()}
+    print(
+        f"wrote {sum(rows.values()):,} rows ({rows}) in {time.perf_counter() - started:.0f} s, "
+        f"{sum(p.stat().st_size for p in folder.iterdir()) / 2**20:.0f} MiB",
+        flush=True,
+    )
+    results = {}
+    for task in ("pandas", "read", "import", "pm4py"):
+        runs = []
+        for _ in range(args.repeats):
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", task, str(folder)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        seconds = [r["seconds"] for r in runs]
+        results[task] = {
+            "median": statistics.median(seconds),
+            "spread": (min(seconds), max(seconds)),
+            "peak_mb": statistics.median(r["peak_mb"] for r in runs),
+            **{k: v for k, v in runs[0].items() if k not in ("seconds", "peak_mb")},
+        }
+    base = results["pandas"]["median"]
+    print("\n| contender | median s (spread) | vs pandas | peak MiB | result |")
+    print("|---|---|---|---|---|")
+    for task, r in results.items():
+        shown = {k: v for k, v in r.items() if k not in ("median", "spread", "peak_mb")}
+        print(
+            f"| {task} | {r['median']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | "
+            f"{base / r['median']:.2f}x | {r['peak_mb']:.0f} | {shown} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Coverage of the whole benchmark: several logs at once, each weighted as the lead chooses
+(by its events, or equally), and per persona, so that a lead sees which persona is thin on
+which log."""
+
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.catalog.queries import personas_and_tracks
+from itsmreview.coverage import queries
+from itsmreview.coverage.report import TaskFilter, coverage_report
+from itsmreview.errors import InvalidInput, NotFound
+from sqlmodel import Session
+
+WEIGHTS = ("events", "equal")
+METRICS = ("variant_coverage", "variant_coverage_collapsed", "df_coverage", "activity_coverage")
+
+
+def log_weights(events: dict[str, int], weight: str) -> dict[str, float]:
+    """Each log's weight: its share of all events, or an equal share.
+
+    >>> log_weights({"a": 300, "b": 100}, "events")
+    {'a': 0.75, 'b': 0.25}
+    >>> log_weights({"a": 300, "b": 100}, "equal")
+    {'a': 0.5, 'b': 0.5}
+    """
+    if weight not in WEIGHTS:
+        raise InvalidInput(f"weight {weight!r} is not one of {', '.join(WEIGHTS)}")
+    if weight == "equal":
+        return {name: 1 / len(events) for name in events}
+    total = sum(events.values())
+    return {name: (n / total if total else 1 / len(events)) for name, n in events.items()}
+
+
+def benchmark_coverage(
+    *,
+    session: Session,
+    actor: User,
+    logs: list[str] | None = None,
+    weight: str = "events",
+    task_filter: TaskFilter | str = TaskFilter.all,
+    track: str | None = None,
+) -> dict:
+    """Per log and for the benchmark (the weighted mean over the logs): variant, collapsed
+    variant, DF and activity coverage, and team coverage where a log has a team mapping;
+    the same per persona, with the persona's tasks on each log. Leads only."""
+    require_role(actor, Role.lead)
+    names = logs or sorted({log.name for log in queries.list_logs(session=session)})
+    if not names:
+        raise NotFound("no event log imported yet")
+    found = {name: queries.latest_log(session=session, name=name) for name in names}
+    missing = [name for name, log in found.items() if log is None]
+    if missing:
+        raise NotFound(f"no log named {', '.join(map(repr, missing))}")
+    weights = log_weights({name: log.n_events for name, log in found.items()}, weight)
+
+    def figures(persona: str | None) -> dict:
+        per_log = {}
+        for name in names:
+            report, _ = coverage_report(
+                session=session,
+                log_name=name,
+                task_filter=task_filter,
+                persona=persona,
+                track=track,
+            )
+            per_log[name] = {
+                "tasks": report.tasks,
+                **{m: getattr(report, m) for m in METRICS},
+                "team_coverage": report.role_coverage.get("team"),
+            }
+        total = {m: sum(weights[n] * per_log[n][m] for n in names) for m in METRICS}
+        total["tasks"] = sum(per_log[n]["tasks"] for n in names)
+        return {"logs": per_log, "total": total}
+
+    overall = figures(None)
+    personas, _ = personas_and_tracks(session=session)
+    return {
+        "weight": weight,
+        "weights": weights,
+        "task_filter": str(TaskFilter(task_filter)),
+        "track": track,
+        "logs": {
+            name: {"events": log.n_events, "cases": log.n_cases, **overall["logs"][name]}
+            for name, log in found.items()
+        },
+        "total": overall["total"],
+        "personas": {persona: figures(persona) for persona in personas},
+    }

@@ -1,0 +1,443 @@
+"""BPI 2014's four linked tables, imported with the bpi2014 preset from a folder or as files,
+on both databases; the case attributes checked against pandas reading the same files."""
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from itsmreview.coverage.models import EventLog
+from itsmreview.coverage.service import import_log
+from itsmreview.coverage.synthetic_bpi2014 import FILES, generate_bpi2014, write_bpi2014
+from itsmreview.errors import InvalidInput
+from sqlmodel import func, select
+
+
+@pytest.fixture
+def tables(tmp_path):
+    found = generate_bpi2014(incidents=300, seed=9)
+    incidents = found["incidents"]
+    # what the real files hold: a Latin-1 character, a day-first date, a decimal comma
+    incidents.loc[0, "CI Name (aff)"] = "Gebäude-Drucker"
+    incidents.loc[0, "Open Time"] = "07-01-2013 08:17:17"
+    incidents.loc[0, "Handle Time (Hours)"] = "3,8744"
+    folder = tmp_path / "bpi2014"
+    write_bpi2014(found, folder)
+    return folder, found
+
+
+def _cases(log: EventLog) -> pd.DataFrame:
+    return pq.read_table(Path(log.events_path) / "cases.parquet").to_pandas()
+
+
+def test_the_four_tables_import_from_their_folder(session, tables, tmp_path):
+    folder, _ = tables
+    raw = {
+        k: pd.read_csv(folder / n, sep=";", encoding="latin-1", dtype=str) for k, n in FILES.items()
+    }  # noqa: E501
+    log = import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d").log
+    session.commit()
+    activities = raw["activities"]
+    assert (log.n_events, log.n_cases) == (len(activities), activities["Incident ID"].nunique())
+    assert log.mapping["linked"]["incidents"]["matched_cases"] == log.n_cases
+    cases = _cases(log).set_index("case_id")
+    first = cases.loc["IM0000001"]
+    assert first["attr:ci_name"] == "Gebäude-Drucker"  # read as Latin-1
+    assert first["attr:open_time"] == pd.Timestamp("2013-01-07 08:17:17", tz="UTC")  # day first
+    assert first["attr:handle_time_hours"] == pytest.approx(3.8744)  # decimal comma
+    # independent: pandas counts and joins on the raw files
+    reassigned = (
+        activities[activities["IncidentActivity_Type"] == "Reassignment"]
+        .groupby("Incident ID")
+        .size()
+        .reindex(cases.index, fill_value=0)
+    )
+    assert (cases["attr:reassignments"] == reassigned).all()
+    interactions = raw["interactions"]
+    linked = interactions[interactions["Related Incident"] != "#N/B"]
+    per_case = linked.groupby("Related Incident").size().reindex(cases.index, fill_value=0)
+    assert (cases["attr:interactions"] == per_case).all()
+    merged = raw["incidents"].merge(
+        raw["changes"], left_on="Related Change", right_on="Change ID", how="inner"
+    )
+    expected = merged.set_index("Incident ID")["Change Type"]
+    assert len(expected) > 0
+    assert (cases.loc[expected.index, "attr:change_type"] == expected).all()
+    assert cases["attr:change_type"].notna().sum() == len(expected)
+    priority = raw["incidents"].set_index("Incident ID")["Priority"]
+    assert (cases["attr:priority"] == priority.reindex(cases.index)).all()
+
+
+def test_linked_tables_leave_the_events_as_the_activity_table_alone_gives(
+    session, tables, tmp_path
+):
+    folder, _ = tables
+    alone = import_log(
+        folder / FILES["activities"], session=session, preset="bpi2014", data_dir=tmp_path / "a"
+    ).log
+    joined = import_log(
+        folder / FILES["activities"],
+        session=session,
+        preset="bpi2014",
+        name="joined",
+        data_dir=tmp_path / "b",
+        linked={"incidents": folder / FILES["incidents"]},
+    ).log
+    assert (alone.n_events, alone.n_variants, alone.n_df_pairs) == (
+        joined.n_events,
+        joined.n_variants,
+        joined.n_df_pairs,
+    )
+    assert not [c for c in _cases(alone).columns if c.startswith("attr:")]
+    assert "attr:closure_code" in _cases(joined).columns
+    again = import_log(
+        folder / FILES["activities"],
+        session=session,
+        preset="bpi2014",
+        name="joined",
+        data_dir=tmp_path / "b",
+        linked={"incidents": folder / FILES["incidents"]},
+    )
+    assert not again.created and again.log.id == joined.id
+
+
+def test_a_bad_table_is_refused_with_its_place_and_nothing_is_stored(session, tables, tmp_path):
+    folder, found = tables
+    incidents = found["incidents"].copy()
+    incidents.loc[5, "Close Time"] = "2013/01/07 08:17"
+    incidents.to_csv(folder / FILES["incidents"], sep=";", index=False, encoding="latin-1")
+    with pytest.raises(
+        InvalidInput, match=r"Detail_Incident.csv: 1 value\(s\) of 'Close Time'.*row\(s\) \[7\]"
+    ):  # noqa: E501
+        import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+    session.rollback()
+    assert session.exec(select(func.count()).select_from(EventLog)).one() == 0
+    stored = tmp_path / "d" / "logs"
+    assert not stored.exists() or not any(stored.iterdir())  # no events or cases written
+
+
+def test_a_folder_link_out_of_it_or_a_missing_table_is_refused(session, tables, tmp_path):
+    folder, _ = tables
+    outside = tmp_path / "elsewhere.csv"
+    (folder / FILES["incidents"]).rename(outside)
+    os.symlink(outside, folder / FILES["incidents"])
+    with pytest.raises(InvalidInput, match="not a regular file inside"):
+        import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InvalidInput, match="no Detail_Incident_Activity.csv in the folder"):
+        import_log(empty, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+    with pytest.raises(InvalidInput, match="is a folder"):
+        import_log(folder, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+    with pytest.raises(InvalidInput, match="need --preset bpi2014"):
+        import_log(
+            folder / FILES["activities"],
+            session=session,
+            preset="bpi2013",
+            data_dir=tmp_path / "d",
+            linked={"incidents": outside},
+        )
+
+
+def test_the_synthetic_tables_keep_the_public_layout_and_links(tmp_path):
+    found = generate_bpi2014(incidents=400, seed=4)
+    write_bpi2014(found, tmp_path)
+    head = (tmp_path / FILES["activities"]).read_bytes().splitlines()[0].decode("latin-1")
+    assert head == (
+        "Incident ID;DateStamp;IncidentActivity_Number;IncidentActivity_Type;"
+        "Assignment Group;KM number;Interaction ID"
+    )
+    incidents, activities = found["incidents"], found["activities"]
+    assert set(activities["Incident ID"]) == set(incidents["Incident ID"])
+    stamps = pd.to_datetime(activities["DateStamp"], format="%d-%m-%Y %H:%M:%S")
+    assert stamps.notna().all()
+    assert incidents["Handle Time (Hours)"].str.fullmatch(r"\d+,\d{4}").all()
+    shares = {k: len(found[k]) / len(incidents) for k in found}
+    assert 8 < shares["activities"] < 12  # about ten events an incident, as in the real log
+    assert 2.8 < shares["interactions"] < 3.5 and 0.5 < shares["changes"] < 0.8
+    assert activities["Assignment Group"].nunique() > 50
+
+
+def _task(task_id, **source):
+    return {
+        "id": task_id,
+        "title": task_id,
+        "persona": "L2 resolver",
+        "track": "single-agent",
+        "instruction": "Resolve the incident.",
+        "source": {"log": "b14", **source},
+    }
+
+
+def test_outcome_coverage_follows_the_cases_and_values_tasks_declare(session, tables, tmp_path):
+    from itsmreview.catalog.native import parse_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.coverage.report import coverage_report
+
+    folder, found = tables
+    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    incidents = found["incidents"].set_index("Incident ID")
+    chosen = ["IM0000002", "IM0000003"]
+    tasks = [
+        _task("by-cases", case_ids=chosen),
+        _task("by-outcome", outcomes={"closure_code": "Hardware", "reassigned": ["3+"]}),
+    ]
+    import_tasks(parse_bundle(tasks, "t"), session=session)
+    session.commit()
+    report, _ = coverage_report(
+        session=session, log_name="b14", sla_hours={"1": 8, "2": 16, "3": 48, "4": 96, "5": 240}
+    )
+    outcomes = report.outcomes
+    assert {"closure_code", "priority", "reassigned", "sla", "ci_type"} <= set(outcomes)
+    assert "ci_name" not in outcomes and "related_change" not in outcomes  # identifiers
+    # independent: the same shares counted from the raw incident table with pandas
+    codes = incidents["Closure Code"]
+    covered_codes = set(codes[chosen]) | {"Hardware"}
+    assert outcomes["closure_code"]["covered_values"] == sorted(covered_codes)
+    assert outcomes["closure_code"]["coverage"] == pytest.approx(codes.isin(covered_codes).mean())
+    reassigned = incidents["# Reassignments"].astype(int).map(lambda n: str(n) if n < 3 else "3+")
+    covered = set(reassigned[chosen]) | {"3+"}
+    assert outcomes["reassigned"]["coverage"] == pytest.approx(reassigned.isin(covered).mean())
+    priority = incidents["Priority"]
+    gaps = outcomes["priority"]["gaps"]
+    assert [g["value"] for g in gaps] == list(
+        priority[~priority.isin(set(priority[chosen]))].value_counts().index
+    )
+    opened = pd.to_datetime(incidents["Open Time"], format="%d-%m-%Y %H:%M:%S")
+    resolved = pd.to_datetime(incidents["Resolved Time"], format="%d-%m-%Y %H:%M:%S")
+    hours = (resolved - opened).dt.total_seconds() / 3600
+    target = priority.map({"1": 8, "2": 16, "3": 48, "4": 96, "5": 240})
+    met = (hours <= target).map({True: "met", False: "breached"})
+    assert outcomes["sla"]["value_cases"] == met.value_counts().to_dict()
+    record = report.to_record()
+    assert type(report).from_record(record).outcomes == outcomes  # stored for the page
+
+
+def test_a_log_without_case_attributes_has_no_outcomes(session, tables, tmp_path):
+    from itsmreview.coverage.report import coverage_report
+
+    folder, _ = tables
+    import_log(
+        folder / FILES["activities"],
+        session=session,
+        preset="bpi2014",
+        name="alone",
+        data_dir=tmp_path / "d",
+    )
+    report, _ = coverage_report(session=session, log_name="alone")
+    assert report.outcomes == {} and report.as_dict()["outcomes"] == {}
+
+
+def _mapping_csv(path: Path, groups: list[str]) -> Path:
+    lines = ["group,team,level"]
+    for index, group in enumerate(groups):
+        team = "Service desk" if index < 3 else f"Resolvers {index % 4}"
+        lines.append(f"{group},{team},{'L1' if index < 3 else 'L2'}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_team_mapping_is_versioned_recorded_and_read_by_coverage(session, tables, tmp_path):
+    from itsmreview.accounts.service import create_user
+    from itsmreview.catalog.native import parse_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.coverage.report import coverage_report
+    from itsmreview.coverage.teams import group_table, read_mapping_file, set_team_mapping
+    from itsmreview.ledger.models import LedgerEntry
+
+    folder, found = tables
+    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
+    activities = found["activities"]
+    events = activities["Assignment Group"].value_counts()
+    groups = list(events.index[:20])  # the 20 busiest groups; the rest stay unmapped
+    teams, levels = read_mapping_file(_mapping_csv(tmp_path / "teams.csv", [*groups, "TEAM9999"]))
+    first, unknown = set_team_mapping(
+        session=session,
+        actor=lead,
+        log_name="b14",
+        teams=teams,
+        levels=levels,
+        source_kind="external",
+        reference="Org chart 2013-01",
+    )
+    assert (first.version, first.attribute, unknown) == (1, "Assignment Group", ["TEAM9999"])
+    same, _ = set_team_mapping(
+        session=session,
+        actor=lead,
+        log_name="b14",
+        teams=teams,
+        levels=levels,
+        source_kind="external",
+    )
+    assert same.id == first.id  # nothing changed: no new version
+    teams[groups[5]] = "Service desk"
+    second, _ = set_team_mapping(session=session, actor=lead, log_name="b14", teams=teams)
+    assert second.version == 2
+    entries = session.exec(
+        select(LedgerEntry).where(LedgerEntry.artifact_type == "team_mapping")
+    ).all()
+    assert [(e.artifact_id, e.source_kind) for e in entries] == [
+        ("b14:Assignment Group@v1", "external"),
+        ("b14:Assignment Group@v2", "expert"),
+    ]
+    table = group_table(session=session, log_name="b14").set_index("group")
+    assert table.loc[groups[5], "team"] == "Service desk"
+    assert table.loc[groups[0], "level"] == ""  # version 2 was saved without levels
+    assert (table["events"] == events.reindex(table.index)).all()
+    import_tasks(
+        parse_bundle(
+            [
+                _task("desk", roles={"Assignment Group": [groups[1]]}),
+                _task("named", roles={"team": ["Resolvers 3"]}),
+            ],
+            "t",
+        ),
+        session=session,
+    )
+    session.commit()
+    report, _ = coverage_report(session=session, log_name="b14")
+    # independent: events of the groups whose team a task declares, among mapped groups' events
+    team_of = pd.Series(teams)
+    mapped_events = events[events.index.isin(team_of.index)]
+    declared = {teams[groups[1]], "Resolvers 3"}
+    covered = mapped_events[team_of.reindex(mapped_events.index).isin(declared)].sum()
+    assert report.role_coverage["team"] == pytest.approx(covered / mapped_events.sum())
+    groups_covered = events[groups[1]] / events.sum()
+    assert report.role_coverage["Assignment Group"] == pytest.approx(groups_covered)
+    assert {g["value"] for g in report.gaps["role_values"] if g["attribute"] == "team"} <= set(
+        team_of
+    )
+
+
+@pytest.mark.parametrize(
+    "text, name, message",
+    [
+        ("groep,team\nA,B\n", "m.csv", "must name the columns group,team"),
+        ("group,team\nA,Desk\nA,Network\n", "m.csv", "mapped to both 'Desk' and 'Network'"),
+        ("group,team\nA,\n", "m.csv", "m.csv:2: a group and its team are both needed"),
+        ("[1, 2]\n", "m.yaml", "entry 1 is not a record"),
+        ("{}\n", "m.yaml", "the mapping is empty"),
+    ],
+)
+def test_a_broken_mapping_file_says_where(text, name, message):
+    from itsmreview.coverage.teams import parse_mapping
+
+    with pytest.raises(InvalidInput, match=message):
+        parse_mapping(text, name)
+
+
+def test_the_cli_imports_with_a_team_mapping_and_shows_it(configured, tables, tmp_path):
+    import json
+
+    from itsmreview.cli import app
+    from typer.testing import CliRunner
+
+    folder, found = tables
+    groups = list(found["activities"]["Assignment Group"].value_counts().index[:6])
+    mapping = _mapping_csv(tmp_path / "teams.csv", groups)
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["log", "import", str(folder), "--preset", "bpi2014", "--teams", str(mapping)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "incidents     Detail_Incident.csv: 300 rows; matched cases 300" in result.stdout
+    shown = runner.invoke(app, ["log", "teams", "bpi2014", "--json"])
+    assert shown.exit_code == 0, shown.output
+    groups_shown = json.loads(shown.stdout)["groups"]
+    assert sum(1 for g in groups_shown if g["team"]) == 6
+    changed = tmp_path / "teams.yaml"
+    changed.write_text(f"{groups[0]}: Network\n", encoding="utf-8")
+    again = runner.invoke(app, ["log", "teams", "bpi2014", str(changed), "--source", "external"])
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith("1 of ")
+    bad = runner.invoke(app, ["log", "teams", "bpi2014", str(changed), "--source", "rumour"])
+    assert bad.exit_code == 1 and "not one of expert, external" in bad.output
+    coverage = runner.invoke(app, ["coverage", "bpi2014", "--json", "--sla-hours", "1=8,2=16"])
+    assert coverage.exit_code == 0, coverage.output
+    report = json.loads(coverage.stdout)
+    assert "team" in report["role_coverage"] and "sla" in report["outcomes"]
+    wrong = runner.invoke(app, ["coverage", "bpi2014", "--sla-hours", "1=soon"])
+    assert wrong.exit_code == 1 and "is not PRIORITY=HOURS" in wrong.output
+
+
+def test_coverage_per_persona_and_across_logs(session, tables, tmp_path):
+    from itsmreview.accounts.service import create_user
+    from itsmreview.catalog.native import parse_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.coverage.benchmark import benchmark_coverage
+    from itsmreview.coverage.report import coverage_report
+    from itsmreview.coverage.synthetic import generate_log, write_csv
+
+    folder, found = tables
+    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    small = write_csv(generate_log(200, seed=4), tmp_path / "v.csv")
+    import_log(small, session=session, preset="bpi2013", name="vinst", data_dir=tmp_path / "d")
+    lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
+    activities = found["activities"]
+    by_case = activities.groupby("Incident ID", sort=False)["IncidentActivity_Type"].agg(list)
+    l1 = {**_task("l1", variants=[by_case["IM0000001"]]), "persona": "L1 agent"}
+    l2 = {**_task("l2", variants=[by_case["IM0000002"], by_case["IM0000003"]])}
+    vinst = generate_log(200, seed=4).groupby("SR Number", sort=False)["Activity"].agg(list)
+    other = {**_task("v1", variants=[vinst.iloc[0]]), "persona": "L1 agent"}
+    other["source"]["log"] = "vinst"
+    import_tasks(parse_bundle([l1, l2, other], "t"), session=session)
+    session.commit()
+    share = by_case.map(tuple).value_counts(normalize=True)
+    only_l1, _ = coverage_report(session=session, log_name="b14", persona="L1 agent")
+    assert (only_l1.tasks, only_l1.variant_coverage) == (
+        1,
+        pytest.approx(share[tuple(l1["source"]["variants"][0])]),
+    )  # noqa: E501
+    resolvers, _ = coverage_report(session=session, log_name="b14", persona="L2 resolver")
+    expected = share[[tuple(v) for v in l2["source"]["variants"]]].sum()
+    assert resolvers.tasks == 1 and resolvers.variant_coverage == pytest.approx(expected)
+    both = {
+        w: benchmark_coverage(session=session, actor=lead, weight=w) for w in ("events", "equal")
+    }  # noqa: E501
+    events = {"b14": len(activities), "vinst": len(generate_log(200, seed=4))}
+    logs = both["events"]["logs"]
+    assert {n: logs[n]["events"] for n in logs} == events
+    total = sum(events.values())
+    expected = sum(logs[n]["variant_coverage"] * events[n] / total for n in events)
+    assert both["events"]["total"]["variant_coverage"] == pytest.approx(expected)
+    assert both["equal"]["total"]["variant_coverage"] == pytest.approx(
+        sum(logs[n]["variant_coverage"] for n in events) / 2
+    )
+    matrix = both["events"]["personas"]
+    assert matrix["L1 agent"]["logs"]["b14"]["variant_coverage"] == pytest.approx(
+        only_l1.variant_coverage
+    )
+    assert matrix["L1 agent"]["logs"]["vinst"]["tasks"] == 1
+    assert matrix["L2 resolver"]["logs"]["vinst"] == {
+        **matrix["L2 resolver"]["logs"]["vinst"],
+        "tasks": 0,
+        "variant_coverage": 0.0,
+    }  # noqa: E501
+    with pytest.raises(InvalidInput, match="weight 'cases' is not one of events, equal"):
+        benchmark_coverage(session=session, actor=lead, weight="cases")
+
+
+def test_a_fresh_process_imports_into_a_database_already_at_head(tables, tmp_path):
+    """No migration runs then, so no model module gets imported by Alembic: the command must
+    know every table itself (a flush failed on the users table it had not imported)."""
+    import subprocess
+    import sys
+
+    folder, _ = tables
+    env = dict(
+        os.environ,
+        ITSMREVIEW_DATABASE_URL=f"sqlite:///{tmp_path / 'fresh.db'}",
+        ITSMREVIEW_DATA_DIR=str(tmp_path / "data"),
+    )
+    command = [sys.executable, "-m", "itsmreview.cli"]
+    subprocess.run([*command, "db", "upgrade"], env=env, check=True, capture_output=True)
+    result = subprocess.run(
+        [*command, "log", "import", str(folder), "--preset", "bpi2014"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "bpi2014 v1 imported: 300 cases" in result.stdout
