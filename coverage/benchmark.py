@@ -30,6 +30,20 @@ def log_weights(events: dict[str, int], weight: str) -> dict[str, float]:
     return {name: (n / total if total else 1 / len(events)) for name, n in events.items()}
 
 
+def weighted_over(values: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """The weighted mean over the logs that have the figure, their weights renormalised;
+    None when none has it.
+
+    >>> weighted_over({"a": 0.5, "b": None, "c": 1.0}, {"a": 0.2, "b": 0.5, "c": 0.3})
+    0.8
+    """
+    present = {n: v for n, v in values.items() if v is not None}
+    if not present:
+        return None
+    weight = sum(weights[n] for n in present)
+    return round(sum(weights[n] * v for n, v in present.items()) / weight, 12)
+
+
 def benchmark_coverage(
     *,
     session: Session,
@@ -40,8 +54,9 @@ def benchmark_coverage(
     track: str | None = None,
 ) -> dict:
     """Per log and for the benchmark (the weighted mean over the logs): variant, collapsed
-    variant, DF and activity coverage, and team coverage where a log has a team mapping;
-    the same per persona, with the persona's tasks on each log. Leads only."""
+    variant, DF and activity coverage; team coverage and each outcome's coverage over the
+    logs that have them (weights renormalised); the same per persona, with the persona's
+    tasks on each log. Leads only."""
     require_role(actor, Role.lead)
     names = logs or sorted({log.name for log in queries.list_logs(session=session)})
     if not names:
@@ -66,9 +81,18 @@ def benchmark_coverage(
                 "tasks": report.tasks,
                 **{m: getattr(report, m) for m in METRICS},
                 "team_coverage": report.role_coverage.get("team"),
+                "outcomes": {o: f["coverage"] for o, f in report.outcomes.items()},
             }
         total = {m: sum(weights[n] * per_log[n][m] for n in names) for m in METRICS}
         total["tasks"] = sum(per_log[n]["tasks"] for n in names)
+        total["team_coverage"] = weighted_over(
+            {n: per_log[n]["team_coverage"] for n in names}, weights
+        )
+        outcomes = sorted({o for n in names for o in per_log[n]["outcomes"]})
+        total["outcomes"] = {
+            o: weighted_over({n: per_log[n]["outcomes"].get(o) for n in names}, weights)
+            for o in outcomes
+        }
         return {"logs": per_log, "total": total}
 
     overall = figures(None)

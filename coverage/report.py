@@ -101,13 +101,14 @@ def resolve_sources(
 def _with_teams(
     session: Session, log_name: str, tables: LogTables, sources: list[TaskSource]
 ) -> tuple[LogTables, list[TaskSource]]:
-    """With a team mapping of the log, its teams as the role attribute `team` as well."""
+    """With a team mapping of the log, its teams (and levels) as the role attributes `team`
+    (and `level`) as well."""
     from itsmreview.coverage.teams import at_team_level
 
     mapping = queries.newest_team_mapping(session=session, log_name=log_name)
     if mapping is None:
         return tables, sources
-    return at_team_level(tables, sources, mapping.attribute, mapping.teams)
+    return at_team_level(tables, sources, mapping.attribute, mapping.teams, mapping.levels)
 
 
 def _with_outcomes(

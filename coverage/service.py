@@ -22,10 +22,13 @@ from itsmreview.coverage.eventlog import (
     read_log,
 )
 from itsmreview.coverage.linked import (
+    BPI2014,
+    LinkedSpec,
     combined_sha256,
     file_digests,
     linked_files,
-    read_bpi2014,
+    read_linked,
+    spec_from_file,
 )
 from itsmreview.coverage.models import (
     EventLog,
@@ -94,39 +97,51 @@ def import_log(
     data_dir: Path | None = None,
     progress: Progress | None = None,
     linked: dict[str, Path | None] | None = None,
+    linked_spec: Path | None = None,
 ) -> ImportResult:
     """Import the log at `path`, or return the existing log when the same file and mapping
     were imported before. Raw events and cases go to parquet files under the data folder;
     everything else to the database in the caller's transaction. With preset `bpi2014`,
     `path` may be a folder holding the four tables, or the activity table with the others in
-    `linked` (incidents, interactions, changes): their case attributes join the cases.
+    `linked` (incidents, interactions, changes): their case attributes join the cases. Other
+    linked tables are read as the YAML spec `linked_spec` says (coverage.linked.LinkedSpec).
 
     Raises InvalidInput with the file, rows and fix when the log cannot be read.
     """
     path = Path(path)
     linked = {k: v for k, v in (linked or {}).items() if v is not None}
-    tables = None
-    if preset == "bpi2014" and (path.is_dir() or linked):
+    tables, spec = None, None
+    if linked_spec is not None:
+        if preset or mapping:
+            raise InvalidInput("a linked-tables spec names the columns itself: drop --preset")
         try:
-            tables = linked_files(path, **linked)
+            spec = spec_from_file(linked_spec)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
+    elif preset == "bpi2014" and (path.is_dir() or linked):
+        spec = BPI2014
     elif linked:
         raise InvalidInput("linked tables (incidents, interactions, changes) need --preset bpi2014")
     elif path.is_dir():
         raise InvalidInput(
             f"{path}: is a folder; give the log file inside it (a folder of BPI 2014's four "
-            "tables is read with --preset bpi2014)"
+            "tables is read with --preset bpi2014, other linked tables with --linked SPEC)"
         )
+    if spec is not None:
+        try:
+            tables = linked_files(path, spec, linked)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
     if tables is None and not path.is_file():
         raise InvalidInput(f"{path}: no such file")
     if tables is not None:
         return _import_linked(
             path,
             tables,
+            spec,
             session=session,
             name=name,
-            preset=preset,
+            preset=preset or spec.name,
             actor_id=actor_id,
             data_dir=data_dir,
             progress=progress,
@@ -179,6 +194,7 @@ def import_log(
 def _import_linked(
     path: Path,
     files: dict[str, Path],
+    spec: LinkedSpec,
     *,
     session: Session,
     name: str | None,
@@ -193,15 +209,16 @@ def _import_linked(
     report("hashing", 0.05)
     digests = file_digests(files)
     sha = combined_sha256(digests)
+    described = PRESETS[preset].digest() if spec is BPI2014 else spec.model_dump_json()
     mapping_hash = hashlib.sha256(
-        (PRESETS[preset].digest() + " linked " + ",".join(sorted(files))).encode()
+        (described + " linked " + ",".join(sorted(files))).encode()
     ).hexdigest()
     existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
     if existing is not None:
         return ImportResult(existing, created=False)
     report("reading the tables", 0.2)
     try:
-        found = read_bpi2014(files, digests)
+        found = read_linked(files, spec, digests)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     default_name = path.name if path.is_dir() else path.name.split(".")[0]

@@ -20,6 +20,7 @@ from itsmreview.ledger.service import append_entry
 from sqlmodel import Session
 
 TEAM = "team"
+LEVEL = "level"  # from the mapping's optional level or role per group
 MAX_MAPPING_BYTES = 4 * 2**20
 SOURCE_KINDS = ("expert", "external")
 
@@ -189,7 +190,11 @@ def group_table(*, session: Session, log_name: str, attribute: str | None = None
 
 
 def at_team_level(
-    tables: LogTables, sources: list[TaskSource], attribute: str, teams: dict[str, str]
+    tables: LogTables,
+    sources: list[TaskSource],
+    attribute: str,
+    teams: dict[str, str],
+    levels: dict[str, str] | None = None,
 ) -> tuple[LogTables, list[TaskSource]]:
     """The log's role values and the tasks' declared roles with a `team` attribute added:
     each group's events counted for its team (unmapped groups count for none), and a task
@@ -206,22 +211,28 @@ def at_team_level(
     {'Desk'}
     """
     groups = tables.roles[tables.roles["attribute"] == attribute]
-    mapped = groups.assign(value=groups["value"].astype(str).map(teams)).dropna(subset=["value"])
-    team_rows = (
-        mapped.groupby("value", sort=False)[["event_count", "case_count"]]
-        .sum()
-        .reset_index()
-        .assign(attribute=TEAM)
-        .sort_values("event_count", ascending=False, kind="stable")
-    )
-    roles = pd.concat([tables.roles, team_rows[tables.roles.columns]], ignore_index=True)
+    derived = [(TEAM, teams)] + ([(LEVEL, levels)] if levels else [])
+    parts = [tables.roles]
+    for name, of_group in derived:
+        mapped = groups.assign(value=groups["value"].astype(str).map(of_group))
+        parts.append(
+            mapped.dropna(subset=["value"])
+            .groupby("value", sort=False)[["event_count", "case_count"]]
+            .sum()
+            .reset_index()
+            .assign(attribute=name)
+            .sort_values("event_count", ascending=False, kind="stable")[tables.roles.columns]
+        )
+    roles = pd.concat(parts, ignore_index=True)
     widened = []
     for source in sources:
-        declared = {teams[g] for g in source.roles.get(attribute, set()) if g in teams}
-        declared |= set(source.roles.get(TEAM, set()))
-        widened.append(
-            replace(source, roles={**source.roles, TEAM: declared}) if declared else source
-        )
+        roles_of = dict(source.roles)
+        for name, of_group in derived:
+            declared = {of_group[g] for g in source.roles.get(attribute, set()) if g in of_group}
+            declared |= set(source.roles.get(name, set()))
+            if declared:
+                roles_of[name] = declared
+        widened.append(replace(source, roles=roles_of))
     return replace(tables, roles=roles), widened
 
 

@@ -99,6 +99,13 @@ def log_import(
         Path | None,
         typer.Option(help="bpi2014: Detail_Change.csv (type and risk of the related change)."),
     ] = None,
+    linked: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML spec of a log of linked tables (events, cases, counted and lookup "
+            "tables); PATH is then the folder holding them."
+        ),
+    ] = None,
     teams: Annotated[
         Path | None,
         typer.Option(help="Team mapping of the first role attribute (see `log teams`)."),
@@ -113,7 +120,7 @@ def log_import(
         preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
     )
     ensure_schema()
-    linked = {"incidents": incidents, "interactions": interactions, "changes": changes}
+    linked_tables = {"incidents": incidents, "interactions": interactions, "changes": changes}
     with progress_bar("importing") as progress, open_session() as session:
         result = import_log(
             path,
@@ -122,7 +129,8 @@ def log_import(
             preset=preset,
             mapping=mapping,
             progress=progress,
-            linked=linked,
+            linked=linked_tables,
+            linked_spec=linked,
         )
         if teams is not None:
             from itsmreview.cli.base import operator

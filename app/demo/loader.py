@@ -28,6 +28,17 @@ from itsmreview.review.service import assign_round, create_round, submit_rating
 from sqlmodel import Session, select
 
 DEMO_LOG_NAME = "demo-vinst"
+DEMO_BPI2014_NAME = "rabobank-demo"  # BPI 2014's four tables, synthetic, with a team mapping
+DEMO_TEAMS = (  # teams the demo's lead distils the 242 assignment groups into, by workload
+    "Service desk",
+    "Workplace support",
+    "Network",
+    "Application support",
+    "SAP support",
+    "Database administration",
+    "Storage",
+    "Identity and access",
+)
 DEMO_ROUND = "Demo round 1"
 DEMO_PASSWORD = "itsm-demo"
 DEMO_USERS = (
@@ -93,6 +104,52 @@ def _write_log_files(data_dir: Path, seed: int, cases: int) -> Path:
         write_csv(frame, csv_path)
         write_xes(frame, xes_path)
     return csv_path
+
+
+def demo_teams(groups: list[str]) -> dict[str, str]:
+    """The demo's team mapping: the three busiest groups form the service desk, the next ones
+    go to the other teams in turn, the rarest hundred stay unmapped (as a real first mapping
+    would leave them).
+
+    >>> found = demo_teams(["g1", "g2", "g3", "g4", "g5"])
+    >>> found["g3"], found["g4"], found["g5"]
+    ('Service desk', 'Workplace support', 'Network')
+    """
+    mapped = groups[: max(len(groups) - 100, min(len(groups), 5))]
+    teams = {group: DEMO_TEAMS[0] for group in mapped[:3]}
+    for index, group in enumerate(mapped[3:]):
+        teams[group] = DEMO_TEAMS[1 + index % (len(DEMO_TEAMS) - 1)]
+    return teams
+
+
+def _load_bpi2014(
+    session: Session, users: dict[str, User], data_dir: Path, seed: int, incidents: int
+) -> None:
+    from itsmreview.coverage.synthetic_bpi2014 import generate_bpi2014, write_bpi2014
+    from itsmreview.coverage.teams import group_table, set_team_mapping
+
+    folder = data_dir / f"demo-bpi2014-{seed}-{incidents}"
+    if not (folder / "Detail_Incident_Activity.csv").exists():
+        write_bpi2014(generate_bpi2014(incidents=incidents, seed=seed), folder)
+    import_log(
+        folder,
+        session=session,
+        name=DEMO_BPI2014_NAME,
+        preset="bpi2014",
+        actor_id=users["admin"].id,
+        data_dir=data_dir,
+    )
+    if coverage_queries.newest_team_mapping(session=session, log_name=DEMO_BPI2014_NAME):
+        return
+    groups = group_table(session=session, log_name=DEMO_BPI2014_NAME)["group"].tolist()
+    set_team_mapping(
+        session=session,
+        actor=users["lead"],
+        log_name=DEMO_BPI2014_NAME,
+        teams=demo_teams(groups),
+        source_kind="expert",
+        reference="demo: groups by workload",
+    )
 
 
 def _demo_scores(
@@ -254,6 +311,8 @@ def load_demo(
         data_dir=data_dir,
     )
     log = imported.log
+    say("synthetic BPI 2014 tables")
+    _load_bpi2014(session, users, data_dir, seed, incidents=max(200, cases // 2))
     say("demo task set")
     variants = coverage_queries.variants_frame(
         session=session, log_id=log.id, level=VariantLevel.raw

@@ -120,19 +120,31 @@ def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]
     show_table(values, COLUMNS)
 
 
-def benchmark_heatmap(result: dict) -> go.Figure:
-    """Persona x log variant coverage (with the benchmark total as the last column)."""
+BENCHMARK_FIGURES = {
+    "variant_coverage": "Variant coverage",
+    "variant_coverage_collapsed": "Collapsed variants",
+    "df_coverage": "Directly-follows",
+    "activity_coverage": "Activities",
+    "team_coverage": "Teams",
+}
+
+
+def benchmark_heatmap(result: dict, figure_key: str = "variant_coverage") -> go.Figure:
+    """Persona x log coverage of one figure (with the benchmark total as the last column);
+    a blank cell: the log has no such figure (no team mapping)."""
     names = list(result["logs"])
     rows = {"All tasks": {"logs": result["logs"], "total": result["total"]}}
     rows.update(result["personas"])
     columns = [*names, "Benchmark"]
     values, texts = [], []
     for found in rows.values():
-        line = [found["logs"][n]["variant_coverage"] for n in names]
-        line.append(found["total"]["variant_coverage"])
+        line = [found["logs"][n][figure_key] for n in names]
+        line.append(found["total"][figure_key])
         counts = [found["logs"][n]["tasks"] for n in names] + [found["total"]["tasks"]]
-        values.append(line)
-        texts.append([f"{v:.0%} ({c})" for v, c in zip(line, counts, strict=True)])
+        values.append([float("nan") if v is None else v for v in line])
+        texts.append(
+            ["-" if v is None else f"{v:.0%} ({c})" for v, c in zip(line, counts, strict=True)]
+        )
     figure = go.Figure(
         go.Heatmap(
             z=values,
@@ -143,7 +155,7 @@ def benchmark_heatmap(result: dict) -> go.Figure:
             zmin=0,
             zmax=1,
             colorscale="Greens",
-            colorbar={"title": "variant coverage", "tickformat": ".0%"},
+            colorbar={"title": BENCHMARK_FIGURES[figure_key].lower(), "tickformat": ".0%"},
             hovertemplate="%{y} on %{x}: %{text}<extra></extra>",
         )
     )

@@ -1,3 +1,4 @@
+import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.queries import personas_and_tracks
@@ -8,6 +9,7 @@ from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR
 from itsmreview.ui.coverage import (
+    BENCHMARK_FIGURES,
     COLUMNS,
     benchmark_heatmap,
     df_map,
@@ -133,9 +135,34 @@ if across.open:
         )
         background_note(shown, "Coverage across logs")
         if shown.value is not None:
-            st.plotly_chart(benchmark_heatmap(shown.value), key="across", config=NO_TOOLBAR)
+            chosen = st.selectbox(
+                "Figure",
+                list(BENCHMARK_FIGURES),
+                format_func=BENCHMARK_FIGURES.get,
+                key="across-figure",
+            )
+            st.plotly_chart(benchmark_heatmap(shown.value, chosen), key="across", config=NO_TOOLBAR)
             st.caption(
                 "Variant coverage of each persona's tasks on each log, and the benchmark's "
-                "weighted total; the number in brackets counts the tasks. Pale cells are the "
-                "personas thin on a log."
+                "weighted total (or the figure chosen above); the number in brackets counts the "
+                "tasks. Pale cells are the personas thin on a log; a blank one, a log without "
+                "that figure (teams: no team mapping)."
             )
+            outcomes = shown.value["total"].get("outcomes") or {}
+            if outcomes:
+                show_table(
+                    pd.DataFrame(
+                        [
+                            {
+                                "outcome": o,
+                                **{
+                                    n: shown.value["logs"][n]["outcomes"].get(o)
+                                    for n in shown.value["logs"]
+                                },
+                                "benchmark": v,
+                            }
+                            for o, v in outcomes.items()
+                        ]
+                    ),
+                    {"outcome": "Outcome coverage", "benchmark": "Benchmark"},
+                )

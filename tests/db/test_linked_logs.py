@@ -309,6 +309,15 @@ def test_a_team_mapping_is_versioned_recorded_and_read_by_coverage(session, tabl
     assert {g["value"] for g in report.gaps["role_values"] if g["attribute"] == "team"} <= set(
         team_of
     )
+    assert "level" not in report.role_coverage  # version 2 has no levels
+    set_team_mapping(session=session, actor=lead, log_name="b14", teams=teams, levels=levels)
+    session.commit()
+    with_levels, _ = coverage_report(session=session, log_name="b14")
+    level_of = pd.Series(levels)
+    leveled = events[events.index.isin(level_of.index)]
+    declared = {levels[groups[1]]}
+    expected = leveled[level_of.reindex(leveled.index).isin(declared)].sum() / leveled.sum()
+    assert with_levels.role_coverage["level"] == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -441,3 +450,139 @@ def test_a_fresh_process_imports_into_a_database_already_at_head(tables, tmp_pat
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "bpi2014 v1 imported: 300 cases" in result.stdout
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "parts, preset, cases, events, attribute",
+    [
+        (("logs", "bpi2013_incidents.csv.gz"), "bpi2013", 7554, 65533, "Involved ST"),
+        (("logs", "helpdesk.xes.gz"), "helpdesk", 4580, 21348, "workgroup"),
+    ],
+)
+def test_the_real_logs_keep_their_numbers_under_the_new_mechanisms(
+    session, real_file, tmp_path, parts, preset, cases, events, attribute
+):
+    """BPI 2013 and Helpdesk through the import that now also reads linked tables: the same
+    counts; no outcomes; and a team mapping adds `team` without moving any other figure."""
+    from itsmreview.accounts.service import create_user
+    from itsmreview.catalog.native import parse_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.coverage import queries
+    from itsmreview.coverage.metrics import compute_coverage
+    from itsmreview.coverage.report import coverage_report, load_log_tables, resolve_sources
+    from itsmreview.coverage.teams import group_table, set_team_mapping
+
+    log = import_log(
+        real_file(*parts), session=session, preset=preset, name="real", data_dir=tmp_path
+    )
+    log = log.log
+    assert (log.n_cases, log.n_events) == (cases, events)
+    assert not [c for c in _cases(log).columns if c.startswith("attr:")]
+    variants = queries.variants_frame(session=session, log_id=log.id)
+    groups = group_table(session=session, log_name="real", attribute=attribute)
+    tasks = [
+        {
+            **_task("a", variants=[list(variants["sequence"].iloc[0])]),
+            "source": {
+                "log": "real",
+                "variants": [list(variants["sequence"].iloc[0])],
+                "roles": {attribute: [groups["group"].iloc[0]]},
+            },
+        },
+        {
+            **_task("b", variants=[list(variants["sequence"].iloc[3])]),
+            "source": {"log": "real", "variants": [list(variants["sequence"].iloc[3])]},
+        },
+    ]
+    import_tasks(parse_bundle(tasks, "t"), session=session)
+    session.commit()
+    before, _ = coverage_report(session=session, log_name="real")
+    tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
+    rows = [(t["id"], t["source"]) for t in tasks]
+    sources, _ = resolve_sources(rows, tables=tables, events_path=log.events_path)
+    direct = compute_coverage(tables, sources).as_dict()
+    assert before.as_dict() == direct  # outcomes {} on both sides: nothing added
+    lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
+    half = groups["group"].iloc[: len(groups) // 2]
+    set_team_mapping(
+        session=session,
+        actor=lead,
+        log_name="real",
+        attribute=attribute,
+        teams={g: f"team {i % 3}" for i, g in enumerate(half)},
+    )
+    session.commit()
+    after, _ = coverage_report(session=session, log_name="real")
+    moved = {k: v for k, v in after.as_dict().items() if k not in ("role_coverage", "gaps")}
+    assert moved == {k: v for k, v in direct.items() if k not in ("role_coverage", "gaps")}
+    assert {k: v for k, v in after.role_coverage.items() if k != "team"} == before.role_coverage
+    assert 0 < after.role_coverage["team"] <= 1
+
+
+def _documented_spec(tmp_path: Path) -> Path:
+    """The ServiceNow spec docs/formats.md shows, exactly as written there."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text()
+    block = text.split("```yaml linked-spec\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "servicenow.yaml"
+    path.write_text(block, encoding="utf-8")
+    return path
+
+
+def test_the_documented_servicenow_spec_joins_its_tables(session, tmp_path):
+    from itsmreview.coverage.report import coverage_report
+
+    folder = tmp_path / "snow"
+    folder.mkdir()
+    pd.DataFrame(
+        {
+            "documentkey": ["INC1", "INC1", "INC1", "INC2", "INC2"],
+            "newvalue": ["New", "In Progress", "Resolved", "New", "Resolved"],
+            "sys_created_on": [
+                "2024-03-01 08:00:00",
+                "2024-03-01 09:00:00",
+                "2024-03-02 10:00:00",
+                "2024-03-03 08:00:00",
+                "2024-03-03 08:30:00",
+            ],
+            "user": ["ann", "bob", "bob", "ann", "ann"],
+        }
+    ).to_csv(folder / "sys_audit.csv", index=False)
+    pd.DataFrame(
+        {
+            "number": ["INC1", "INC2", "INC3"],
+            "priority": ["2 - High", "4 - Low", "3 - Moderate"],
+            "close_code": ["Solved (Permanently)", "Solved (Work Around)", ""],
+            "assignment_group": ["Network", "Service Desk", "Network"],
+            "reassignment_count": ["2", "0", "1"],
+            "opened_at": ["2024-03-01 08:00:00", "2024-03-03 08:00:00", "2024-03-04 08:00:00"],
+            "resolved_at": ["2024-03-02 10:00:00", "2024-03-03 08:30:00", "NULL"],
+            "rfc": ["CHG7", "", ""],
+        }
+    ).to_csv(folder / "incident.csv", index=False)
+    pd.DataFrame({"task": ["INC1", "INC1", "INC2"], "sla": ["a", "b", "c"]}).to_csv(
+        folder / "task_sla.csv", index=False
+    )
+    pd.DataFrame({"number": ["CHG7"], "type": ["Normal"], "risk": ["Moderate"]}).to_csv(
+        folder / "change_request.csv", index=False
+    )
+    spec = _documented_spec(tmp_path)
+    log = import_log(folder, session=session, linked_spec=spec, data_dir=tmp_path / "d").log
+    session.commit()
+    assert (log.n_cases, log.n_events, log.preset) == (2, 5, "servicenow")
+    cases = _cases(log).set_index("case_id")
+    assert cases.loc["INC1", "attr:priority"] == "2 - High"
+    assert cases.loc["INC1", "attr:reassignments"] == 2
+    assert cases.loc["INC1", "attr:sla_records"] == 2 and cases.loc["INC2", "attr:sla_records"] == 1
+    assert cases.loc["INC1", "attr:change_type"] == "Normal"
+    assert pd.isna(cases.loc["INC2", "attr:change_type"])
+    assert cases.loc["INC1", "attr:resolved_time"] == pd.Timestamp("2024-03-02 10:00", tz="UTC")
+    report, _ = coverage_report(session=session, log_name="snow", sla_hours={"2 - High": 24})
+    assert report.outcomes["reassigned"]["value_cases"] == {"2": 1, "0": 1}
+    assert report.outcomes["sla"]["value_cases"] == {"breached": 1}  # 26 h against 24 h
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(spec.read_text().replace("table: audit", "table: trail"), encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"tables \['trail'\] have no file under `files`"):
+        import_log(folder, session=session, linked_spec=broken, data_dir=tmp_path / "d")
+    with pytest.raises(InvalidInput, match="drop --preset"):
+        import_log(folder, session=session, linked_spec=spec, preset="bpi2014")

@@ -14,6 +14,7 @@ MODULES = [
     "itsmreview.coverage.outcomes",
     "itsmreview.coverage.teams",
     "itsmreview.coverage.benchmark",
+    "itsmreview.demo.loader",
     "itsmreview.ledger.chain",
     "itsmreview.review.agreement",
     "itsmreview.settings",
