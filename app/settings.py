@@ -64,6 +64,11 @@ class Settings(BaseSettings):
         description="How long a login lasts in a browser: a reload or a link within this time "
         "keeps the user logged in; logging out ends it at once.",
     )
+    sla_hours: str | None = Field(
+        default=None,
+        description="Resolution targets per priority for the SLA outcome of coverage, e.g. "
+        "'1=4,2=8,3=24' (hours); `coverage --sla-hours` overrides it.",
+    )
     anthropic_api_key: str | None = Field(
         default=None,
         description="Key for the Anthropic API (else the SDK's own ANTHROPIC_API_KEY); model "

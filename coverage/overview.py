@@ -14,6 +14,7 @@ from itsmreview.coverage.models import EventLog, VariantLevel
 from itsmreview.coverage.report import TaskFilter, coverage_report
 from itsmreview.errors import NotFound
 from itsmreview.ledger import queries as ledger_queries
+from itsmreview.settings import get_settings
 from itsmreview.summaries.service import Materialised, materialised
 from sqlmodel import Session
 
@@ -96,7 +97,8 @@ def _report_materialised(
         )
     name = log.name
     mapping = queries.newest_team_mapping(session=session, log_name=name)
-    state = (*state, mapping.id if mapping else 0)  # a new team mapping changes team coverage
+    # a new team mapping changes team coverage, other SLA targets the SLA outcome
+    state = (*state, mapping.id if mapping else 0, get_settings().sla_hours or "")
 
     def compute(background: Session) -> dict:
         report, unresolved = coverage_report(

@@ -98,6 +98,20 @@ def resolve_sources(
     return sources, unresolved
 
 
+def configured_sla_hours() -> dict[str, float] | None:
+    """The SLA targets of ITSMREVIEW_SLA_HOURS, or None. Raises InvalidInput when malformed."""
+    from itsmreview.coverage.outcomes import parse_sla_hours
+    from itsmreview.settings import get_settings
+
+    text = get_settings().sla_hours
+    if not text:
+        return None
+    try:
+        return parse_sla_hours(text)
+    except ValueError as exc:
+        raise InvalidInput(f"ITSMREVIEW_SLA_HOURS: {exc}") from None
+
+
 def _with_teams(
     session: Session, log_name: str, tables: LogTables, sources: list[TaskSource]
 ) -> tuple[LogTables, list[TaskSource]]:
@@ -150,6 +164,8 @@ def coverage_report(
     that tasks declare but the log does not contain (task id -> case ids). A log whose cases
     carry attributes gets outcome coverage too (`sla_hours`: hours per priority, for the SLA
     outcome). `persona` and `track` restrict the tasks to that persona or track."""
+    if sla_hours is None:
+        sla_hours = configured_sla_hours()
     try:
         task_filter = TaskFilter(task_filter)
     except ValueError:

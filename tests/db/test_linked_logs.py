@@ -586,3 +586,31 @@ def test_the_documented_servicenow_spec_joins_its_tables(session, tmp_path):
         import_log(folder, session=session, linked_spec=broken, data_dir=tmp_path / "d")
     with pytest.raises(InvalidInput, match="drop --preset"):
         import_log(folder, session=session, linked_spec=spec, preset="bpi2014")
+
+
+def test_configured_sla_targets_give_the_sla_outcome(configured, tables, monkeypatch):
+    from itsmreview.coverage.overview import log_overview
+    from itsmreview.coverage.report import coverage_report
+    from itsmreview.db import session_scope
+    from itsmreview.settings import get_settings
+
+    folder, _ = tables
+    with session_scope() as session:
+        import_log(folder, session=session, preset="bpi2014", name="b14")
+        report, _ = coverage_report(session=session, log_name="b14")
+        assert "sla" not in report.outcomes
+    monkeypatch.setenv("ITSMREVIEW_SLA_HOURS", "1=8,2=16,3=48,4=96,5=240")
+    get_settings.cache_clear()
+    with session_scope() as session:
+        from itsmreview.accounts.service import create_user
+
+        lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
+        report, _ = coverage_report(session=session, log_name="b14")
+        assert set(report.outcomes["sla"]["value_cases"]) <= {"met", "breached"}
+        shown = log_overview(session=session, actor=lead, name="b14")  # what the page reads
+        assert shown.report.outcomes["sla"] == report.outcomes["sla"]
+    monkeypatch.setenv("ITSMREVIEW_SLA_HOURS", "1=soon")
+    get_settings.cache_clear()
+    with session_scope() as session, pytest.raises(InvalidInput, match="ITSMREVIEW_SLA_HOURS"):
+        coverage_report(session=session, log_name="b14")
+    get_settings.cache_clear()
