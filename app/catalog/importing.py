@@ -11,6 +11,8 @@ from itsmreview.catalog.formats import (
     read_tasks,
     read_transcripts,
 )
+from itsmreview.catalog.formats.common import ORIGINAL
+from itsmreview.catalog.formats.trajectories import taubench_task
 from itsmreview.catalog.native import NativeTask, load_bundle, parse_bundle
 from itsmreview.catalog.service import ImportReport, import_tasks, version_to_native
 from itsmreview.coverage import queries as coverage_queries
@@ -37,10 +39,27 @@ class FileImport:
         }
 
 
-def _with_transcripts(session: Session, path: Path, fmt: str, task: str | None) -> list[dict]:
+def _with_transcripts(
+    session: Session,
+    path: Path,
+    fmt: str,
+    task: str | None,
+    persona: str = "L1 service desk agent",
+    log: str | None = None,
+) -> list[dict]:
+    """The tasks the transcripts belong to, with them added. A tau-bench (v1) result that
+    carries its task (`info.task`) creates the task when the catalog lacks it."""
     natives = []
     for task_id, transcripts in read_transcripts(path, fmt, task=task).items():
         stored = queries.task_by_external_id(session=session, external_id=task_id)
+        carried = (
+            taubench_task(transcripts[0][ORIGINAL], task_id, persona, log)
+            if stored is None and fmt == "taubench"
+            else None
+        )
+        if carried is not None:
+            natives.append({**carried, "transcripts": transcripts})
+            continue
         if stored is None:
             raise NotFound(
                 f"{path}: transcripts belong to task {task_id!r}, which is not in "
@@ -71,7 +90,8 @@ def read_path(
     try:
         fmt = detect_format(path) if fmt == "auto" else fmt
         if fmt in TRANSCRIPT_FORMATS:
-            tasks = parse_bundle(_with_transcripts(session, path, fmt, task), str(path))
+            natives = _with_transcripts(session, path, fmt, task, persona=persona, log=log)
+            tasks = parse_bundle(natives, str(path))
         elif fmt == "native":
             tasks = load_bundle(path)
         else:

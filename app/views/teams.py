@@ -82,10 +82,10 @@ with st.form("team-mapping"):
     )
     reference = st.text_input("Reference (what it rests on)", max_chars=500)
     saved = st.form_submit_button("Save as a new version", type="primary")
-if saved:
-    frame = pd.DataFrame(edited).fillna("")
-    teams = {str(r.group): str(r.team) for r in frame.itertuples() if str(r.team).strip()}
-    levels = {str(r.group): str(r.level) for r in frame.itertuples() if str(r.level).strip()}
+
+
+def save(teams: dict[str, str], levels: dict[str, str], source_kind: str, cited: str) -> None:
+    """A new version of the mapping (its own transaction); the page then shows it."""
     result = perform(
         set_team_mapping,
         actor=user,
@@ -93,12 +93,19 @@ if saved:
         teams=teams,
         levels=levels,
         attribute=attribute,
-        source_kind=source,
-        reference=reference,
+        source_kind=source_kind,
+        reference=cited,
     )
     if result is not FAILED:
         announce(f"Team mapping version {result[0].version} saved.")
         st.rerun()
+
+
+if saved:
+    frame = pd.DataFrame(edited).fillna("")
+    teams = {str(r.group): str(r.team) for r in frame.itertuples() if str(r.team).strip()}
+    levels = {str(r.group): str(r.level) for r in frame.itertuples() if str(r.level).strip()}
+    save(teams, levels, source, reference)
 
 with st.expander("Load a mapping file (CSV group,team[,level] or YAML)"):
     upload = st.file_uploader("Mapping file", type=["csv", "yaml", "yml"], key="teams-file")
@@ -113,19 +120,7 @@ with st.expander("Load a mapping file (CSV group,team[,level] or YAML)"):
             else:
                 st.caption(f"{len(teams)} groups, {len(set(teams.values()))} teams in the file.")
                 if st.button("Save the file's mapping as a new version", key="teams-file-save"):
-                    result = perform(
-                        set_team_mapping,
-                        actor=user,
-                        log_name=log_name,
-                        teams=teams,
-                        levels=levels,
-                        attribute=attribute,
-                        source_kind="external",
-                        reference=upload.name,
-                    )
-                    if result is not FAILED:
-                        announce(f"Team mapping version {result[0].version} saved.")
-                        st.rerun()
+                    save(teams, levels, "external", upload.name)
 
 st.subheader("Versions")
 if versions.empty:

@@ -181,6 +181,8 @@ def test_the_team_mapping_page_lists_groups_and_saves_a_version(demo_configured)
     assert "None yet." in [c.value for c in at.caption]
     [editor] = at.dataframe  # the groups with their events, teams to type in
     assert editor.value["group"].tolist()[:1] and "team" in editor.value.columns
+    at.button(key="FormSubmitter:team-mapping-Save as a new version").click().run()
+    assert [e.value for e in at.error] == ["give at least one group its team"]
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.coverage.teams import group_table, set_team_mapping
     from itsmreview.db import session_scope

@@ -235,3 +235,54 @@ def test_bad_toml_in_a_harbor_folder(session, tmp_path):
         import_path(folder, session=session)
     with pytest.raises(InvalidInput, match="format 'csv' is not one of auto"):
         import_path(folder, session=session, fmt="csv")
+
+
+def _taubench_result(trial: int, reply: str) -> dict:
+    return {
+        "task_id": 7,
+        "trial": trial,
+        "reward": 1.0 if trial == 0 else 0.0,
+        "info": {
+            "task": {
+                "user_id": "mia_li_3668",
+                "instruction": "You are Mia Li. You want to cancel order #W1 because you no "
+                "longer need it. Confirm the refund goes to the original card.",
+                "actions": [
+                    {
+                        "name": "cancel_pending_order",
+                        "kwargs": {"order_id": "#W1", "reason": "no longer needed"},
+                    },
+                ],
+                "outputs": ["refund"],
+            },
+            "source": "user",
+        },
+        "traj": [
+            {"role": "system", "content": "policy"},
+            {"role": "user", "content": "Please cancel my order #W1."},
+            {"role": "assistant", "content": reply},
+        ],
+    }
+
+
+def test_taubench_results_that_carry_their_task_create_it_once(session, tmp_path):
+    """tau-bench (v1) results hold their task in info.task: two trials of one task import one
+    task with two transcripts, instead of refusing the file."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([_taubench_result(0, "Done."), _taubench_result(1, "Sorry.")]))
+    result = import_path(path, session=session, log="retail-log", persona="L1 service desk agent")
+    assert result.format == "taubench" and result.report.created == ["7"]
+    shown = show_task(session=session, external_id="7")["task"]
+    assert shown["instruction"].startswith("You are Mia Li.")
+    assert shown["track"] == "simulated-actors" and shown["source"]["log"] == "retail-log"
+    assert json.loads(shown["ground_truth"])["actions"][0]["name"] == "cancel_pending_order"
+    assert 'cancel_pending_order({"order_id": "#W1"' in shown["verifier"]
+    assert [t["id"] for t in shown["transcripts"]] == ["taubench-7-0", "taubench-7-1"]
+    assert import_path(path, session=session).report.unchanged == ["7"]  # the same file again
+    bare = tmp_path / "bare.json"
+    carried = _taubench_result(0, "x")
+    del carried["info"]
+    carried["task_id"] = 8
+    bare.write_text(json.dumps([carried]))
+    with pytest.raises(NotFound, match="task '8', which is not in the catalog"):
+        import_path(bare, session=session)

@@ -174,6 +174,41 @@ def read_taubench(path: Path) -> dict[str, list[dict]]:
     return out
 
 
+def taubench_task(result: dict, task_id: str, persona: str, log: str | None) -> dict | None:
+    """The native task a tau-bench (v1) result carries in `info.task` (user id, instruction,
+    expected actions, outputs), or None when it carries none."""
+    task = (result.get("info") or {}).get("task")
+    if not isinstance(task, dict) or not str(task.get("instruction") or "").strip():
+        return None
+    instruction = str(task["instruction"]).strip()
+    actions = task.get("actions") or []
+    outputs = task.get("outputs") or []
+    expected = {"actions": actions, "outputs": outputs}
+    lines = [
+        f"{a.get('name')}({json.dumps(a.get('kwargs') or {}, sort_keys=True)})"
+        for a in actions
+        if isinstance(a, dict)
+    ]
+    verifier = "The end state after these actions (tau-bench compares the database):\n" + (
+        "\n".join(lines) or "(no actions)"
+    )
+    if outputs:
+        verifier += "\nThe agent's replies must contain: " + ", ".join(map(str, outputs))
+    native = {
+        "id": task_id,
+        "title": instruction.split(". ")[0][:200],
+        "persona": persona,
+        "track": "simulated-actors",
+        "instruction": instruction,
+        "ground_truth": json.dumps(expected, indent=2, ensure_ascii=False, sort_keys=True),
+        "verifier": verifier,
+        "tags": ["tau-bench"],
+        "source": {"log": log} if log else {},
+        "user_id": task.get("user_id"),
+    }
+    return native
+
+
 def write_taubench(transcripts: list[dict], path: Path) -> None:
     path.write_text(json.dumps([t[ORIGINAL] for t in transcripts], indent=2, ensure_ascii=False))
 
