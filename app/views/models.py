@@ -26,6 +26,7 @@ from itsmreview.errors import ItsmReviewError
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import cached
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
@@ -58,15 +59,10 @@ model = middle.text_input("Model", value=settings.model, key="model-name").strip
 limit = right.number_input(
     "Tasks at most (0: all)", min_value=0, value=0, step=10, key="model-limit"
 )
-try:
-    with session_scope() as session:
-        plan = plan_model_review(
-            session=session,
-            actor=user,
-            round_name=round_name,
-            model=model or None,
-            limit=int(limit) or None,
-        )
+try:  # the same until a rating, decision or import appends to the ledger
+    plan = cached(plan_model_review)(
+        user, round_name=round_name, model=model or None, limit=int(limit) or None
+    )
 except ItsmReviewError as exc:
     st.error(literal(str(exc)))
     st.stop()
@@ -181,8 +177,7 @@ left, right = st.columns(2)
 log_name = left.selectbox("Log", logs, key="hints-log")
 top = right.number_input("Most frequent gaps", 1, 50, 5, key="hints-top")
 try:
-    with session_scope() as session:
-        gaps = plan_gap_hints(session=session, actor=user, log_name=log_name, top=int(top))
+    gaps = cached(plan_gap_hints)(user, log_name=log_name, top=int(top))
 except ItsmReviewError as exc:
     st.error(literal(str(exc)))
     st.stop()
