@@ -1,20 +1,15 @@
 """Every select of the model features."""
 
 import pandas as pd
-from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.models import User
 from itsmreview.assist.models import ModelRequest, ModelRun, ModelRunStatus
 from itsmreview.db import frame_of
 from itsmreview.review.models import Assignment, AssignmentStatus
-from sqlalchemy import func
 from sqlmodel import Session, select
 
 
 def user_by_username(*, session: Session, username: str) -> User | None:
     return session.exec(select(User).where(User.username == username)).first()
-
-
-def model_raters(*, session: Session) -> list[User]:
-    return list(session.exec(select(User).where(User.role == Role.model).order_by(User.id)).all())
 
 
 def rated_by(*, session: Session, round_id: int, rater_id: int) -> set[int]:
@@ -30,12 +25,23 @@ def rated_by(*, session: Session, round_id: int, rater_id: int) -> set[int]:
     )
 
 
-def runs_of_round(*, session: Session, round_id: int) -> list[ModelRun]:
-    return list(
+def has_rated(*, session: Session, round_id: int, rater_id: int, task_version_id: int) -> bool:
+    """Whether the model rater has rated this task version of the round (one indexed row)."""
+    return (
         session.exec(
-            select(ModelRun).where(ModelRun.round_id == round_id).order_by(ModelRun.id.desc())
-        ).all()
+            select(Assignment.id).where(
+                Assignment.round_id == round_id,
+                Assignment.task_version_id == task_version_id,
+                Assignment.expert_id == rater_id,
+            )
+        ).first()
+        is not None
     )
+
+
+def runs_of_round(*, session: Session, round_id: int, limit: int | None = None) -> list[ModelRun]:
+    query = select(ModelRun).where(ModelRun.round_id == round_id).order_by(ModelRun.id.desc())
+    return list(session.exec(query if limit is None else query.limit(limit)).all())
 
 
 def running_run(*, session: Session, round_id: int, rater_id: int) -> ModelRun | None:
@@ -61,17 +67,6 @@ def cancel_requested(*, session: Session, run_id: int) -> bool:
     return bool(
         session.exec(select(ModelRun.cancel_requested).where(ModelRun.id == run_id)).first()
     )
-
-
-def request_counts(*, session: Session, run_id: int) -> dict[str, int]:
-    return {
-        str(outcome): int(n)
-        for outcome, n in session.exec(
-            select(ModelRequest.outcome, func.count())
-            .where(ModelRequest.run_id == run_id)
-            .group_by(ModelRequest.outcome)
-        ).all()
-    }
 
 
 def failed_requests_frame(*, session: Session, run_id: int, limit: int = 200) -> pd.DataFrame:

@@ -372,8 +372,11 @@ def _record(
             )
             try:
                 judgement = parse_rating(message, rubric)
-                if answer.version_id in queries.rated_by(
-                    session=session, round_id=round_id, rater_id=run.rater_id
+                if queries.has_rated(
+                    session=session,
+                    round_id=round_id,
+                    rater_id=run.rater_id,
+                    task_version_id=answer.version_id,
                 ):
                     raise UnusableAnswer(RequestOutcome.malformed, "rated already by this rater")
                 rating = _store_rating(
@@ -551,14 +554,16 @@ def is_stale(run: ModelRun) -> bool:
     return utcnow() - (run.heartbeat_at or run.created_at) >= STALE_AFTER
 
 
-def model_runs(*, session: Session, actor: User, round_name: str | int | None) -> list[dict]:
-    """The round's model reviews, newest first, each with its tasks left without a rating
-    (task, outcome, reason, when). Leads only."""
+def model_runs(
+    *, session: Session, actor: User, round_name: str | int | None, newest: int = 5
+) -> list[dict]:
+    """The round's `newest` model reviews, newest first, each with its tasks left without a
+    rating (task, outcome, reason, when). Leads only."""
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
     return [
         {"run": run, "failures": queries.failed_requests_frame(session=session, run_id=run.id)}
-        for run in queries.runs_of_round(session=session, round_id=review_round.id)
+        for run in queries.runs_of_round(session=session, round_id=review_round.id, limit=newest)
     ]
 
 

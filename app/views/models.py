@@ -132,7 +132,7 @@ def runs_panel() -> None:
     if not runs:
         st.caption("None yet.")
         return
-    for found in runs[:5]:
+    for found in runs:
         run, failures = found["run"], found["failures"]
         stale = is_stale(run)
         state = "interrupted" if stale else str(run.status)
