@@ -4,7 +4,7 @@ Writes the four tables at the public files' size (synthetic, about 690,000 rows)
 each contender in a fresh child process, 3 times (medians; ratios against pandas, measured in
 the same run):
 
-- read: `coverage.linked.read_bpi2014` (events and case attributes, validated);
+- read: `coverage.linked.read_linked` (events and case attributes, validated);
 - import: `itsmreview log import FOLDER --preset bpi2014` as a service call into a fresh
   SQLite database (read, materialise variants, store, write parquet);
 - pandas: `pandas.read_csv` of the four files plus the same join (`merge` of the incidents'
@@ -26,11 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
 from measure import peak_mb  # noqa: E402
 
-STAMP = "%d-%m-%Y %H:%M:%S"
-
 
 def child(task: str, folder: str) -> dict:
     import pandas as pd
+    from itsmreview.coverage.linked import STAMP
     from itsmreview.coverage.synthetic_bpi2014 import FILES
 
     if task == "pm4py":
@@ -39,9 +38,9 @@ def child(task: str, folder: str) -> dict:
     start = time.perf_counter()
     extra = {}
     if task == "read":
-        from itsmreview.coverage.linked import read_bpi2014
+        from itsmreview.coverage.linked import read_linked
 
-        found = read_bpi2014(files)
+        found = read_linked(files)
         extra = {"events": len(found.events), "cases": len(found.cases)}
     elif task == "import":
         from itsmreview.coverage.service import import_log

@@ -375,10 +375,3 @@ def read_linked(
     for table in files:
         tables[table]["sha256"] = digests[table]
     return LinkedLog(events, cases.reset_index(), mapping, tables)
-
-
-def read_bpi2014(
-    files: dict[str, Path], digests: dict[str, str] | None = None, limits: Limits | None = None
-) -> LinkedLog:
-    """BPI 2014's tables, joined as the built-in spec says."""
-    return read_linked(files, BPI2014, digests, limits)

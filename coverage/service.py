@@ -209,9 +209,8 @@ def _import_linked(
     report("hashing", 0.05)
     digests = file_digests(files)
     sha = combined_sha256(digests)
-    described = PRESETS[preset].digest() if spec is BPI2014 else spec.model_dump_json()
     mapping_hash = hashlib.sha256(
-        (described + " linked " + ",".join(sorted(files))).encode()
+        (spec.model_dump_json() + " linked " + ",".join(sorted(files))).encode()
     ).hexdigest()
     existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
     if existing is not None:

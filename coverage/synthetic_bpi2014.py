@@ -29,14 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from itsmreview.coverage.linked import BPI2014_NAMES, STAMP
 
-FILES = {
-    "activities": "Detail_Incident_Activity.csv",
-    "incidents": "Detail_Incident.csv",
-    "interactions": "Detail_Interaction.csv",
-    "changes": "Detail_Change.csv",
-}
-STAMP = "%d-%m-%Y %H:%M:%S"
+FILES = BPI2014_NAMES  # the public files' names, as the bpi2014 preset finds them
 MISSING = "#N/B"
 # sizes of the public files, for a full-size set
 FULL = {"incidents": 46_607, "activities": 466_737, "interactions": 147_004, "changes": 30_275}

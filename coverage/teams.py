@@ -22,6 +22,7 @@ from sqlmodel import Session
 TEAM = "team"
 LEVEL = "level"  # from the mapping's optional level or role per group
 MAX_MAPPING_BYTES = 4 * 2**20
+MAX_NAME = 256  # a group, team or level name
 SOURCE_KINDS = ("expert", "external")
 
 
@@ -130,6 +131,11 @@ def set_team_mapping(
     levels = {g: str(v).strip() for g, v in (levels or {}).items() if g in teams and v}
     if not teams:
         raise InvalidInput("give at least one group its team")
+    too_long = [v for v in (*teams, *teams.values(), *levels.values()) if len(v) > MAX_NAME]
+    if too_long:
+        raise InvalidInput(
+            f"names are at most {MAX_NAME} characters: {too_long[0][:40]!r}... is longer"
+        )
     digest = content_digest({"attribute": attribute, "teams": teams, "levels": levels})
     newest = queries.newest_team_mapping(session=session, log_name=log_name, attribute=attribute)
     known = set(group_table(session=session, log_name=log_name, attribute=attribute)["group"])

@@ -16,6 +16,7 @@ from itsmreview.accounts.service import require_role
 from itsmreview.assist import client as model_client
 from itsmreview.assist.material import estimated_tokens, variant_summary
 from itsmreview.assist.prompts import HINTS_PROMPT, fenced, prompt_sha256, prompt_text
+from itsmreview.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
 from itsmreview.coverage.explorer import VariantDetail, variant_detail
 from itsmreview.coverage.report import coverage_report
 from itsmreview.coverage.variants import sequence_key
@@ -132,14 +133,13 @@ def variant_material(detail: VariantDetail, weight: float) -> str:
 
 
 def hint_request(*, model: str, material: str, max_tokens: int) -> dict:
-    return {
-        "model": model,
-        "max_tokens": max_tokens,
-        "system": prompt_text(HINTS_PROMPT),
-        "tools": [hint_tool()],
-        "tool_choice": {"type": "tool", "name": TOOL_NAME},
-        "messages": [{"role": "user", "content": material}],
-    }
+    return forced_tool_request(
+        model=model,
+        system=prompt_text(HINTS_PROMPT),
+        tool=hint_tool(),
+        material=material,
+        max_tokens=max_tokens,
+    )
 
 
 @dataclass
@@ -162,15 +162,8 @@ class GapHint:
 
 
 def _parse_hint(message) -> dict:
-    if message.stop_reason == "refusal":
-        raise ValueError("the model declined to draft a hint")
-    if message.stop_reason == "max_tokens":
-        raise ValueError("the answer was cut off at max_tokens; raise ITSMREVIEW_MODEL_MAX_TOKENS")
-    calls = [b for b in message.content if getattr(b, "type", "") == "tool_use"]
-    calls = [b for b in calls if getattr(b, "name", "") == TOOL_NAME]
-    if not calls or not isinstance(calls[0].input, dict):
-        raise ValueError(f"no {TOOL_NAME} call in the answer")
-    data = calls[0].input
+    """The hint in an answer. Raises UnusableAnswer (toolcall) or ValueError saying why."""
+    data = tool_input(message, TOOL_NAME, "draft a hint")
     schema = hint_tool()["input_schema"]
     missing = [k for k in schema["required"] if k not in data]
     if missing:
@@ -247,7 +240,7 @@ def draft_gap_hints(
             found.output_tokens = int(message.usage.output_tokens or 0)
             found.cost_usd = model_client.cost_of(model, found.input_tokens, found.output_tokens)
             found.hint = _parse_hint(message)
-        except ValueError as exc:
+        except (UnusableAnswer, ValueError) as exc:
             found.error = str(exc)
         except Exception as exc:
             import anthropic

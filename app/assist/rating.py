@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from itsmreview.assist.models import RequestOutcome
 from itsmreview.assist.prompts import RATE_PROMPT, prompt_sha256, prompt_text
+from itsmreview.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
 from itsmreview.review.rubrics import RubricDefinition
 
 TOOL_NAME = "record_rating"
@@ -74,14 +75,13 @@ def rating_tool(rubric: RubricDefinition) -> dict:
 
 def rating_request(*, model: str, rubric: RubricDefinition, material: str, max_tokens: int) -> dict:
     """The keyword arguments of `messages.create`: the rating tool only, forced."""
-    return {
-        "model": model,
-        "max_tokens": max_tokens,
-        "system": prompt_text(RATE_PROMPT),
-        "tools": [rating_tool(rubric)],
-        "tool_choice": {"type": "tool", "name": TOOL_NAME},
-        "messages": [{"role": "user", "content": material}],
-    }
+    return forced_tool_request(
+        model=model,
+        system=prompt_text(RATE_PROMPT),
+        tool=rating_tool(rubric),
+        material=material,
+        max_tokens=max_tokens,
+    )
 
 
 @dataclass
@@ -93,21 +93,6 @@ class ModelJudgement:
     rationale: str = ""
 
 
-class UnusableAnswer(Exception):
-    """The answer holds no rating that can be stored; `outcome` says why in one word."""
-
-    def __init__(self, outcome: RequestOutcome, reason: str):
-        super().__init__(reason)
-        self.outcome = outcome
-        self.reason = reason
-
-
-def _text_of(message) -> str:
-    return " ".join(
-        getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
-    ).strip()
-
-
 def _integer(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
         raise UnusableAnswer(RequestOutcome.malformed, f"{what}: {value!r} is not a whole number")
@@ -117,32 +102,7 @@ def _integer(value, what: str) -> int:
 def parse_rating(message, rubric: RubricDefinition) -> ModelJudgement:
     """The judgement in a Messages API answer. Raises UnusableAnswer for a refusal, an answer
     cut off at max_tokens, no `record_rating` call, or values the rubric refuses."""
-    if message.stop_reason == "refusal":
-        said = _text_of(message)
-        raise UnusableAnswer(
-            RequestOutcome.refused, "the model declined to rate" + (f": {said}" if said else "")
-        )
-    if message.stop_reason == "max_tokens":
-        raise UnusableAnswer(
-            RequestOutcome.cut_off,
-            f"the answer was cut off at max_tokens ({message.usage.output_tokens} tokens); "
-            "raise ITSMREVIEW_MODEL_MAX_TOKENS",
-        )
-    calls = [
-        b
-        for b in message.content
-        if getattr(b, "type", "") == "tool_use" and getattr(b, "name", "") == TOOL_NAME
-    ]
-    if not calls:
-        said = _text_of(message)[:200]
-        raise UnusableAnswer(
-            RequestOutcome.malformed,
-            f"no {TOOL_NAME} call in the answer (stop reason {message.stop_reason})"
-            + (f"; it said: {said}" if said else ""),
-        )
-    data = calls[0].input
-    if not isinstance(data, dict):
-        raise UnusableAnswer(RequestOutcome.malformed, f"{TOOL_NAME} input is not an object")
+    data = tool_input(message, TOOL_NAME, "rate")
     scores: dict[str, float | None] = {}
     for dimension in rubric.dimensions:
         value = data.get(dimension.key)
