@@ -6,7 +6,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import personas_and_tracks
 from itsmreview.coverage import queries
-from itsmreview.coverage.report import TaskFilter, coverage_report
+from itsmreview.coverage.report import TaskFilter, coverage_by_persona
 from itsmreview.errors import InvalidInput, NotFound
 from sqlmodel import Session
 
@@ -67,16 +67,22 @@ def benchmark_coverage(
         raise NotFound(f"no log named {', '.join(map(repr, missing))}")
     weights = log_weights({name: log.n_events for name, log in found.items()}, weight)
 
+    personas, _ = personas_and_tracks(session=session)
+    reports = {  # per log, every persona's report from one reading of the log
+        name: coverage_by_persona(
+            session=session,
+            log_name=name,
+            personas=[None, *personas],
+            task_filter=task_filter,
+            track=track,
+        )
+        for name in names
+    }
+
     def figures(persona: str | None) -> dict:
         per_log = {}
         for name in names:
-            report, _ = coverage_report(
-                session=session,
-                log_name=name,
-                task_filter=task_filter,
-                persona=persona,
-                track=track,
-            )
+            report = reports[name][persona]
             per_log[name] = {
                 "tasks": report.tasks,
                 **{m: getattr(report, m) for m in METRICS},
@@ -96,7 +102,6 @@ def benchmark_coverage(
         return {"logs": per_log, "total": total}
 
     overall = figures(None)
-    personas, _ = personas_and_tracks(session=session)
     return {
         "weight": weight,
         "weights": weights,

@@ -125,30 +125,48 @@ def _with_teams(
     return at_team_level(tables, sources, mapping.attribute, mapping.teams, mapping.levels)
 
 
-def _with_outcomes(
-    report: CoverageReport,
-    sources: list[TaskSource],
-    events_path: str | None,
-    sla_hours: dict[str, float] | None,
-) -> CoverageReport:
-    """The report with its outcome coverage, for a log whose cases carry attributes."""
+def _case_outcomes(events_path: str | None, sla_hours: dict[str, float] | None):
+    """The outcomes of the log's cases (coverage.outcomes), or None for a log whose cases
+    carry no attributes."""
     if not events_path:
-        return report
+        return None
     path = Path(events_path) / "cases.parquet"
     if not path.is_file():
-        return report
-    schema = pq.read_schema(path)
-    wanted = [n for n in schema.names if n.startswith(ATTRIBUTE_PREFIX)]
+        return None
+    wanted = [n for n in pq.read_schema(path).names if n.startswith(ATTRIBUTE_PREFIX)]
     if not wanted:
-        return report
+        return None
     extra = ["throughput_s"] if sla_hours else []
-    cases = pd.read_parquet(path, columns=["case_id", *extra, *wanted])
-    report.outcomes = outcome_coverage(
-        case_outcomes(cases, sla_hours),
-        [s.case_ids for s in sources],
-        [s.outcomes for s in sources],
-    )
+    return case_outcomes(pd.read_parquet(path, columns=["case_id", *extra, *wanted]), sla_hours)
+
+
+def _report(
+    session: Session, log_name: str, tables: LogTables, sources: list[TaskSource], outcomes
+) -> CoverageReport:
+    """Coverage by `sources`, by team too where the log has a mapping, with the outcomes."""
+    tables, sources = _with_teams(session, log_name, tables, sources)
+    report = compute_coverage(tables, sources)
+    if outcomes is not None:
+        report.outcomes = outcome_coverage(
+            outcomes, [s.case_ids for s in sources], [s.outcomes for s in sources]
+        )
     return report
+
+
+def _task_filter(task_filter: TaskFilter | str) -> TaskFilter:
+    try:
+        return TaskFilter(task_filter)
+    except ValueError:
+        raise InvalidInput(
+            f"task filter {task_filter!r} is not one of approved, rated, all"
+        ) from None
+
+
+def _newest_log(session: Session, log_name: str):
+    log = queries.latest_log(session=session, name=log_name)
+    if log is None:
+        raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
+    return log
 
 
 def coverage_report(
@@ -166,15 +184,8 @@ def coverage_report(
     outcome). `persona` and `track` restrict the tasks to that persona or track."""
     if sla_hours is None:
         sla_hours = configured_sla_hours()
-    try:
-        task_filter = TaskFilter(task_filter)
-    except ValueError:
-        raise InvalidInput(
-            f"task filter {task_filter!r} is not one of approved, rated, all"
-        ) from None
-    log = queries.latest_log(session=session, name=log_name)
-    if log is None:
-        raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
+    task_filter = _task_filter(task_filter)
+    log = _newest_log(session, log_name)
     tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
     sources, unresolved = declared_sources(
         session=session,
@@ -185,9 +196,37 @@ def coverage_report(
         persona=persona,
         track=track,
     )
-    tables, sources = _with_teams(session, log_name, tables, sources)
-    report = compute_coverage(tables, sources)
-    return _with_outcomes(report, sources, log.events_path, sla_hours), unresolved
+    outcomes = _case_outcomes(log.events_path, sla_hours)
+    return _report(session, log_name, tables, sources, outcomes), unresolved
+
+
+def coverage_by_persona(
+    *,
+    session: Session,
+    log_name: str,
+    personas: list[str | None],
+    task_filter: TaskFilter | str = TaskFilter.all,
+    track: str | None = None,
+) -> dict[str | None, CoverageReport]:
+    """`coverage_report` for each persona (None: every task), the log's tables and case
+    outcomes read once for all of them."""
+    task_filter = _task_filter(task_filter)
+    log = _newest_log(session, log_name)
+    tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
+    outcomes = _case_outcomes(log.events_path, configured_sla_hours())
+    found = {}
+    for persona in personas:
+        sources, _ = declared_sources(
+            session=session,
+            log_name=log_name,
+            task_filter=task_filter,
+            tables=tables,
+            events_path=log.events_path,
+            persona=persona,
+            track=track,
+        )
+        found[persona] = _report(session, log_name, tables, sources, outcomes)
+    return found
 
 
 def coverage_of(
@@ -195,11 +234,8 @@ def coverage_of(
 ) -> tuple[CoverageReport, dict[str, list[str]]]:
     """Coverage of the newest version of `log_name` by the given (task id, source) pairs
     (an export's task set). Raises NotFound for an unknown log."""
-    log = queries.latest_log(session=session, name=log_name)
-    if log is None:
-        raise NotFound(f"no log named {log_name!r}; `itsmreview log list` shows the names")
+    log = _newest_log(session, log_name)
     tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
     sources, unresolved = resolve_sources(rows, tables=tables, events_path=log.events_path)
-    tables, sources = _with_teams(session, log_name, tables, sources)
-    report = compute_coverage(tables, sources)
-    return _with_outcomes(report, sources, log.events_path, None), unresolved
+    outcomes = _case_outcomes(log.events_path, None)
+    return _report(session, log_name, tables, sources, outcomes), unresolved
