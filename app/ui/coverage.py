@@ -103,19 +103,24 @@ def gap_tables(view: LogOverview) -> None:
         )
 
 
-def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]) -> None:
-    if not coverage:
-        st.info("The log has no role attributes; import it with --role columns.")
-        return
-    frame = pd.DataFrame({"attribute": list(coverage), "coverage": list(coverage.values())})
-    figure = px.bar(frame, x="coverage", y="attribute", orientation="h", range_x=[0, 1])
+def coverage_bars(shares: dict[str, float]) -> go.Figure:
+    """One horizontal bar per name: its coverage, 0-100%."""
+    frame = pd.DataFrame({"name": list(shares), "coverage": list(shares.values())})
+    figure = px.bar(frame, x="coverage", y="name", orientation="h", range_x=[0, 1])
     figure.update_layout(
-        height=80 + 40 * len(frame),
+        height=80 + 36 * len(frame),
         margin={"t": 10, "b": 10},
         xaxis_tickformat=".0%",
         yaxis_title="",
     )
-    st.plotly_chart(figure, key="role-coverage", config=NO_TOOLBAR)
+    return figure
+
+
+def role_bars(coverage: dict[str, float], values: pd.DataFrame, gaps: list[dict]) -> None:
+    if not coverage:
+        st.info("The log has no role attributes; import it with --role columns.")
+        return
+    st.plotly_chart(coverage_bars(coverage), key="role-coverage", config=NO_TOOLBAR)
     st.caption("Share of events with a value for the attribute whose value a task declares.")
     show_table(values, COLUMNS)
 
@@ -174,25 +179,8 @@ OUTCOME_BARS = 15  # values shown per outcome; the rest are in the table
 def outcome_bars(outcomes: dict[str, dict]) -> None:
     """Per outcome of the log's cases: its coverage, then its most frequent values as bars,
     those the tasks cover in green, and the uncovered ones by weight."""
-    summary = pd.DataFrame(
-        [
-            {
-                "outcome": name,
-                "coverage": found["coverage"],
-                "values": found["values"],
-                "covered": len(found["covered_values"]),
-            }
-            for name, found in outcomes.items()
-        ]
-    )
-    figure = px.bar(summary, x="coverage", y="outcome", orientation="h", range_x=[0, 1])
-    figure.update_layout(
-        height=80 + 32 * len(summary),
-        margin={"t": 10, "b": 10},
-        xaxis_tickformat=".0%",
-        yaxis_title="",
-    )
-    st.plotly_chart(figure, key="outcome-coverage", config=NO_TOOLBAR)
+    shares = {name: found["coverage"] for name, found in outcomes.items()}
+    st.plotly_chart(coverage_bars(shares), key="outcome-coverage", config=NO_TOOLBAR)
     st.caption(
         "Share of the cases with a value whose value a task covers: through the cases the "
         "task declares (`case_ids`) or the outcomes it names (`outcomes`)."
