@@ -187,3 +187,30 @@ def parse_yaml(text: str, source: str | Path) -> Any:
         raise ValueError(f"{source}: YAML nested more than {MAX_DEPTH} levels deep") from None
     finally:
         loader.dispose()
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a temporary file beside it, renamed)."""
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def jsonl_and_markdown(out: Path | str) -> tuple[Path, Path]:
+    """OUT.jsonl and OUT.md for an output name given by a user (a suffix .jsonl or .md on it
+    is dropped first). Raises ValueError for a folder or a missing parent folder."""
+    out = Path(out)
+    if out.suffix in (".jsonl", ".md"):
+        out = out.with_suffix("")
+    if out.is_dir():
+        raise ValueError(f"{out}: is a folder; give a file name such as {out / 'out'}")
+    if not out.parent.is_dir():
+        raise ValueError(f"{out.parent}: no such folder")
+    return out.with_name(out.name + ".jsonl"), out.with_name(out.name + ".md")

@@ -5,9 +5,16 @@ is accept, the median of every gating dimension meets its threshold, no rater ra
 blocking flag, and the round's alpha on every gating dimension reaches `alpha_min`.
 Otherwise it is pending (too few ratings, or agreement not yet reached), needs revision,
 rejected, or waiting for adjudication (experts disagree on any dimension, their verdicts
-conflict, or one raised a blocking flag). A lead's adjudication decides.
+conflict, or one raised a blocking flag). A lead's adjudication decides. A failed machine
+check (structure, reproducibility, verifiability) sends the task back for revision.
+
+In the `audit-100` mode (a rubric with `scoring`) the medians give way to a score: each
+weighted dimension earns its weight times the mean credit of its values (Pass 1, Warn 0.5,
+Fail and Blocked 0), the task is admitted at `threshold` points or more, and a dimension
+that most raters marked Blocked sends it back for revision whatever its score.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -22,17 +29,68 @@ class GateConfig:
     alpha_min: float = 0.667
     disagreement_range: float = 3.0  # a dimension whose ratings span this much needs a lead
     blocking_flags: tuple[str, ...] = ()
+    mode: str = "median"  # median | audit-100
+    threshold: float = 80.0  # audit-100: the score a task needs to be admitted
+    # audit-100, from the rubric's scoring (not settable per round)
+    weights: tuple[tuple[str, float], ...] = ()
+    credit: tuple[tuple[float, float], ...] = ()
+    blocked_value: float | None = None
 
     @classmethod
     def from_dict(
-        cls, data: dict | None, *, required: tuple[str, ...], blocking: tuple[str, ...]
+        cls,
+        data: dict | None,
+        *,
+        required: tuple[str, ...],
+        blocking: tuple[str, ...],
+        scoring: dict | None = None,
     ) -> "GateConfig":
         data = dict(data or {})
         data.setdefault("gating_dimensions", required)
         data.setdefault("blocking_flags", blocking)
         data["gating_dimensions"] = tuple(data["gating_dimensions"])
         data["blocking_flags"] = tuple(data["blocking_flags"])
+        if scoring:
+            data.setdefault("mode", scoring.get("mode", "audit-100"))
+            data.setdefault("threshold", float(scoring.get("threshold", 80.0)))
+            data["weights"] = tuple((k, float(w)) for k, w in scoring["weights"].items())
+            data["credit"] = tuple(
+                sorted((float(k), float(c)) for k, c in scoring["credit"].items())
+            )
+            blocked = scoring.get("blocked")
+            data["blocked_value"] = None if blocked is None else float(blocked)
         return cls(**data)
+
+
+def audit_score(scores: dict[str, list[float]], config: GateConfig) -> float | None:
+    """The task's 0-100 score: sum over weighted dimensions of weight x mean credit of its
+    values (the mean of the raters' own scores when each rated every dimension); None while
+    a weighted dimension has no value.
+
+    >>> cfg = GateConfig(weights=(("a", 50.0), ("b", 50.0)), credit=((1, 0.0), (2, 0.5), (3, 1.0)))
+    >>> audit_score({"a": [3, 3], "b": [3, 2]}, cfg)
+    87.5
+    """
+    credit = dict(config.credit)
+    total = 0.0
+    for dimension, weight in config.weights:
+        values = scores.get(dimension) or []
+        if not values:
+            return None
+        total += weight * sum(credit.get(float(v), 0.0) for v in values) / len(values)
+    return round(total, 6)
+
+
+def blocked_dimensions(scores: dict[str, list[float]], config: GateConfig) -> list[str]:
+    """Weighted dimensions that more than half of their raters marked Blocked."""
+    if config.blocked_value is None:
+        return []
+    return [
+        d
+        for d, _ in config.weights
+        if (values := scores.get(d))
+        and 2 * sum(v == config.blocked_value for v in values) > len(values)
+    ]
 
 
 @dataclass(frozen=True)
@@ -55,9 +113,11 @@ def decide(
     config: GateConfig,
     round_alpha: dict[str, float | None],
     adjudication: str | None = None,
+    failed_checks: Sequence[str] = (),
 ) -> Decision:
     """The status of one task under `config`; `round_alpha`: dimension -> alpha (None when
-    undefined); `adjudication`: a lead's verdict, which decides when present.
+    undefined); `adjudication`: a lead's verdict, which decides when present;
+    `failed_checks`: the machine checks the task version failed.
 
     >>> cfg = GateConfig(k_min=2, gating_dimensions=("realism",), blocking_flags=("unsafe",))
     >>> r = TaskRatings({"realism": [4, 5]}, ["accept", "accept"], [[], []])
@@ -73,6 +133,10 @@ def decide(
             adjudication
         ]
         return Decision(status, [f"adjudicated by a lead: {adjudication}"])
+    if failed_checks:
+        return Decision(
+            "needs_revision", [f"machine check failed: {c}" for c in sorted(failed_checks)]
+        )
     n = len(ratings.verdicts)
     if n < config.k_min:
         return Decision("pending", [f"{n} of {config.k_min} ratings"])
@@ -80,10 +144,13 @@ def decide(
         {flag for flags in ratings.flags for flag in flags if flag in config.blocking_flags}
     )
     verdict_ranks = [VERDICT_ORDER[v] for v in ratings.verdicts if v in VERDICT_ORDER]
+    scored = {d for d, _ in config.weights} if config.mode == "audit-100" else set()
     spread = [
         d
         for d in sorted(ratings.scores)
-        if len(ratings.scores[d]) >= 2 and _span(ratings.scores[d]) >= config.disagreement_range
+        if len(ratings.scores[d]) >= 2
+        and _span(ratings.scores[d]) >= config.disagreement_range
+        and d not in scored  # audit codes are nominal: their mean credit is the judgement
     ]
     conflicting = bool(verdict_ranks) and max(verdict_ranks) - min(verdict_ranks) == 2
     if spread or conflicting or blocking:
@@ -94,6 +161,8 @@ def decide(
     median_verdict = float(median(verdict_ranks))
     if median_verdict < 1:
         return Decision("rejected", ["median verdict is reject"])
+    if config.mode == "audit-100":
+        return _audit_decision(ratings, config, round_alpha)
     medians = {d: median(v) for d in config.gating_dimensions if (v := ratings.scores.get(d))}
     low = [
         f"median {d} is {medians[d]:g}, below {config.dimension_min:g}"
@@ -104,6 +173,17 @@ def decide(
         return Decision(
             "needs_revision", (["median verdict is revise"] if median_verdict < 2 else []) + low
         )
+    weak = _weak_alphas(config, round_alpha)
+    if weak:
+        return Decision("pending", weak)
+    return Decision("approved", ["all criteria met"])
+
+
+def _weak_alphas(config: GateConfig, round_alpha: dict[str, float | None]) -> list[str]:
+    """Reasons the round's agreement holds tasks back; none when alpha_min is -1 (the
+    lowest alpha there is: the lead asks for no agreement, undefined alpha included)."""
+    if config.alpha_min <= -1:
+        return []
     weak = []
     for d in config.gating_dimensions:
         value = round_alpha.get(d)
@@ -111,9 +191,29 @@ def decide(
             weak.append(f"alpha of {d} is undefined")
         elif value < config.alpha_min:
             weak.append(f"alpha of {d} is {value:.3f}, below {config.alpha_min:.3f}")
+    return weak
+
+
+def _audit_decision(
+    ratings: TaskRatings, config: GateConfig, round_alpha: dict[str, float | None]
+) -> Decision:
+    score = audit_score(ratings.scores, config)
+    if score is None:
+        return Decision("pending", ["not every audit criterion is scored yet"])
+    blocked = blocked_dimensions(ratings.scores, config)
+    if blocked:
+        return Decision(
+            "needs_revision",
+            [f"score {score:g} of 100"] + [f"{d} is blocked for most raters" for d in blocked],
+        )
+    if score < config.threshold:
+        return Decision(
+            "needs_revision", [f"score {score:g} of 100, below the threshold {config.threshold:g}"]
+        )
+    weak = _weak_alphas(config, round_alpha)
     if weak:
-        return Decision("pending", weak)
-    return Decision("approved", ["all criteria met"])
+        return Decision("pending", [f"score {score:g} of 100"] + weak)
+    return Decision("approved", [f"score {score:g} of 100, admitted at {config.threshold:g}"])
 
 
 def _span(values: list[float]) -> float:

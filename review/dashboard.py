@@ -197,3 +197,148 @@ def _no_nan(value):
     if isinstance(value, list | tuple):
         return [_no_nan(v) for v in value]
     return value
+
+
+# --- benchmark-authoring figures: the audit score, realism and agreement per group ---------
+
+GROUPINGS = {
+    "difficulty": "Difficulty",
+    "simulator_backbone": "Simulator backbone",
+    "user_type": "User type",
+}
+UNSET = "(not set)"
+
+
+def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) -> dict:
+    """From the round's counted scores (one grouped query) and its tasks' authoring fields:
+    the audit-100 scores and admissions when the round is scored so, and per difficulty,
+    simulator backbone and user type the tasks, their mean realism (per-task median) and
+    alpha of the realism item among them, with its 95% interval."""
+    import numpy as np
+    from itsmreview.review import agreement
+    from itsmreview.review.approval import audit_score
+    from itsmreview.review.reliability import HUMAN, gate_config
+
+    config = gate_config(review_round, rubric)
+    keys = [d.key for d in rubric.dimensions]
+    item = "scenario_realism" if "scenario_realism" in keys else keys[0]
+    scores: dict[int, dict[str, list[float]]] = {}
+    for dimension, version_id, value, n in queries.score_value_counts(
+        session=session, round_id=review_round.id, kinds=HUMAN
+    ):
+        scores.setdefault(int(version_id), {}).setdefault(dimension, []).extend(
+            [float(value)] * int(n)
+        )
+    tasks = queries.round_task_attributes(session=session, round_id=review_round.id)
+    audit = None
+    if config.mode == "audit-100" and config.weights:
+        per_task = {v: s for v, d in scores.items() if (s := audit_score(d, config)) is not None}
+        status = dict(zip(tasks["task_version_id"], tasks["status"], strict=True))
+        admitted = sum(status.get(v) == "approved" for v in per_task)
+        audit = {
+            "threshold": config.threshold,
+            "scores": [round(s, 3) for s in per_task.values()],
+            "scored": len(per_task),
+            "admitted": admitted,
+            "share_admitted": admitted / len(per_task) if per_task else None,
+        }
+    level = rubric.dimension(item).level
+    values = sorted({v for d in scores.values() for v in d.get(item, [])})
+    index = {v: i for i, v in enumerate(values)}
+    breakdowns = {}
+    for column in GROUPINGS:
+        rows = []
+        labels = tasks[column].fillna(UNSET)
+        for group, members in tasks.groupby(labels, sort=True):
+            ids = [int(v) for v in members["task_version_id"]]
+            rated = [v for v in ids if scores.get(v, {}).get(item)]
+            medians = [float(np.median(scores[v][item])) for v in rated]
+            counts = np.zeros((len(rated), max(len(values), 1)))
+            for row, v in enumerate(rated):
+                for value in scores[v][item]:
+                    counts[row, index[value]] += 1
+            alpha = (
+                agreement.alpha_of_counts(counts, np.array(values), level, bootstrap=200)
+                if rated and len(values) >= 2
+                else None
+            )
+            audit_scores_of = (
+                [s for v in rated if (s := audit_score(scores[v], config)) is not None]
+                if audit
+                else []
+            )
+            rows.append(
+                {
+                    "group": str(group),
+                    "tasks": len(ids),
+                    "rated": len(rated),
+                    "realism": float(np.mean(medians)) if medians else None,
+                    "audit_score": float(np.mean(audit_scores_of)) if audit_scores_of else None,
+                    "alpha": None if alpha is None else alpha.value,
+                    "ci_low": None if alpha is None else alpha.ci_low,
+                    "ci_high": None if alpha is None else alpha.ci_high,
+                    "approved": int((members["status"] == "approved").sum()),
+                }
+            )
+        breakdowns[column] = rows
+    return _no_nan(
+        {
+            "item": item,
+            "item_label": rubric.dimension(item).label,
+            "mode": config.mode,
+            "audit": audit,
+            "breakdowns": breakdowns,
+            "checks": queries.check_status_counts(session=session, round_id=review_round.id),
+            "repairs": queries.round_repair_count(session=session, round_id=review_round.id),
+            "proposals": queries.proposal_count(session=session, round_id=review_round.id),
+        }
+    )
+
+
+def authoring(
+    *, session: Session, actor: User, round_name: str | int | None = None
+) -> Materialised:
+    """`authoring_figures` of a round as stored for its current ratings and ledger head:
+    at once for a small round, else in the background. Leads only."""
+    from itsmreview.ledger.queries import last_entry
+    from itsmreview.review.models import Rubric
+    from itsmreview.review.rubrics import RubricDefinition
+
+    require_role(actor, Role.lead)
+    review_round = find_round(session, round_name)
+    round_id, rubric_id = review_round.id, review_round.rubric_id
+    head = last_entry(session=session)
+    inline = queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS
+
+    def compute(background: Session) -> dict:
+        found = background.get(ReviewRound, round_id)
+        rubric = RubricDefinition.model_validate(background.get(Rubric, rubric_id).definition)
+        return authoring_figures(session=background, review_round=found, rubric=rubric)
+
+    return materialised(
+        session=session,
+        kind="round-authoring",
+        key=f"{round_id}:{rubric_id}",
+        fingerprint=str(head.seq if head else 0),
+        compute=compute,
+        inline=inline,
+    )
+
+
+def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, float]:
+    """task version id -> audit-100 score of the round's scored tasks."""
+    from itsmreview.review.approval import audit_score
+    from itsmreview.review.models import Rubric
+    from itsmreview.review.reliability import HUMAN, gate_config
+    from itsmreview.review.rubrics import RubricDefinition
+
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    config = gate_config(review_round, rubric)
+    scores: dict[int, dict[str, list[float]]] = {}
+    for dimension, version_id, value, n in queries.score_value_counts(
+        session=session, round_id=review_round.id, kinds=HUMAN
+    ):
+        scores.setdefault(int(version_id), {}).setdefault(dimension, []).extend(
+            [float(value)] * int(n)
+        )
+    return {v: s for v, d in scores.items() if (s := audit_score(d, config)) is not None}

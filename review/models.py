@@ -223,3 +223,72 @@ class RoundCoincidence(SQLModel, table=True):
     dimension: str = Field(sa_type=String(64), primary_key=True)
     pairs: dict = Field(default_factory=dict, sa_type=JSON)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class CheckStatus(StrEnum):
+    passed = "pass"
+    warn = "warn"
+    failed = "fail"
+    error = "error"  # the check itself could not run: blocks like a failure
+
+
+class MachineCheck(SQLModel, table=True):
+    """The result of an external machine check of one task version (structure,
+    reproducibility, verifiability, ...); the newest result per check counts."""
+
+    __tablename__ = "machine_checks"
+    __table_args__ = (Index("ix_machine_checks_version_check", "task_version_id", "check", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True, ondelete="CASCADE")
+    check: str = Field(sa_type=String(64))
+    status: CheckStatus = Field(sa_type=String(16))
+    summary: str = Field(default="", sa_type=Text)
+    details: dict = Field(default_factory=dict, sa_type=JSON)
+    tool: str = Field(default="", sa_type=String(128))
+    ran_at: datetime | None = None
+    imported_at: datetime = Field(default_factory=utcnow)
+    imported_by_id: int | None = Field(default=None, foreign_key="users.id")
+
+
+class ProposalStatus(StrEnum):
+    proposed = "proposed"
+    accepted = "accepted"
+    dismissed = "dismissed"
+
+
+class ResolutionProposal(SQLModel, table=True):
+    """An expert's proposal of another acceptable end state of a task, for the lead to accept
+    into the task's next version or to dismiss."""
+
+    __tablename__ = "resolution_proposals"
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True)
+    assignment_id: int = Field(foreign_key="assignments.id", index=True, ondelete="CASCADE")
+    expert_id: int = Field(foreign_key="users.id", index=True)
+    description: str = Field(sa_type=Text)
+    changes: list[dict] = Field(default_factory=list, sa_type=JSON)
+    status: ProposalStatus = Field(default=ProposalStatus.proposed, sa_type=String(16))
+    decided_by_id: int | None = Field(default=None, foreign_key="users.id")
+    decided_at: datetime | None = None
+    reason: str = Field(default="", sa_type=Text)
+    accepted_version_id: int | None = Field(default=None, foreign_key="task_versions.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class TaskRepair(SQLModel, table=True):
+    """One repair iteration: a new version of a task that needed revision in a round, put
+    back into that round's queue in place of the version it revises."""
+
+    __tablename__ = "task_repairs"
+    __table_args__ = (UniqueConstraint("round_id", "to_version_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    from_version_id: int = Field(foreign_key="task_versions.id")
+    to_version_id: int = Field(foreign_key="task_versions.id")
+    iteration: int = 1
+    created_at: datetime = Field(default_factory=utcnow)

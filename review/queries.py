@@ -992,3 +992,279 @@ def rubric_named(*, session: Session, name: str):
     from itsmreview.review.models import Rubric
 
     return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()
+
+
+def _newest_checks():
+    """The newest result of each check of each task version (a newer import replaces it)."""
+    from itsmreview.review.models import MachineCheck
+
+    newer = aliased(MachineCheck)
+    return select(MachineCheck).where(
+        ~select(newer.id)
+        .where(
+            newer.task_version_id == MachineCheck.task_version_id,
+            newer.check == MachineCheck.check,
+            newer.id > MachineCheck.id,
+        )
+        .exists()
+    )
+
+
+FAILING_CHECK = ("fail", "error")
+
+
+def failed_checks(
+    *, session: Session, round_id: int | None = None, task_version_id: int | None = None
+) -> dict[int, list[str]]:
+    """task version id -> the checks whose newest result failed (of a round's versions, or
+    of one version)."""
+    from itsmreview.review.models import MachineCheck
+
+    query = _newest_checks().where(MachineCheck.status.in_(FAILING_CHECK))
+    if task_version_id is not None:
+        query = query.where(MachineCheck.task_version_id == task_version_id)
+    if round_id is not None:
+        query = query.where(
+            select(RoundTask.id)
+            .where(
+                RoundTask.round_id == round_id,
+                RoundTask.task_version_id == MachineCheck.task_version_id,
+            )
+            .exists()
+        )
+    out: dict[int, list[str]] = {}
+    for check in session.exec(query.order_by(MachineCheck.check)).all():
+        out.setdefault(check.task_version_id, []).append(check.check)
+    return out
+
+
+def checks_of(*, session: Session, task_version_id: int) -> list:
+    """The newest result of each check of one task version, by check name."""
+    from itsmreview.review.models import MachineCheck
+
+    return list(
+        session.exec(
+            _newest_checks()
+            .where(MachineCheck.task_version_id == task_version_id)
+            .order_by(MachineCheck.check)
+        ).all()
+    )
+
+
+def check_status_counts(*, session: Session, round_id: int) -> dict[str, int]:
+    """status -> newest check results of the round's task versions."""
+    from itsmreview.review.models import MachineCheck
+
+    newest = _newest_checks().where(
+        select(RoundTask.id)
+        .where(
+            RoundTask.round_id == round_id,
+            RoundTask.task_version_id == MachineCheck.task_version_id,
+        )
+        .exists()
+    )
+    sub = newest.subquery()
+    rows = session.exec(select(sub.c.status, func.count()).group_by(sub.c.status)).all()
+    return {str(s): int(n) for s, n in rows}
+
+
+def open_rounds_of_versions(*, session: Session, task_version_ids: Sequence[int]) -> list[int]:
+    """Ids of the open rounds holding any of these task versions."""
+    if not task_version_ids:
+        return []
+    return list(
+        session.exec(
+            select(RoundTask.round_id)
+            .join(ReviewRound, ReviewRound.id == RoundTask.round_id)
+            .where(
+                in_ids(session, RoundTask.task_version_id, task_version_ids),
+                ReviewRound.status == RoundStatus.open,
+            )
+            .distinct()
+        ).all()
+    )
+
+
+def proposals_frame(
+    *, session: Session, round_id: int | None = None, status: str | None = None
+) -> pd.DataFrame:
+    """Proposed alternative resolutions with their task, version and expert."""
+    from itsmreview.review.models import ResolutionProposal
+
+    query = (
+        select(
+            ResolutionProposal.id,
+            ReviewRound.name.label("round"),
+            Task.external_id.label("task"),
+            TaskVersion.version,
+            User.username.label("expert"),
+            ResolutionProposal.description,
+            ResolutionProposal.changes,
+            ResolutionProposal.status,
+            ResolutionProposal.reason,
+            ResolutionProposal.created_at,
+        )
+        .join(ReviewRound, ReviewRound.id == ResolutionProposal.round_id)
+        .join(TaskVersion, TaskVersion.id == ResolutionProposal.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .join(User, User.id == ResolutionProposal.expert_id)
+    )
+    if round_id is not None:
+        query = query.where(ResolutionProposal.round_id == round_id)
+    if status is not None:
+        query = query.where(ResolutionProposal.status == status)
+    return frame_of(session, query.order_by(ResolutionProposal.id))
+
+
+def proposals_of_assignment(*, session: Session, assignment_id: int) -> list:
+    from itsmreview.review.models import ResolutionProposal
+
+    return list(
+        session.exec(
+            select(ResolutionProposal)
+            .where(ResolutionProposal.assignment_id == assignment_id)
+            .order_by(ResolutionProposal.id)
+        ).all()
+    )
+
+
+def round_task_row(*, session: Session, round_id: int, task_version_id: int):
+    return session.exec(
+        select(RoundTask).where(
+            RoundTask.round_id == round_id, RoundTask.task_version_id == task_version_id
+        )
+    ).first()
+
+
+def repairs_of_task(*, session: Session, task_id: int, round_id: int | None = None) -> list:
+    from itsmreview.review.models import TaskRepair
+
+    query = select(TaskRepair).where(TaskRepair.task_id == task_id)
+    if round_id is not None:
+        query = query.where(TaskRepair.round_id == round_id)
+    return list(session.exec(query.order_by(TaskRepair.id)).all())
+
+
+def repair_counts(*, session: Session, task_ids: Sequence[int] | None = None) -> dict[int, int]:
+    """task id -> repair iterations (new versions put back into a round after revision)."""
+    from itsmreview.review.models import TaskRepair
+
+    query = select(TaskRepair.task_id, func.count()).group_by(TaskRepair.task_id)
+    if task_ids is not None:
+        if not task_ids:
+            return {}
+        query = query.where(in_ids(session, TaskRepair.task_id, task_ids))
+    return {int(t): int(n) for t, n in session.exec(query).all()}
+
+
+def revision_rows(*, session: Session, round_id: int) -> pd.DataFrame:
+    """The round's task versions that need revision: version, task and decision."""
+    return round_task_statuses(session=session, round_id=round_id, status="needs_revision")
+
+
+def feedback_ratings(*, session: Session, round_id: int, task_version_ids: Sequence[int]):
+    """Current submitted human ratings (id, task version, verdict, flags, comment) of these
+    versions, and their scores: what the author's feedback quotes (no expert names)."""
+    if not task_version_ids:
+        return [], []
+    ratings = session.exec(
+        select(Rating.id, Rating.task_version_id, Rating.verdict, Rating.flags, Rating.comment)
+        .where(*_current_submitted(round_id, ("human",)))
+        .where(in_ids(session, Rating.task_version_id, task_version_ids))
+        .order_by(Rating.task_version_id, Rating.id)
+    ).all()
+    ids = [r[0] for r in ratings]
+    scores = (
+        session.exec(
+            select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
+                in_ids(session, RatingScore.rating_id, ids)
+            )
+        ).all()
+        if ids
+        else []
+    )
+    return ratings, scores
+
+
+def feedback_turn_notes(*, session: Session, round_id: int, task_version_ids: Sequence[int]):
+    """(task version, transcript, turn, flag, comment) of every turn note on these versions
+    in the round."""
+    from itsmreview.catalog.models import Transcript
+    from itsmreview.review.models import TurnNote
+
+    if not task_version_ids:
+        return []
+    return session.exec(
+        select(
+            Assignment.task_version_id,
+            Transcript.external_id,
+            TurnNote.turn,
+            TurnNote.flag,
+            TurnNote.comment,
+        )
+        .join(Assignment, Assignment.id == TurnNote.assignment_id)
+        .join(Transcript, Transcript.id == TurnNote.transcript_id)
+        .where(Assignment.round_id == round_id)
+        .where(in_ids(session, Assignment.task_version_id, task_version_ids))
+        .order_by(Assignment.task_version_id, Transcript.external_id, TurnNote.turn)
+    ).all()
+
+
+def revisions_of_task(
+    *, session: Session, task_id: int, before_version: int
+) -> list[tuple[int, int, float]]:
+    """(task version id, round id, priority) of the task's versions older than
+    `before_version` that need revision, per round, newest version first."""
+    rows = session.exec(
+        select(TaskVersion.id, RoundTask.round_id, RoundTask.priority)
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .where(
+            TaskVersion.task_id == task_id,
+            TaskVersion.version < before_version,
+            TaskVersion.status == "needs_revision",
+        )
+        .order_by(RoundTask.round_id, TaskVersion.version.desc())
+    ).all()
+    seen, out = set(), []
+    for version_id, round_id, priority in rows:
+        if round_id not in seen:
+            seen.add(round_id)
+            out.append((int(version_id), int(round_id), float(priority)))
+    return out
+
+
+def round_task_attributes(*, session: Session, round_id: int) -> pd.DataFrame:
+    """The round's task versions with their status and authoring fields."""
+    return frame_of(
+        session,
+        select(
+            TaskVersion.id.label("task_version_id"),
+            TaskVersion.status,
+            TaskVersion.difficulty,
+            TaskVersion.user_type,
+            TaskVersion.simulator_backbone,
+        )
+        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+        .where(RoundTask.round_id == round_id),
+    )
+
+
+def round_repair_count(*, session: Session, round_id: int) -> int:
+    from itsmreview.review.models import TaskRepair
+
+    return int(
+        session.exec(
+            select(func.count()).select_from(TaskRepair).where(TaskRepair.round_id == round_id)
+        ).one()
+    )
+
+
+def proposal_count(*, session: Session, round_id: int) -> dict[str, int]:
+    from itsmreview.review.models import ResolutionProposal
+
+    rows = session.exec(
+        select(ResolutionProposal.status, func.count())
+        .where(ResolutionProposal.round_id == round_id)
+        .group_by(ResolutionProposal.status)
+    ).all()
+    return {str(s): int(n) for s, n in rows}

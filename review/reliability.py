@@ -441,7 +441,8 @@ def gate_config(review_round: ReviewRound, rubric: RubricDefinition) -> GateConf
     blocking = tuple(f.key for f in rubric.flags if f.blocking)
     config = dict(review_round.approval or {})
     config.setdefault("k_min", review_round.k)
-    return GateConfig.from_dict(config, required=required, blocking=blocking)
+    scoring = rubric.scoring.model_dump(mode="json") if rubric.scoring is not None else None
+    return GateConfig.from_dict(config, required=required, blocking=blocking, scoring=scoring)
 
 
 def gating_alphas(
@@ -474,7 +475,7 @@ def gating_alphas(
 def alpha_reached(config: GateConfig, alphas: dict[str, float | None]) -> bool:
     """Whether the round's agreement lets tasks be approved: the only way alpha enters a
     task's status (a task's reasons quote the values, its status does not)."""
-    return all(
+    return config.alpha_min <= -1 or all(
         (value := alphas.get(d)) is not None and value >= config.alpha_min
         for d in config.gating_dimensions
     )
@@ -489,6 +490,7 @@ def gate_decisions(
     round_alpha = gating_alphas(session=session, review_round=data.review_round, rubric=data.rubric)
     ratings = _task_ratings(data)
     adjudicated = queries.adjudications_of_round(session=session, round_id=data.review_round.id)
+    failed = queries.failed_checks(session=session, round_id=data.review_round.id)
     tasks = queries.round_task_statuses(session=session, round_id=data.review_round.id)
     decisions = {
         int(v): decide(
@@ -496,6 +498,7 @@ def gate_decisions(
             config,
             round_alpha,
             adjudicated.get(int(v)),
+            failed.get(int(v), ()),
         )
         for v in tasks["task_version_id"]
     }
@@ -653,7 +656,10 @@ def redecide_task(
     adjudicated = queries.adjudications_of_round(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
-    decision = decide(ratings, config, alphas, adjudicated.get(task_version_id))
+    failed = queries.failed_checks(session=session, task_version_id=task_version_id)
+    decision = decide(
+        ratings, config, alphas, adjudicated.get(task_version_id), failed.get(task_version_id, ())
+    )
     row = queries.version_status_row(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )
@@ -822,6 +828,11 @@ def current_gate(
     return gate_config(review_round, rubric), rubric
 
 
+GATE_MODES = ("median", "audit-100")
+# what a lead may set per round; the audit's weights and credit come from the rubric
+GATE_SETTINGS = {f.name for f in fields(GateConfig)} - {"weights", "credit", "blocked_value"}
+
+
 def set_gate(
     *, session: Session, actor: User, round_name: str, changes: dict
 ) -> tuple[GateConfig, dict[int, Decision]]:
@@ -831,9 +842,22 @@ def set_gate(
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
     _, rubric = current_gate(session=session, round_name=review_round.id)
-    unknown = sorted(set(changes) - {f.name for f in fields(GateConfig)})
+    unknown = sorted(set(changes) - GATE_SETTINGS)
     if unknown:
         raise InvalidInput(f"unknown gate setting(s): {', '.join(unknown)}")
+    if "mode" in changes:
+        if changes["mode"] not in GATE_MODES:
+            raise InvalidInput(
+                f"mode must be one of {', '.join(GATE_MODES)}, got {changes['mode']!r}"
+            )
+        if changes["mode"] == "audit-100" and rubric.scoring is None:
+            raise InvalidInput(
+                f"mode audit-100 needs a rubric with a 100-point scoring; round "
+                f"{review_round.name!r} uses {rubric.name!r}: open the round with "
+                "`--rubric audit-100`"
+            )
+    if "threshold" in changes and not 0 <= changes["threshold"] <= 100:
+        raise InvalidInput(f"threshold must be between 0 and 100, got {changes['threshold']}")
     low = min(d.scale[0] for d in rubric.dimensions)
     high = max(d.scale[1] for d in rubric.dimensions)
     checks = {

@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 
 RUBRICS_DIR = Path(__file__).parent / "rubrics"
 DEFAULT_RUBRIC = RUBRICS_DIR / "itsm-realism.yaml"
+PRESETS = {"itsm-realism": DEFAULT_RUBRIC, "audit-100": RUBRICS_DIR / "audit-100.yaml"}
 
 
 class Dimension(BaseModel):
@@ -45,6 +46,29 @@ class Confidence(BaseModel):
     label: str = "Confidence"
 
 
+class AuditScoring(BaseModel):
+    """A points score per task (the 100-point audit): each weighted dimension earns its
+    weight times the credit of the value given; the task's score is the mean over raters."""
+
+    mode: Literal["audit-100"] = "audit-100"
+    threshold: float = Field(default=80.0, ge=0, le=100)
+    weights: dict[str, float]
+    credit: dict[int, float]  # scale value -> share of the weight earned
+    blocked: int | None = None  # the scale value meaning "cannot be judged"
+
+    @model_validator(mode="after")
+    def _weights_and_credit(self) -> "AuditScoring":
+        total = sum(self.weights.values())
+        if abs(total - 100) > 1e-9:
+            raise ValueError(f"weights add up to {total:g}, not 100")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("weights must not be negative")
+        bad = sorted(k for k, c in self.credit.items() if not 0 <= c <= 1)
+        if bad:
+            raise ValueError(f"credit of {bad} must lie between 0 and 1")
+        return self
+
+
 class RubricDefinition(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
     title: str
@@ -53,6 +77,7 @@ class RubricDefinition(BaseModel):
     verdicts: list[str] = Field(default_factory=lambda: ["accept", "revise", "reject"])
     flags: list[Flag] = Field(default_factory=list)
     confidence: Confidence = Field(default_factory=Confidence)
+    scoring: AuditScoring | None = None
 
     @model_validator(mode="after")
     def _unique_keys(self) -> "RubricDefinition":
@@ -60,7 +85,23 @@ class RubricDefinition(BaseModel):
         duplicates = sorted({k for k in keys if keys.count(k) > 1})
         if duplicates:
             raise ValueError(f"dimension keys used twice: {duplicates}")
+        if self.scoring is not None:
+            unknown = sorted(set(self.scoring.weights) - set(keys))
+            if unknown:
+                raise ValueError(f"scoring.weights name no dimension: {unknown}")
+            for key in self.scoring.weights:
+                low, high = self.dimension(key).scale
+                missing = sorted(set(range(low, high + 1)) - set(self.scoring.credit))
+                if missing:
+                    raise ValueError(f"scoring.credit lacks the value(s) {missing} of {key}")
         return self
+
+    def choice_label(self, key: str, value: int) -> str:
+        """A scale point as the rater reads it: '3 Pass' for a nominal scale with anchors."""
+        dimension = self.dimension(key)
+        if dimension.level == "nominal" and value in dimension.anchors:
+            return dimension.anchors[value]
+        return str(value)
 
     def dimension(self, key: str) -> Dimension:
         for dimension in self.dimensions:
@@ -69,20 +110,27 @@ class RubricDefinition(BaseModel):
         raise KeyError(key)
 
     def content_hash(self) -> str:
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        dumped = self.model_dump(mode="json")
+        if dumped["scoring"] is None:  # rubrics written before scoring existed keep their hash
+            del dumped["scoring"]
+        return hashlib.sha256(canonical_json(dumped).encode()).hexdigest()
 
 
 MAX_RUBRIC_BYTES = 2**20
 
 
 def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> RubricDefinition:
-    """Read and validate a rubric YAML file. Raises ValueError naming the file and field."""
+    """Read and validate a rubric YAML file, or a preset by name (`audit-100`,
+    `itsm-realism`). Raises ValueError naming the file and field."""
+    if str(path) in PRESETS and not Path(path).exists():
+        path = PRESETS[str(path)]
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path}: is a folder; give the rubric's YAML file")
     if not path.is_file():
         raise ValueError(
-            f"{path}: no such rubric file; omit --rubric for the default ITSM realism rubric"
+            f"{path}: no such rubric file; give a YAML file, a preset ("
+            f"{', '.join(PRESETS)}) or omit --rubric for the default ITSM realism rubric"
         )
     try:
         data = parse_yaml(read_text_bounded(path, MAX_RUBRIC_BYTES, what="rubric"), path)

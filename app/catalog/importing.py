@@ -29,6 +29,7 @@ class FileImport:
     report: ImportReport
     unresolved: dict[str, dict] = field(default_factory=dict)
     dry_run: bool = False
+    requeued: list[str] = field(default_factory=list)  # set by review.repair.import_path
 
     def as_dict(self) -> dict:
         return {
@@ -36,6 +37,7 @@ class FileImport:
             **self.report.as_dict(),
             "unresolved": self.unresolved,
             "dry_run": self.dry_run,
+            "requeued": self.requeued,
         }
 
 

@@ -44,6 +44,10 @@ class Task(SQLModel, table=True):
     persona: str = Field(sa_type=String(128), index=True)
     track: Track = Field(sa_type=String(32), index=True)
     status: TaskStatus = Field(default=TaskStatus.draft, sa_type=String(32), index=True)
+    # the newest version's benchmark-authoring fields, mirrored for the Tasks page's filters
+    difficulty: str | None = Field(default=None, sa_type=String(16), index=True)
+    user_type: str | None = Field(default=None, sa_type=String(64), index=True)
+    simulator_backbone: str | None = Field(default=None, sa_type=String(128), index=True)
     author_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
@@ -74,6 +78,10 @@ class TaskVersion(SQLModel, table=True):
     extra: dict = Field(default_factory=dict, sa_type=JSON)
     edited_by_id: int | None = Field(default=None, foreign_key="users.id")
     created_at: datetime = Field(default_factory=utcnow)
+    difficulty: str | None = Field(default=None, sa_type=String(16), index=True)  # easy|medium|hard
+    user_type: str | None = Field(default=None, sa_type=String(64), index=True)
+    # the simulated actors' model, from the transcripts' simulator metadata
+    simulator_backbone: str | None = Field(default=None, sa_type=String(128), index=True)
     # the review decision on this version (draft: never in a review round)
     status: TaskStatus = Field(
         default=TaskStatus.draft,

@@ -5,6 +5,12 @@ from typing import Any, Literal
 
 from itsmreview.catalog.formats.common import find_nul, parse_json, parse_yaml, read_task_text
 from itsmreview.catalog.models import SourceKind, Track
+from itsmreview.catalog.state import (
+    Alternative,
+    StateSpec,
+    normalise_difficulty,
+    normalise_user_type,
+)
 from itsmreview.ledger.chain import canonical_json
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -83,6 +89,31 @@ class NativeTask(_Open):
     source: Source = Field(default_factory=Source)
     provenance: list[Provenance] = Field(default_factory=list)
     transcripts: list[TranscriptIn] = Field(default_factory=list)
+    # benchmark-authoring fields (catalog.state); left out of the content hash when unset, so
+    # tasks without them keep the hash they had before the fields existed
+    state: StateSpec | None = None
+    alternatives: list[Alternative] = Field(default_factory=list)
+    difficulty: str | None = None
+    user_type: str | None = None
+
+    @field_validator("difficulty", mode="before")
+    @classmethod
+    def _difficulty(cls, value: Any) -> str | None:
+        return normalise_difficulty(value)
+
+    @field_validator("user_type", mode="before")
+    @classmethod
+    def _user_type(cls, value: Any) -> str | None:
+        return normalise_user_type(value)
+
+    @field_validator("alternatives")
+    @classmethod
+    def _unique_alternative_ids(cls, value: list[Alternative]) -> list[Alternative]:
+        ids = [a.id for a in value]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"alternative id(s) used twice: {', '.join(twice)}")
+        return value
 
     @field_validator("transcripts")
     @classmethod
@@ -94,10 +125,21 @@ class NativeTask(_Open):
             seen.add(transcript.id)
         return value
 
+    def stored(self) -> dict:
+        """The task as stored and hashed: the optional authoring fields only when set."""
+        dumped = self.model_dump(mode="json")
+        for name in OPTIONAL_FIELDS:
+            if not dumped.get(name):
+                dumped.pop(name, None)
+        return dumped
+
     def content_hash(self) -> str:
         import hashlib
 
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(self.stored()).encode()).hexdigest()
+
+
+OPTIONAL_FIELDS = ("state", "alternatives", "difficulty", "user_type")
 
 
 def _location(loc: tuple) -> str:

@@ -12,6 +12,7 @@ from itsmreview.catalog.models import (
     Transcript,
 )
 from itsmreview.catalog.native import NativeTask
+from itsmreview.catalog.state import simulator_backbone, simulator_user_type
 from itsmreview.db import analyze, utcnow
 from itsmreview.ledger.service import append_entry
 from itsmreview.sequences import declared_sequences
@@ -86,7 +87,15 @@ def import_tasks(
             task.status = TaskStatus.draft  # the newest version is not reviewed yet
             task.updated_at = utcnow()
             report.new_versions.append(item.id)
-        dumped = item.model_dump(mode="json")
+        dumped = item.stored()
+        simulators = [t.get("simulator") or {} for t in dumped["transcripts"]]
+        authoring = {
+            "difficulty": item.difficulty,
+            "user_type": item.user_type or simulator_user_type(simulators),
+            "simulator_backbone": simulator_backbone(simulators),
+        }
+        for name, value in authoring.items():
+            setattr(task, name, value)
         version = TaskVersion(
             task_id=task.id,
             version=number,
@@ -104,6 +113,7 @@ def import_tasks(
             provenance=dumped["provenance"],
             extra={k: v for k, v in dumped.items() if k not in CORE_FIELDS},
             edited_by_id=author_id,
+            **authoring,
         )
         session.add(version)
         session.flush()

@@ -23,9 +23,10 @@ app.add_typer(round_app, name="round")
 def round_create(
     name: Annotated[str, typer.Argument(help="Round name.")],
     k: Annotated[int, typer.Option(help="Experts per task.")] = 3,
-    rubric: Annotated[Path | None, typer.Option(help="Rubric YAML (default: ITSM realism).")] = (
-        None
-    ),
+    rubric: Annotated[
+        Path | None,
+        typer.Option(help="Rubric YAML or preset: itsm-realism (default), audit-100."),
+    ] = None,
     task_ids: Annotated[
         list[str] | None, typer.Option("--id", help="Task id (repeatable; default: every task).")
     ] = None,
@@ -75,6 +76,13 @@ def round_gate(
     blocking: Annotated[
         list[str] | None, typer.Option(help="Blocking flag (repeatable; replaces the list).")
     ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(help="median (rubric medians) or audit-100 (the 100-point audit score)."),
+    ] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="audit-100: the score (0-100) a task needs.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show a round's approval gate, or change it and re-decide every task of the round."""
@@ -92,6 +100,8 @@ def round_gate(
             "disagreement_range": disagreement_range,
             "gating_dimensions": gating,
             "blocking_flags": blocking,
+            "mode": mode,
+            "threshold": threshold,
         }.items()
         if value is not None
     }
@@ -104,12 +114,18 @@ def round_gate(
             statuses = dict(Counter(d.status for d in decisions.values()))
         else:
             config, statuses = current_gate(session=session, round_name=name)[0], None
-    shown = {**asdict(config), "statuses": statuses}
+    settings = asdict(config)
+    weights = dict(settings.pop("weights"))
+    credit = {str(int(v)): c for v, c in settings.pop("credit")}
+    blocked = settings.pop("blocked_value")
+    audit = {"weights": weights, "credit": credit, "blocked": blocked} if weights else None
     if as_json:
-        echo_json(shown)
+        echo_json({**settings, "audit": audit, "statuses": statuses})
         return
-    for key, value in asdict(config).items():
+    for key, value in settings.items():
         typer.echo(f"{key:<20} {', '.join(value) if isinstance(value, tuple) else value}")
+    if audit and config.mode == "audit-100":
+        typer.echo("weights              " + ", ".join(f"{k} {w:g}" for k, w in weights.items()))
     if statuses is not None:
         typer.echo("tasks now: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
 

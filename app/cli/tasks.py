@@ -36,8 +36,9 @@ def tasks_import(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Import tasks, or transcripts of existing tasks; all or nothing, unchanged tasks skipped."""
-    from itsmreview.catalog.importing import import_path
+    """Import tasks, or transcripts of existing tasks; all or nothing, unchanged tasks skipped.
+    A new version of a task that needs revision in an open round goes back into its queue."""
+    from itsmreview.review.repair import import_path
 
     ensure_schema()
     with open_session() as session:
@@ -55,6 +56,8 @@ def tasks_import(
     )
     for task_id, missing in result.unresolved.items():
         typer.echo(f"  {task_id}: not in the log: {json.dumps(missing, ensure_ascii=False)}")
+    for requeued in result.requeued:
+        typer.echo(f"  back in review: {requeued}")
 
 
 @tasks_app.command("show")
@@ -79,6 +82,18 @@ def tasks_show(
     for label in ("instruction", "environment", "ground_truth", "verifier"):
         if task.get(label):
             typer.echo(f"\n[{label}]\n{task[label]}")
+    if task.get("state"):
+        from itsmreview.catalog.state import diff_rows, preserve_rows, state_summary
+
+        typer.echo(f"\n[expected end state] {state_summary(task['state'])}")
+        for row in diff_rows(task["state"]):
+            keep = "  (must not change)" if row["must_not_change"] else ""
+            typer.echo(
+                f"  {row['change']:<8} {row['entity']} {row['key']} {row['field']}: "
+                f"{json.dumps(row['before'])} -> {json.dumps(row['after'])}{keep}"
+            )
+        for row in preserve_rows(task["state"]):
+            typer.echo(f"  unchanged {row['entity']} {row['key']}: {row['fields']}")
     for transcript in task["transcripts"]:
         typer.echo(f"\n[transcript {transcript['id']}] {len(transcript['messages'])} turns")
 

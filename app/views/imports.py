@@ -3,7 +3,8 @@ from pathlib import Path
 
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.catalog.importing import FORMAT_CHOICES, import_as
+from itsmreview.catalog.importing import FORMAT_CHOICES
+from itsmreview.review.repair import import_as
 from itsmreview.coverage.eventlog import (
     PRESETS,
     ColumnMapping,
@@ -214,4 +215,9 @@ with task_tab:
                 st.success(
                     f"Imported {len(done.report.created)} new task(s), "
                     f"{len(done.report.new_versions)} new version(s)."
+                    + (
+                        f" Back in review after revision: {len(done.requeued)}."
+                        if done.requeued
+                        else ""
+                    )
                 )

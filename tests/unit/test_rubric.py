@@ -7,8 +7,10 @@ def test_default_rubric_has_the_benchmark_dimensions():
     keys = [d.key for d in rubric.dimensions]
     assert keys == [
         "scenario_realism",
+        "task_completeness",
         "persona_fit",
         "instruction_clarity",
+        "spoiler_free",
         "ground_truth_correctness",
         "verifier_alignment",
         "simulated_user_realism",
@@ -35,3 +37,47 @@ def test_editing_changes_the_content_hash():
     rubric = load_rubric()
     edited = rubric.model_copy(update={"title": "Changed"})
     assert rubric.content_hash() != edited.content_hash()
+
+
+def test_the_audit_preset_scores_five_criteria_to_one_hundred():
+    rubric = load_rubric("audit-100")
+    assert [d.key for d in rubric.dimensions] == [
+        "scenario_realism",
+        "task_completeness",
+        "instruction_clarity",
+        "ground_truth_correctness",
+        "evaluator_rubric_alignment",
+    ]
+    assert sum(rubric.scoring.weights.values()) == 100
+    assert rubric.scoring.threshold == 80
+    assert [rubric.choice_label("task_completeness", v) for v in range(4)] == [
+        "Blocked",
+        "Fail",
+        "Warn",
+        "Pass",
+    ]
+
+
+def test_scoring_must_add_up_and_cover_the_scale(tmp_path):
+    path = tmp_path / "r.yaml"
+    base = "name: r\ntitle: R\ndimensions:\n  - {key: a, label: A, level: nominal, scale: [0, 3]}\n"
+    path.write_text(base + "scoring: {weights: {a: 90}, credit: {0: 0, 1: 0, 2: 0.5, 3: 1}}\n")
+    with pytest.raises(ValueError, match="weights add up to 90, not 100"):
+        load_rubric(path)
+    path.write_text(base + "scoring: {weights: {a: 100}, credit: {0: 0, 3: 1}}\n")
+    with pytest.raises(ValueError, match=r"credit lacks the value\(s\) \[1, 2\] of a"):
+        load_rubric(path)
+    path.write_text(base + "scoring: {weights: {b: 100}, credit: {0: 0}}\n")
+    with pytest.raises(ValueError, match=r"scoring.weights name no dimension: \['b'\]"):
+        load_rubric(path)
+
+
+def test_a_rubric_without_scoring_keeps_the_hash_it_had_before_scoring_existed():
+    import hashlib
+
+    from itsmreview.ledger.chain import canonical_json
+
+    rubric = load_rubric()
+    legacy = rubric.model_dump(mode="json")
+    del legacy["scoring"]
+    assert rubric.content_hash() == hashlib.sha256(canonical_json(legacy).encode()).hexdigest()

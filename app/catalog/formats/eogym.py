@@ -1,6 +1,7 @@
 """EnterpriseOps-Gym task JSON: system prompt, user prompt, tools, SQL state verifiers."""
 
 import json
+import re
 from pathlib import Path
 
 from itsmreview.catalog.formats.common import (
@@ -11,6 +12,66 @@ from itsmreview.catalog.formats.common import (
     need,
     text_block,
 )
+
+_COUNT = re.compile(
+    r"^\s*SELECT\s+COUNT\(\s*\*\s*\)\s+FROM\s+(?P<table>[A-Za-z_][A-Za-z0-9_]*)\s+"
+    r"WHERE\s+(?P<where>.+?)\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_EQUALS = re.compile(
+    r"^\s*(?P<column>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:'(?P<text>(?:[^']|'')*)'|(?P<number>-?\d+(?:\.\d+)?))\s*$"
+)
+
+
+def _conditions(where: str) -> dict[str, object] | None:
+    """column -> value of a WHERE made of `column = value` joined by AND, else None."""
+    out: dict[str, object] = {}
+    for part in re.split(r"\s+AND\s+", where.strip(), flags=re.IGNORECASE):
+        found = _EQUALS.match(part)
+        if found is None:
+            return None
+        if found["text"] is not None:
+            out[found["column"]] = found["text"].replace("''", "'")
+        else:
+            number = found["number"]
+            out[found["column"]] = float(number) if "." in number else int(number)
+    return out
+
+
+def state_of(verifiers: list[dict]) -> dict:
+    """The change set the SQL state checks state: `COUNT(*) FROM t WHERE a = x AND ...`
+    equal to 1 is a record that must end with those fields (changed when the WHERE names the
+    table's own key, `<table>_id` or `id`, else added); equal to 0 is a record that must be
+    gone (removed). Any other check is kept as written."""
+    changes, checks = [], []
+    for verifier in verifiers:
+        config = verifier.get("validation_config") or {}
+        query = str(config.get("query") or "")
+        name = verifier.get("name") or verifier.get("description") or "check"
+        found = _COUNT.match(query)
+        conditions = _conditions(found["where"]) if found else None
+        expected = config.get("expected_value")
+        comparison = config.get("comparison_type", "equals")
+        if conditions is None or comparison != "equals" or expected not in (0, 1):
+            checks.append(f"{name}: {query.strip()} {comparison} {json.dumps(expected)}")
+            continue
+        table = found["table"]
+        key_column = next((c for c in (f"{table}_id", "id") if c in conditions), None)
+        key = str(conditions[key_column]) if key_column else ""
+        fields = {c: v for c, v in conditions.items() if c != key_column}
+        if expected == 0:
+            changes.append(
+                {"entity": table, "key": key, "change": "removed", "note": name, "before": fields}
+            )
+        elif key and fields:
+            changes.append(
+                {"entity": table, "key": key, "change": "changed", "after": fields, "note": name}
+            )
+        else:
+            changes.append(
+                {"entity": table, "key": key, "change": "added", "after": conditions, "note": name}
+            )
+    return {k: v for k, v in {"changes": changes, "checks": checks}.items() if v}
 
 
 def looks_like(data) -> bool:
@@ -46,6 +107,7 @@ def to_native(task: dict, task_id: str, where: str, persona: str, log: str | Non
         "ground_truth": "The database satisfies every state check of the verifier.",
         "verifier": "\n\n".join(checks),
         "tags": ["eogym"],
+        "state": state_of(verifiers) or None,
         "provenance": [
             {
                 "field": "instruction",

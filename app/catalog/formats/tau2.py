@@ -22,6 +22,46 @@ def looks_like(data) -> bool:
     )
 
 
+def state_of(criteria: dict) -> dict:
+    """The change set the evaluation criteria state: each environment assertion
+    (`assert_<field>` on the user's device or the assistant's backend) is a field the
+    environment must end with; the expected actions are listed as they are."""
+    changes = []
+    for assertion in criteria.get("env_assertions") or []:
+        if not isinstance(assertion, dict) or not assertion.get("func_name"):
+            continue
+        func = str(assertion["func_name"])
+        field = func.removeprefix("assert_")
+        arguments = assertion.get("arguments") or {}
+        after = {
+            f"{field}.{k.removeprefix('expected_')}" if len(arguments) > 1 else field: v
+            for k, v in arguments.items()
+        } or {field: True}
+        if assertion.get("assert_value") is False:
+            after = {k: {"not": v} for k, v in after.items()}
+        changes.append(
+            {
+                "entity": f"{assertion.get('env_type') or 'environment'} environment",
+                "key": "",
+                "change": "changed",
+                "after": after,
+                "note": assertion.get("message") or func,
+            }
+        )
+    actions = [
+        {
+            "name": str(a.get("name")),
+            "by": str(a.get("requestor") or "assistant"),
+            "arguments": a.get("arguments") or {},
+        }
+        for a in criteria.get("actions") or []
+        if isinstance(a, dict) and a.get("name")
+    ]
+    checks = [str(a) for a in criteria.get("nl_assertions") or []]
+    found = {"changes": changes, "actions": actions, "checks": checks}
+    return {k: v for k, v in found.items() if v}
+
+
 def to_native(task: dict, where: str, persona: str, domain_log: str | None) -> dict:
     task_id = need(task, "id", where, str)
     scenario = need(task, "user_scenario", where, dict)
@@ -72,6 +112,7 @@ def to_native(task: dict, where: str, persona: str, domain_log: str | None) -> d
             ("Natural-language assertions", criteria.get("nl_assertions")),
             ("Reward basis", criteria.get("reward_basis")),
         ),
+        "state": state_of(criteria) or None,
         "tags": [
             "tau2",
             *(["domain:" + instructions["domain"]] if instructions.get("domain") else []),

@@ -1,0 +1,421 @@
+"""Benchmark-authoring evidence on both databases: the 100-point audit as a gate mode, rubric
+versions, machine checks, the repair loop, alternative resolutions and the authoring fields."""
+
+import json
+
+import pytest
+from itsmreview.accounts.service import create_user
+from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.catalog.native import parse_bundle
+from itsmreview.catalog.service import import_tasks
+from itsmreview.errors import InvalidInput
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.ledger.service import verify_chain
+from itsmreview.review import queries
+from itsmreview.review.checks import import_checks
+from itsmreview.review.dashboard import audit_scores
+from itsmreview.review.models import Assignment, RoundTask, TaskRepair
+from itsmreview.review.reliability import recompute_statuses, set_gate
+from itsmreview.review.repair import (
+    decide_proposal,
+    feedback,
+    import_path,
+    propose_resolution,
+    write_feedback,
+)
+from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
+from itsmreview.review.service import assign_round, create_round, submit_rating
+from sqlmodel import select
+
+PASS, WARN, FAIL, BLOCKED = 3, 2, 1, 0
+AUDIT = [
+    "scenario_realism",
+    "task_completeness",
+    "instruction_clarity",
+    "ground_truth_correctness",
+    "evaluator_rubric_alignment",
+]
+
+
+def _task(n: int, **extra) -> dict:
+    return {
+        "id": f"t{n}",
+        "title": f"Task {n}",
+        "persona": "L1 service desk agent",
+        "track": "single-agent",
+        "instruction": f"Do {n}.",
+        **extra,
+    }
+
+
+def _people(session, n_experts=3):
+    lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+    experts = [
+        create_user(session=session, username=f"e{i}", role="expert", password="expert-pass")[0]
+        for i in range(n_experts)
+    ]
+    return lead, experts
+
+
+def _open(session, lead, experts, rubric_name, n_tasks, k=3, name="R"):
+    import_tasks(parse_bundle([_task(i) for i in range(n_tasks)], "x"), session=session)
+    versions = [v.id for v in session.exec(select(TaskVersion).order_by(TaskVersion.id)).all()]
+    rubric = ensure_rubric(load_rubric(rubric_name), session=session)
+    review_round = create_round(
+        session=session, actor=lead, name=name, rubric=rubric, task_version_ids=versions, k=k
+    )
+    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+    return review_round, versions
+
+
+def _rate(session, expert, version_id, scores, verdict="accept", **more):
+    assignment = session.exec(
+        select(Assignment).where(
+            Assignment.expert_id == expert.id, Assignment.task_version_id == version_id
+        )
+    ).one()
+    return submit_rating(
+        session=session,
+        actor=expert,
+        assignment_id=assignment.id,
+        scores=scores,
+        verdict=verdict,
+        **more,
+    )
+
+
+# The documented fixture (docs/review.md, "The 100-point audit"): three raters, per task the
+# codes each gave the five criteria, the score and the decision at the threshold 80.
+AUDIT_FIXTURE = [
+    # all Pass: 100, admitted
+    ([[PASS] * 5, [PASS] * 5, [PASS] * 5], 100.0, "approved"),
+    # one Warn per rater on clarity: 100 - 20 x 0.5 = 90, admitted
+    ([[PASS, PASS, WARN, PASS, PASS]] * 3, 90.0, "approved"),
+    # one rater fails completeness, the others pass: 100 - 20 / 3 = 93.33, admitted
+    ([[PASS, FAIL, PASS, PASS, PASS], [PASS] * 5, [PASS] * 5], 93.333333, "approved"),
+    # every rater Warns on two criteria: 100 - 2 x 10 = 80, admitted at exactly 80
+    ([[WARN, PASS, WARN, PASS, PASS]] * 3, 80.0, "approved"),
+    # everyone Warns on clarity and fails ground truth: 100 - 10 - 20 = 70, not admitted
+    ([[PASS, PASS, WARN, FAIL, PASS]] * 3, 70.0, "needs_revision"),
+    # completeness Blocked for two of three raters: 100 - 40/3 = 86.67, yet not admitted
+    ([[PASS, BLOCKED, PASS, PASS, PASS]] * 2 + [[PASS] * 5], 86.666667, "needs_revision"),
+]
+
+
+def test_an_audit_round_gives_the_documented_scores_and_admissions(session):
+    lead, experts = _people(session)
+    review_round, versions = _open(session, lead, experts, "audit-100", len(AUDIT_FIXTURE))
+    set_gate(session=session, actor=lead, round_name="R", changes={"alpha_min": -1.0})
+    for version_id, (raters, _, _) in zip(versions, AUDIT_FIXTURE, strict=True):
+        for expert, codes in zip(experts, raters, strict=True):
+            _rate(session, expert, version_id, dict(zip(AUDIT, codes, strict=True)))
+    decisions = recompute_statuses(session=session, round_name="R")
+    for version_id, (_, score, status) in zip(versions, AUDIT_FIXTURE, strict=True):
+        decision = decisions[version_id]
+        assert decision.status == status, decision.reasons
+        assert f"score {score:g} of 100" in decision.reasons[0]
+    scores = audit_scores(session=session, review_round=review_round)
+    # independent: each rater's own sum of weight x credit, averaged over raters
+    credit = {PASS: 1.0, WARN: 0.5, FAIL: 0.0, BLOCKED: 0.0}
+    for version_id, (raters, _, _) in zip(versions, AUDIT_FIXTURE, strict=True):
+        own = [sum(20 * credit[c] for c in codes) for codes in raters]
+        assert scores[version_id] == pytest.approx(sum(own) / len(own))
+    status_of = {v.id: v.status for v in session.exec(select(TaskVersion)).all()}
+    assert [status_of[v] for v in versions] == [s for _, _, s in AUDIT_FIXTURE]
+
+
+def test_the_threshold_is_configurable_and_the_mode_needs_a_scoring_rubric(session):
+    lead, experts = _people(session)
+    _open(session, lead, experts, "audit-100", 1)
+    version_id = session.exec(select(TaskVersion.id)).one()
+    set_gate(session=session, actor=lead, round_name="R", changes={"alpha_min": -1.0})
+    for expert in experts:
+        _rate(
+            session,
+            expert,
+            version_id,
+            dict(zip(AUDIT, [PASS, PASS, WARN, FAIL, PASS], strict=True)),
+        )
+    assert recompute_statuses(session=session, round_name="R")[version_id].status == (
+        "needs_revision"
+    )
+    _, decisions = set_gate(session=session, actor=lead, round_name="R", changes={"threshold": 70})
+    assert decisions[version_id].status == "approved"
+    with pytest.raises(InvalidInput, match="threshold must be between 0 and 100"):
+        set_gate(session=session, actor=lead, round_name="R", changes={"threshold": 120})
+    rubric = ensure_rubric(load_rubric(), session=session)
+    create_round(
+        session=session,
+        actor=lead,
+        name="Realism",
+        rubric=rubric,
+        task_version_ids=[version_id],
+        k=1,
+    )
+    with pytest.raises(InvalidInput, match="needs a rubric with a 100-point scoring"):
+        set_gate(session=session, actor=lead, round_name="Realism", changes={"mode": "audit-100"})
+    with pytest.raises(InvalidInput, match="mode must be one of median, audit-100"):
+        set_gate(session=session, actor=lead, round_name="Realism", changes={"mode": "vibes"})
+    with pytest.raises(InvalidInput, match="unknown gate setting"):
+        set_gate(session=session, actor=lead, round_name="R", changes={"weights": {}})
+
+
+def test_a_new_rubric_version_leaves_old_ratings_on_theirs(session):
+    lead, experts = _people(session, n_experts=1)
+    old = load_rubric()
+    old = RubricDefinition.model_validate(
+        {
+            **old.model_dump(),
+            "dimensions": [
+                d.model_dump()
+                for d in old.dimensions
+                if d.key not in ("task_completeness", "spoiler_free")
+            ],
+        }
+    )
+    first = ensure_rubric(old, session=session)
+    import_tasks(parse_bundle([_task(0)], "x"), session=session)
+    version_id = session.exec(select(TaskVersion.id)).one()
+    round_one = create_round(
+        session=session, actor=lead, name="Old", rubric=first, task_version_ids=[version_id], k=1
+    )
+    assign_round(session=session, actor=lead, review_round=round_one, experts=experts)
+    old_scores = {d.key: 4 for d in old.dimensions}
+    rating = _rate(session, experts[0], version_id, old_scores)
+    current = ensure_rubric(load_rubric(), session=session)
+    assert (first.version, current.version) == (1, 2)
+    assert current.name == first.name and rating.rubric_id == first.id
+    # the old round still validates against its own version: no new dimension is required
+    assignment = session.get(Assignment, rating.assignment_id)
+    again = submit_rating(
+        session=session,
+        actor=experts[0],
+        assignment_id=assignment.id,
+        scores=old_scores,
+        verdict="accept",
+    )
+    assert again.revision == 2 and again.rubric_id == first.id
+    # a round on the new version asks for task completeness and spoiler-freeness
+    round_two = create_round(
+        session=session, actor=lead, name="New", rubric=current, task_version_ids=[version_id], k=1
+    )
+    assign_round(session=session, actor=lead, review_round=round_two, experts=experts)
+    fresh = session.exec(select(Assignment).where(Assignment.round_id == round_two.id)).one()
+    with pytest.raises(InvalidInput, match="Task completeness' is required"):
+        submit_rating(
+            session=session,
+            actor=experts[0],
+            assignment_id=fresh.id,
+            scores=old_scores,
+            verdict="accept",
+        )
+
+
+def _checks_file(tmp_path, records, name="checks.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps({"checks": records}))
+    return path
+
+
+def test_a_failed_machine_check_blocks_approval_until_it_passes(session, tmp_path):
+    lead, experts = _people(session)
+    _, versions = _open(session, lead, experts, "itsm-realism", 2)
+    set_gate(session=session, actor=lead, round_name="R", changes={"alpha_min": -1.0})
+    rubric = load_rubric()
+    for version_id in versions:
+        for expert in experts:
+            _rate(session, expert, version_id, {d.key: 5 for d in rubric.dimensions})
+    statuses = recompute_statuses(session=session, round_name="R")
+    assert {d.status for d in statuses.values()} == {"approved"}
+    failing = _checks_file(
+        tmp_path,
+        [
+            {"task": "t0", "check": "reproducibility", "status": "failed", "summary": "diff"},
+            {"task": "t1", "check": "structure", "status": "pass", "tool": "lint 1.0"},
+        ],
+    )
+    report = import_checks(failing, session=session, actor=lead)
+    assert report["by_status"] == {"fail": 1, "pass": 1}
+    status_of = {v.id: v.status for v in session.exec(select(TaskVersion)).all()}
+    assert status_of[versions[0]] == "needs_revision" and status_of[versions[1]] == "approved"
+    decisions = recompute_statuses(session=session, round_name="R")
+    assert decisions[versions[0]].reasons == ["machine check failed: reproducibility"]
+    import_checks(
+        _checks_file(tmp_path, [{"task": "t0", "check": "reproducibility", "status": "pass"}]),
+        session=session,
+        actor=lead,
+    )
+    assert session.get(TaskVersion, versions[0]).status == "approved"
+    session.commit()  # a submit's ledger entries are chained when it commits
+    entries = session.exec(
+        select(LedgerEntry).where(LedgerEntry.artifact_type == "machine_check")
+    ).all()
+    assert len(entries) == 3 and {e.source_kind for e in entries} == {"external"}
+    assert verify_chain(session=session).ok
+
+
+def test_a_bad_checks_file_names_every_problem_and_stores_nothing(session, tmp_path):
+    lead, experts = _people(session)
+    _open(session, lead, experts, "itsm-realism", 1)
+    bad = _checks_file(
+        tmp_path,
+        [
+            {"task": "t0", "check": "structure", "status": "maybe"},
+            {"task": "t0", "check": "Bad Name", "status": "pass"},
+            {"task": "t0", "check": "structure", "status": "pass", "colour": "red"},
+        ],
+    )
+    with pytest.raises(InvalidInput) as raised:
+        import_checks(bad, session=session, actor=lead)
+    message = str(raised.value)
+    assert "$[0].status" in message and "'maybe' is not one of pass, warn, fail, error" in message
+    assert "$[1].check" in message and "$[2].colour" in message
+    unknown = _checks_file(
+        tmp_path,
+        [
+            {"task": "t0", "check": "structure", "status": "pass"},
+            {"task": "nope", "check": "structure", "status": "pass"},
+            {"task": "t0", "version": 9, "check": "structure", "status": "pass"},
+        ],
+    )
+    with pytest.raises(InvalidInput) as raised:
+        import_checks(unknown, session=session, actor=lead)
+    assert "check 2: no task 'nope'" in str(raised.value)
+    assert "check 3: task 't0' has no version 9" in str(raised.value)
+    assert queries.checks_of(session=session, task_version_id=1) == []
+    with pytest.raises(Exception, match="needs the lead role"):
+        import_checks(unknown, session=session, actor=experts[0])
+
+
+def test_the_repair_loop_feeds_back_requeues_and_counts(session, tmp_path):
+    lead, experts = _people(session)
+    review_round, versions = _open(session, lead, experts, "itsm-realism", 2)
+    set_gate(session=session, actor=lead, round_name="R", changes={"alpha_min": -1.0})
+    rubric = load_rubric()
+    low = {d.key: 5 for d in rubric.dimensions} | {"task_completeness": 2}
+    for n, expert in enumerate(experts):
+        rating = _rate(
+            session,
+            expert,
+            versions[0],
+            low,
+            verdict="revise",
+            comment=f"The CMDB record is missing <b>{n}</b>" if n == 0 else "",
+        )
+        _rate(session, expert, versions[1], {d.key: 5 for d in rubric.dimensions})
+    propose_resolution(
+        session=session,
+        actor=experts[2],
+        assignment_id=rating.assignment_id,
+        description="Closing as a duplicate of the parent incident is also right.",
+        changes=[{"entity": "incident", "key": "INC1", "change": "changed", "after": {"s": 7}}],
+    )
+    recompute_statuses(session=session, round_name="R")
+    items = feedback(session=session, actor=lead, round_name="R")
+    assert [i["task"] for i in items] == ["t0"]
+    item = items[0]
+    assert item["failing_criteria"][0]["criterion"] == "task_completeness"
+    assert item["failing_criteria"][0]["median"] == 2
+    assert "median task_completeness is 2, below 4" in item["reasons"]
+    assert item["comments"] == [{"comment": "The CMDB record is missing <b>0</b>", "flags": []}]
+    assert item["proposed_resolutions"][0]["status"] == "proposed"
+    assert item["repair_iterations"] == 0
+    assert "e0" not in json.dumps(item)  # the author does not learn who rated
+    jsonl, markdown = write_feedback(items, tmp_path / "feedback")
+    assert json.loads(jsonl.read_text().splitlines()[0])["task"] == "t0"
+    text = markdown.read_text()
+    assert "missing \\<b\\>0\\</b\\>" in text and "Task completeness (median 2, needs 4)" in text
+    # the author fixes the task: the new version goes back into the round by itself
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps([_task(0, environment="CMDB: the printer's CI record.")]))
+    result = import_path(fixed, session=session, actor_id=lead.id)
+    assert result.requeued == ["t0@v2 -> R"]
+    task = session.exec(select(Task).where(Task.external_id == "t0")).one()
+    newest = session.exec(
+        select(TaskVersion).where(TaskVersion.task_id == task.id, TaskVersion.version == 2)
+    ).one()
+    assert newest.status == "in_review" and task.status == "in_review"
+    assert session.exec(
+        select(RoundTask).where(
+            RoundTask.round_id == review_round.id, RoundTask.task_version_id == newest.id
+        )
+    ).one()
+    repairs = session.exec(select(TaskRepair)).all()
+    assert [(r.iteration, r.from_version_id, r.to_version_id) for r in repairs] == [
+        (1, versions[0], newest.id)
+    ]
+    assert queries.repair_counts(session=session) == {task.id: 1}
+    # importing the same file again changes nothing and requeues nothing
+    assert import_path(fixed, session=session, actor_id=lead.id).requeued == []
+    # a dry run never requeues
+    fixed.write_text(json.dumps([_task(0, environment="Another fix.")]))
+    assert import_path(fixed, session=session, dry_run=True).requeued == []
+
+
+def test_a_lead_accepts_a_proposed_resolution_into_the_next_version(session):
+    lead, experts = _people(session)
+    _, versions = _open(session, lead, experts, "itsm-realism", 1)
+    assignment = session.exec(select(Assignment).where(Assignment.expert_id == experts[0].id)).one()
+    with pytest.raises(InvalidInput, match="describe the other acceptable end state"):
+        propose_resolution(
+            session=session, actor=experts[0], assignment_id=assignment.id, description="  "
+        )
+    with pytest.raises(InvalidInput, match="record change"):
+        propose_resolution(
+            session=session,
+            actor=experts[0],
+            assignment_id=assignment.id,
+            description="x",
+            changes=[{"entity": "incident", "change": "added", "before": {"a": 1}}],
+        )
+    first = propose_resolution(
+        session=session, actor=experts[0], assignment_id=assignment.id, description="Resolve."
+    )
+    second = propose_resolution(
+        session=session, actor=experts[0], assignment_id=assignment.id, description="No."
+    )
+    decide_proposal(session=session, actor=lead, proposal_id=second.id, accept=False)
+    decide_proposal(session=session, actor=lead, proposal_id=first.id, accept=True, reason="ok")
+    task = session.exec(select(Task)).one()
+    newest = session.exec(select(TaskVersion).where(TaskVersion.version == 2)).one()
+    assert newest.extra["alternatives"] == [
+        {"id": f"proposal-{first.id}", "description": "Resolve.", "changes": [], "source": "expert"}
+    ]
+    assert first.accepted_version_id == newest.id and task.status == "draft"
+    frame = queries.proposals_frame(session=session)
+    assert dict(zip(frame["id"], frame["status"], strict=True)) == {
+        first.id: "accepted",
+        second.id: "dismissed",
+    }
+    with pytest.raises(Exception, match="accepted already"):
+        decide_proposal(session=session, actor=lead, proposal_id=first.id, accept=True)
+
+
+def test_difficulty_user_type_and_backbone_are_stored_for_filters(session):
+    tasks = [
+        _task(0, difficulty="L3", user_type="Entangled requests"),
+        _task(
+            1,
+            difficulty="easy",
+            transcripts=[
+                {
+                    "id": "r1",
+                    "simulator": {"user": {"backbone": "gpt-4.1"}, "user_type": "rookie"},
+                    "messages": [{"role": "user", "content": "hi"}],
+                }
+            ],
+        ),
+        _task(2),
+    ]
+    import_tasks(parse_bundle(tasks, "x"), session=session)
+    stored = {
+        t.external_id: (t.difficulty, t.user_type, t.simulator_backbone)
+        for t in session.exec(select(Task)).all()
+    }
+    assert stored == {
+        "t0": ("hard", "entangled_requests", None),
+        "t1": ("easy", "rookie", "gpt-4.1"),
+        "t2": (None, None, None),
+    }
+    with pytest.raises(ValueError, match="difficulty 'L9' is not one of"):
+        parse_bundle([_task(3, difficulty="L9")], "x")
