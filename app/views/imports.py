@@ -4,7 +4,6 @@ from pathlib import Path
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.importing import FORMAT_CHOICES
-from itsmreview.review.repair import import_as
 from itsmreview.coverage.eventlog import (
     PRESETS,
     ColumnMapping,
@@ -16,6 +15,7 @@ from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log_as
 from itsmreview.db import session_scope
 from itsmreview.files import UnsafePath, safe_join
+from itsmreview.review.repair import import_as
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
