@@ -291,38 +291,21 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
             "checks": queries.check_status_counts(session=session, round_id=review_round.id),
             "repairs": queries.round_repair_count(session=session, round_id=review_round.id),
             "proposals": queries.proposal_count(session=session, round_id=review_round.id),
+            "needs_revision": int((tasks["status"] == "needs_revision").sum()),
         }
     )
 
 
-def authoring(
-    *, session: Session, actor: User, round_name: str | int | None = None
-) -> Materialised:
-    """`authoring_figures` of a round as stored for its current ratings and ledger head:
-    at once for a small round, else in the background. Leads only."""
-    from itsmreview.ledger.queries import last_entry
+def round_authoring(*, session: Session, actor: User, round_name: str | int | None = None) -> dict:
+    """`authoring_figures` of a round (the newest when None). Leads only; the page computes
+    it in the background for a large round (`ui.cache.in_background`)."""
     from itsmreview.review.models import Rubric
     from itsmreview.review.rubrics import RubricDefinition
 
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
-    round_id, rubric_id = review_round.id, review_round.rubric_id
-    head = last_entry(session=session)
-    inline = queries.round_size(session=session, round_id=round_id) <= INLINE_TASKS
-
-    def compute(background: Session) -> dict:
-        found = background.get(ReviewRound, round_id)
-        rubric = RubricDefinition.model_validate(background.get(Rubric, rubric_id).definition)
-        return authoring_figures(session=background, review_round=found, rubric=rubric)
-
-    return materialised(
-        session=session,
-        kind="round-authoring",
-        key=f"{round_id}:{rubric_id}",
-        fingerprint=str(head.seq if head else 0),
-        compute=compute,
-        inline=inline,
-    )
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    return authoring_figures(session=session, review_round=review_round, rubric=rubric)
 
 
 def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, float]:

@@ -1,6 +1,6 @@
 """What an expert sees for one assignment: task, transcripts, source variants, own rating."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
@@ -9,6 +9,7 @@ from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.errors import NotFound
 from itsmreview.review import queries
+from itsmreview.review.checks import checks_frame
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
 from itsmreview.review.rubrics import RubricDefinition
 from itsmreview.review.service import own_assignment
@@ -29,6 +30,16 @@ class AssignmentView:
     newest_version: int = 0
     draft: Rating | None = None
     draft_scores: dict[str, float | None] | None = None
+    checks: pd.DataFrame | None = None  # newest result of each machine check
+    proposals: list = field(default_factory=list)  # the expert's proposed resolutions
+
+    @property
+    def state(self) -> dict | None:
+        return (self.version.extra or {}).get("state")
+
+    @property
+    def alternatives(self) -> list[dict]:
+        return list((self.version.extra or {}).get("alternatives") or [])
 
 
 QUEUE_RATED_SHOWN = 50
@@ -102,4 +113,6 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         newest_version=catalog_queries.latest_version(session=session, task_id=task.id).version,
         draft=draft,
         draft_scores=queries.scores_of(session=session, rating_id=draft.id) if draft else None,
+        checks=checks_frame(session=session, task_version_id=version.id),
+        proposals=queries.proposals_of_assignment(session=session, assignment_id=assignment.id),
     )

@@ -28,6 +28,9 @@ def task_table(
     statuses: list[str] | None = None,
     text: str = "",
     variant_key: str | None = None,
+    difficulties: list[str] | None = None,
+    user_types: list[str] | None = None,
+    backbones: list[str] | None = None,
     offset: int = 0,
     limit: int = 50,
 ) -> TaskList:
@@ -40,6 +43,9 @@ def task_table(
         statuses=tuple(statuses or ()),
         text=text.strip(),
         variant_key=variant_key,
+        difficulties=tuple(difficulties or ()),
+        user_types=tuple(user_types or ()),
+        backbones=tuple(backbones or ()),
     )
     return TaskList(
         rows=queries.task_page(session=session, filters=filters, offset=offset, limit=limit),
@@ -57,9 +63,16 @@ def filter_choices(*, session: Session, actor: User) -> dict[str, list[str]]:
 def task_detail(
     *, session: Session, actor: User, external_id: str, version: int | None = None
 ) -> dict:
-    """A task version in native form with its status. Leads only."""
+    """A task version in native form with its status and its machine checks. Leads only."""
+    from itsmreview.review.checks import checks_frame
+
     require_role(actor, Role.lead)
-    return show_task(session=session, external_id=external_id, version=version)
+    shown = show_task(session=session, external_id=external_id, version=version)
+    task = queries.task_by_external_id(session=session, external_id=external_id)
+    stored = queries.version_by_hash(
+        session=session, task_id=task.id, content_hash=shown["content_hash"]
+    )
+    return {**shown, "checks": checks_frame(session=session, task_version_id=stored.id)}
 
 
 def declared_variants(*, session: Session, actor: User) -> dict[str, str]:

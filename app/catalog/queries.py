@@ -50,7 +50,7 @@ def _latest_versions():
 
 def tasks_frame(*, session: Session) -> pd.DataFrame:
     latest = _latest_versions()
-    return frame_of(
+    frame = frame_of(
         session,
         select(
             Task.id,
@@ -60,10 +60,15 @@ def tasks_frame(*, session: Session) -> pd.DataFrame:
             Task.track,
             Task.status,
             latest.c.version,
+            Task.difficulty,
+            Task.user_type,
+            Task.simulator_backbone,
         )
         .join(latest, latest.c.task_id == Task.id)
         .order_by(Task.persona, Task.external_id),
     )
+    repairs = _repair_counts(session, frame["id"].tolist()) if len(frame) else {}
+    return frame.assign(repairs=[repairs.get(int(i), 0) for i in frame["id"]])
 
 
 def status_counts(*, session: Session) -> dict[str, int]:
@@ -178,6 +183,9 @@ class TaskFilters:
     statuses: tuple[str, ...] = ()
     text: str = ""
     variant_key: str | None = None
+    difficulties: tuple[str, ...] = ()
+    user_types: tuple[str, ...] = ()
+    backbones: tuple[str, ...] = ()
 
 
 def _matching(filters: TaskFilters) -> list:
@@ -188,6 +196,13 @@ def _matching(filters: TaskFilters) -> list:
         conditions.append(Task.track.in_(list(filters.tracks)))
     if filters.statuses:
         conditions.append(Task.status.in_(list(filters.statuses)))
+    for column, chosen in (
+        (Task.difficulty, filters.difficulties),
+        (Task.user_type, filters.user_types),
+        (Task.simulator_backbone, filters.backbones),
+    ):
+        if chosen:
+            conditions.append(column.in_(list(chosen)))
     if filters.text:
         needle = "%" + _escape_like(filters.text.lower()) + "%"
         conditions.append(
@@ -227,14 +242,25 @@ def task_page(
     from itsmreview.review.models import Rating
 
     page = session.exec(
-        select(Task.id, Task.external_id, Task.title, Task.persona, Task.track, Task.status)
+        select(
+            Task.id,
+            Task.external_id,
+            Task.title,
+            Task.persona,
+            Task.track,
+            Task.status,
+            Task.difficulty,
+            Task.user_type,
+            Task.simulator_backbone,
+        )
         .where(*_matching(filters))
         .order_by(Task.persona, Task.external_id)
         .offset(max(0, offset))
         .limit(max(1, limit))
     ).all()
     columns = ["id", "title", "persona", "track", "status", "version", "rated_version"]
-    columns += ["approved_version", "log"]
+    columns += ["approved_version", "log", "difficulty", "user_type", "simulator_backbone"]
+    columns += ["repairs"]
     if not page:
         return pd.DataFrame(columns=[*columns, "changed_after_rating", "decision"])
     task_ids = [row[0] for row in page]
@@ -259,8 +285,19 @@ def task_page(
         .exists(),
     )
     approved = _newest_version_where(session, task_ids, TaskVersion.status == "approved")
+    repairs = _repair_counts(session, task_ids)
     rows = []
-    for task_id, external_id, title, persona, track, status in page:
+    for (
+        task_id,
+        external_id,
+        title,
+        persona,
+        track,
+        status,
+        difficulty,
+        user_type,
+        backbone,
+    ) in page:
         version, log = newest.get(task_id, (None, None))
         rated_version, approved_version = rated.get(task_id), approved.get(task_id)
         rows.append(
@@ -276,9 +313,25 @@ def task_page(
                 "log": log,
                 "changed_after_rating": rated_version is not None and rated_version < version,
                 "decision": decision_label(str(status), int(version), approved_version),
+                "difficulty": difficulty,
+                "user_type": user_type,
+                "simulator_backbone": backbone,
+                "repairs": repairs.get(task_id, 0),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _repair_counts(session: Session, task_ids: list[int]) -> dict[int, int]:
+    """task id -> repair iterations (review.models.TaskRepair rows) of these tasks."""
+    from itsmreview.review.models import TaskRepair
+
+    rows = session.exec(
+        select(TaskRepair.task_id, func.count())
+        .where(in_ids(session, TaskRepair.task_id, task_ids))
+        .group_by(TaskRepair.task_id)
+    ).all()
+    return {int(t): int(n) for t, n in rows}
 
 
 def _newest_version_where(session: Session, task_ids: list[int], condition) -> dict[int, int]:
@@ -310,6 +363,9 @@ def filter_choices(*, session: Session) -> dict[str, list[str]]:
             ("persona", Task.persona),
             ("track", Task.track),
             ("status", Task.status),
+            ("difficulty", Task.difficulty),
+            ("user_type", Task.user_type),
+            ("simulator_backbone", Task.simulator_backbone),
         )
     }
 

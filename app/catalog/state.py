@@ -42,7 +42,7 @@ class Preserve(_Open):
     """What must stay unchanged: fields of one record, a whole record, or a whole entity."""
 
     entity: str = Field(min_length=1, max_length=NAME)
-    key: str = Field(default="", max_length=256)  # "" : every record of the entity
+    key: str = Field(default="", max_length=256)  # "" : every record the changes do not name
     fields: list[str] = Field(default_factory=list)  # [] : the whole record
     note: str = Field(default="", max_length=2000)
 
@@ -150,8 +150,9 @@ def diff_rows(state: dict | None) -> list[dict]:
     if not state:
         return []
     spec = StateSpec.model_validate(state)
-    protected = {(p.entity, p.key, f) for p in spec.preserve for f in p.fields}
-    whole = {(p.entity, p.key) for p in spec.preserve if not p.fields}
+    # a preservation check without a key covers the records the change set does not name
+    protected = {(p.entity, p.key, f) for p in spec.preserve if p.key for f in p.fields}
+    whole = {(p.entity, p.key) for p in spec.preserve if p.key and not p.fields}
     rows = []
     for change in spec.changes:
         for name in sorted(set(change.before) | set(change.after)):
@@ -190,7 +191,7 @@ def preserve_rows(state: dict | None) -> list[dict]:
     return [
         {
             "entity": p.entity,
-            "key": p.key or "(every record)",
+            "key": p.key or "(every other record)",
             "fields": ", ".join(p.fields) or "(the whole record)",
             "note": p.note,
         }

@@ -3,6 +3,7 @@ command group."""
 
 from itsmreview.cli import (  # noqa: F401 - each module registers its commands
     analysis,
+    authoring,
     exports,
     ledger,
     logs,

@@ -130,6 +130,26 @@ def round_gate(
         typer.echo("tasks now: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
 
 
+@round_app.command("feedback")
+@boundary
+def round_feedback(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    out: Annotated[Path, typer.Argument(help="Output name: OUT.jsonl and OUT.md are written.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Write the feedback for the authors of the round's tasks that need revision."""
+    from itsmreview.review.repair import feedback, write_feedback
+
+    ensure_schema()
+    with open_session() as session:
+        items = feedback(session=session, actor=operator(), round_name=name)
+    jsonl, markdown = write_feedback(items, out)
+    if as_json:
+        echo_json({"tasks": len(items), "jsonl": str(jsonl), "markdown": str(markdown)})
+        return
+    typer.echo(f"{len(items)} task(s) need revision: wrote {jsonl} and {markdown}")
+
+
 @round_app.command("close")
 @boundary
 def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> None:

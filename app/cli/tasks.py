@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, open_session
+from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, fail, open_session
 
 tasks_app = typer.Typer(help="The task catalog.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
@@ -121,16 +121,52 @@ def tasks_export(
 @tasks_app.command("list")
 @boundary
 def tasks_list(
+    difficulty: Annotated[
+        list[str] | None, typer.Option(help="easy, medium or hard (L1-L3; repeatable).")
+    ] = None,
+    user_type: Annotated[
+        list[str] | None, typer.Option(help="Simulated user type (repeatable).")
+    ] = None,
+    backbone: Annotated[
+        list[str] | None, typer.Option(help="Simulator backbone (repeatable).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List tasks with persona, track, status and newest version."""
+    """List tasks with persona, track, status, newest version, difficulty, simulated user
+    type, simulator backbone and repair iterations."""
     from itsmreview.catalog.queries import tasks_frame
+    from itsmreview.catalog.state import normalise_difficulty, normalise_user_type
 
+    try:
+        difficulties = [normalise_difficulty(d) for d in difficulty or []]
+        user_types = [normalise_user_type(u) for u in user_type or []]
+    except ValueError as exc:
+        fail(str(exc))
     ensure_schema()
     with open_session() as session:
         frame = tasks_frame(session=session)
+    for column, chosen in (
+        ("difficulty", difficulties),
+        ("user_type", user_types),
+        ("simulator_backbone", backbone or []),
+    ):
+        if chosen:
+            frame = frame[frame[column].isin(chosen)]
     if as_json:
         echo_json(frame.drop(columns=["id"]).to_dict("records"))
         return
     for row in frame.itertuples(index=False):
-        typer.echo(f"{row.external_id:<40} v{row.version:<3} {row.status:<12} {row.persona}")
+        extra = " ".join(
+            f"{label}={value}"
+            for label, value in (
+                ("difficulty", row.difficulty),
+                ("user", row.user_type),
+                ("simulator", row.simulator_backbone),
+                ("repairs", row.repairs or None),
+            )
+            if value
+        )
+        typer.echo(
+            f"{row.external_id:<40} v{row.version:<3} {row.status:<12} {row.persona}"
+            + (f"  {extra}" if extra else "")
+        )

@@ -53,9 +53,9 @@ DEMO_USERS = (
 FULLY_RATED_TASKS = 10
 # demo ratings: a task's quality, a small bias per expert and noise per rating, tuned so
 # that agreement is believable (alpha around 0.7) and the gate has something to decide
-DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH = 1.8, 5.0
-DEMO_RATER_BIAS = (-0.25, 0.1, 0.2, -0.1, 0.0)
-DEMO_RATER_NOISE = 0.35
+DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH = 2.2, 5.0
+DEMO_RATER_BIAS = (-0.15, 0.05, 0.1, -0.05, 0.0)
+DEMO_RATER_NOISE = 0.2
 DEMO_DISSENT_TASK = 8  # a task the others rate highly
 PARTLY_RATED_TASKS = 8
 
@@ -166,8 +166,11 @@ def _demo_scores(
     scores = {}
     for dimension in definition.dimensions:
         offset = random.Random(f"{seed}-{task_index}-{dimension.key}").uniform(-0.4, 0.4)
+        # one generator per rating and dimension: a dimension added to the rubric leaves the
+        # others' values as they were
+        noise = random.Random(f"{seed}-{task_index}-{expert_index}-{dimension.key}")
         low, high = dimension.scale
-        value = round(quality + offset + bias + rng.gauss(0, DEMO_RATER_NOISE))
+        value = round(quality + offset + bias + noise.gauss(0, DEMO_RATER_NOISE))
         scores[dimension.key] = float(min(high, max(low, value)))
     mean = sum(scores.values()) / len(scores)
     verdict = "accept" if mean >= 3.9 else "revise" if mean >= 2.8 else "reject"

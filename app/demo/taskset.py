@@ -164,6 +164,16 @@ def build_task_set(variants: pd.DataFrame, cases: pd.DataFrame, log_name: str) -
                 "ground_truth": spec["ground_truth"],
                 "verifier": spec["verifier"],
                 "tags": spec.get("tags", []),
+                "difficulty": next(
+                    (
+                        t.split(":", 1)[1]
+                        for t in spec.get("tags", [])
+                        if t.startswith("difficulty:")
+                    ),
+                    None,
+                ),
+                "user_type": spec.get("user_type"),
+                "state": spec.get("state"),
                 "source": {
                     "log": log_name,
                     "variants": [list(variant["sequence"])],

@@ -185,3 +185,56 @@ def model_agreement_chart(frame: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": 1.08},
     )
     return figure
+
+
+def audit_score_chart(scores: list[float], threshold: float) -> go.Figure:
+    """How the round's audit scores are distributed, with the admission threshold."""
+    figure = go.Figure()
+    figure.add_histogram(
+        x=scores,
+        xbins={"start": 0, "end": 100.001, "size": 5},
+        marker_color="#1565c0",
+        hovertemplate="score %{x}: %{y} tasks<extra></extra>",
+    )
+    figure.add_vline(
+        x=threshold,
+        line_dash="dash",
+        line_color="#c62828",
+        annotation_text=f"admitted at {threshold:g}",
+        annotation_position="top left",
+    )
+    figure.update_layout(
+        height=260,
+        margin={"t": 30, "b": 10},
+        xaxis={"title": "audit score (0-100)", "range": [0, 101]},
+        yaxis_title="tasks",
+        bargap=0.05,
+    )
+    return figure
+
+
+def group_chart(rows: pd.DataFrame, measure: str, label: str, grouping: str) -> go.Figure:
+    """Mean realism (or audit score) per group, with each group's alpha and its interval."""
+    figure = go.Figure()
+    alpha = rows["alpha"].map(lambda a: "alpha n/a" if pd.isna(a) else f"alpha {a:.2f}")
+    figure.add_bar(
+        x=rows[measure],
+        y=rows["group"],
+        orientation="h",
+        marker_color="#1565c0",
+        text=alpha,
+        textposition="auto",
+        customdata=rows[["tasks", "rated", "ci_low", "ci_high"]],
+        hovertemplate=(
+            "%{y}: %{x:.2f} over %{customdata[1]} of %{customdata[0]} tasks rated; "
+            "%{text} [%{customdata[2]:.2f}, %{customdata[3]:.2f}]<extra></extra>"
+        ),
+    )
+    figure.update_layout(
+        height=90 + 32 * len(rows),
+        margin={"t": 30, "b": 10},
+        title=f"by {grouping.lower()}",
+        xaxis_title=label,
+        yaxis={"autorange": "reversed", "title": ""},
+    )
+    return figure

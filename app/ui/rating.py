@@ -2,10 +2,12 @@
 
 import streamlit as st
 from itsmreview.review.view import AssignmentView
-from itsmreview.ui.action import perform
+from itsmreview.ui.action import FAILED, perform
+from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import text_table
 from itsmreview.ui.text import label, literal
 from itsmreview.ui.variant import render_variant, variant_details
+from itsmreview.ui.verifier import checks_panel, state_panel
 
 
 def task_panel(view: AssignmentView) -> None:
@@ -25,6 +27,9 @@ def task_panel(view: AssignmentView) -> None:
     ):
         if text:
             label(name, text)
+    state_panel(view.state, view.alternatives)
+    if view.checks is not None:
+        checks_panel(view.checks)
     provenance_card(task.external_id)
 
 
@@ -87,7 +92,7 @@ def _anchors(anchors: dict[int, str]) -> str:
     return " · ".join(f"{value} {literal(text)}" for value, text in sorted(anchors.items()))
 
 
-def _scale(label: str, options: list, current, *, key: str, help: str | None = None):
+def _scale(label: str, options: list, current, *, key: str, help: str | None = None, names=None):
     st.radio(
         label,
         options,
@@ -95,6 +100,7 @@ def _scale(label: str, options: list, current, *, key: str, help: str | None = N
         horizontal=True,
         help=help,
         key=key,
+        format_func=(lambda v: names.get(v, str(v))) if names else str,
     )
 
 
@@ -120,14 +126,23 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
         for dimension in rubric.dimensions:
             low, high = dimension.scale
             current = values.get(dimension.key)
+            # a nominal scale with a name per point (Pass, Warn, Fail, Blocked) shows the
+            # names, best first: keys 1-4 choose them in that order
+            named = dimension.level == "nominal" and set(dimension.anchors) == set(
+                range(low, high + 1)
+            )
+            points = list(range(low, high + 1))
             _scale(
                 dimension.label + ("" if dimension.required else " (optional)"),
-                list(range(low, high + 1)),
+                points[::-1] if named else points,
                 int(current) if current is not None else None,
                 key=f"{key}-{dimension.key}",
-                help="\n\n".join(filter(None, [dimension.guidance, _anchors(dimension.anchors)])),
+                help="\n\n".join(
+                    filter(None, [dimension.guidance, "" if named else _anchors(dimension.anchors)])
+                ),
+                names=dimension.anchors if named else None,
             )
-            if dimension.anchors:
+            if dimension.anchors and not named:
                 st.caption(_anchors(dimension.anchors))
         _scale(
             "Overall verdict",
@@ -199,3 +214,36 @@ def turn_note_form(view: AssignmentView, transcript, user) -> None:
         text_table(
             notes[["turn", "flag", "comment"]], {"turn": "Turn", "flag": "Flag", "comment": "Note"}
         )
+
+
+def proposal_form(view: AssignmentView, user) -> None:
+    """Propose another acceptable end state of the task; the expert's proposals are listed."""
+    from itsmreview.review.repair import propose_resolution
+
+    mine = view.proposals
+    title = "Another acceptable resolution?" + (f" ({len(mine)} proposed)" if mine else "")
+    with st.expander(title):
+        st.caption(
+            "If a practitioner could end this task in another way that is also right, "
+            "describe that end state; a lead can add it to the task's next version."
+        )
+        with st.form(f"proposal-{view.assignment.id}", clear_on_submit=True, border=False):
+            text = st.text_area(
+                "Other acceptable end state",
+                key=f"proposal-{view.assignment.id}-text",
+                placeholder="e.g. Closing INC_003 as a duplicate of INC_001 is also correct",
+            )
+            sent = st.form_submit_button("Propose")
+        if sent and (
+            perform(
+                propose_resolution,
+                actor=user,
+                assignment_id=view.assignment.id,
+                description=text,
+            )
+            is not FAILED
+        ):
+            announce("Proposal sent to the leads.")
+            st.rerun()
+        for proposal in mine:
+            st.markdown(f"- *{proposal.status}*: {literal(proposal.description)}")

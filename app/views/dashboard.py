@@ -10,6 +10,7 @@ from itsmreview.review.reliability import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.authoring import authoring_section
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import (
     NO_TOOLBAR,
@@ -159,6 +160,8 @@ if not bias.empty:
         "same task. Red: stricter, blue: more lenient."
     )
 
+authoring_section(user, data.round_name)
+
 st.subheader("Disagreements to adjudicate")
 if data.disagreements.empty:
     st.success("No task waits for adjudication.")
@@ -247,6 +250,15 @@ with st.expander(f"Approval gate of {literal(data.round_name)}"):
             list(gate.blocking_flags),
             format_func=flag_labels.get,
         )
+        audit_mode, threshold = gate.mode, gate.threshold
+        if rubric.scoring is not None:
+            modes = {"audit-100": "100-point audit score", "median": "Rubric medians"}
+            audit_mode = left.selectbox(
+                "Decide by", list(modes), list(modes).index(gate.mode), format_func=modes.get
+            )
+            threshold = right.number_input(
+                "Audit score a task needs (0-100)", 0.0, 100.0, float(gate.threshold), step=5.0
+            )
         changed = st.form_submit_button("Apply to every task of the round")
     if changed:
         applied = perform(
@@ -260,6 +272,11 @@ with st.expander(f"Approval gate of {literal(data.round_name)}"):
                 "disagreement_range": spread,
                 "gating_dimensions": gating,
                 "blocking_flags": blocking,
+                **(
+                    {"mode": audit_mode, "threshold": threshold}
+                    if rubric.scoring is not None
+                    else {}
+                ),
             },
         )
         if applied is not FAILED:

@@ -13,6 +13,7 @@ from itsmreview.ui.rating import (
     DRAFT_LABEL,
     RUBRIC_CONTAINER,
     SUBMIT_LABEL,
+    proposal_form,
     rating_form,
     task_panel,
     turn_note_form,
@@ -128,4 +129,5 @@ def rate(shown, round_name: str) -> None:
 with right:
     variant_panel(view)
     rate(view, rows.loc[chosen, "round"])
+    proposal_form(view, user)
 rubric_keys(RUBRIC_CONTAINER, submit=SUBMIT_LABEL, draft=DRAFT_LABEL, key=f"keys-{chosen}")

@@ -16,6 +16,7 @@ from itsmreview.ui.text import label as show_field
 from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
+from itsmreview.ui.verifier import checks_panel, state_panel
 
 PAGE_SIZE = 50
 TABLE_COLUMNS = [
@@ -26,6 +27,10 @@ TABLE_COLUMNS = [
     "decision",
     "version",
     "changed_after_rating",
+    "difficulty",
+    "user_type",
+    "simulator_backbone",
+    "repairs",
     "log",
 ]
 
@@ -45,7 +50,26 @@ text = filters[3].text_input("Search id or title")
 variant = filters[4].selectbox(
     "Source variant", [None, *variants], format_func=lambda k: "any" if k is None else variants[k]
 )
-chosen_filters = (tuple(personas), tuple(tracks), tuple(statuses), text, variant)
+authoring = st.columns(3)
+difficulties = authoring[0].multiselect(
+    "Difficulty", choices["difficulty"], help="easy, medium, hard (L1-L3 as imported)"
+)
+user_types = authoring[1].multiselect("Simulated user type", choices["user_type"])
+backbones = authoring[2].multiselect(
+    "Simulator backbone",
+    choices["simulator_backbone"],
+    help="The model behind the simulated actors, from the transcripts' metadata",
+)
+chosen_filters = (
+    tuple(personas),
+    tuple(tracks),
+    tuple(statuses),
+    text,
+    variant,
+    tuple(difficulties),
+    tuple(user_types),
+    tuple(backbones),
+)
 if st.session_state.get("task-filters") != chosen_filters:
     st.session_state["task-filters"] = chosen_filters
     st.session_state["task-page"] = 1
@@ -59,6 +83,9 @@ with session_scope() as session:
         statuses=statuses,
         text=text,
         variant_key=variant,
+        difficulties=difficulties,
+        user_types=user_types,
+        backbones=backbones,
         offset=(page_number - 1) * PAGE_SIZE,
         limit=PAGE_SIZE,
     )
@@ -79,6 +106,10 @@ event = st.dataframe(
             "track": "Track",
             "decision": "Decision",
             "version": "Version",
+            "difficulty": "Difficulty",
+            "user_type": "User type",
+            "simulator_backbone": "Simulator",
+            "repairs": "Repairs",
             "log": "Source log",
         },
     ),
@@ -89,7 +120,10 @@ event = st.dataframe(
     column_config={
         "changed_after_rating": st.column_config.CheckboxColumn(
             "Changed after rating", help="A newer version exists than the one experts rated."
-        )
+        ),
+        "repairs": st.column_config.NumberColumn(
+            "Repairs", help="New versions put back into review after a needs-revision decision"
+        ),
     },
 )
 if pages > 1:
@@ -128,6 +162,8 @@ with left:
     for label in ("instruction", "environment", "ground_truth", "verifier"):
         if task.get(label):
             show_field(label.replace("_", " ").capitalize(), task[label])
+    state_panel(task.get("state"), task.get("alternatives"))
+    checks_panel(shown["checks"])
     for transcript in task["transcripts"]:
         with st.expander(
             f"Transcript {literal(transcript['id'])} ({len(transcript['messages'])} turns)"

@@ -633,11 +633,11 @@ def test_a_lead_exports_the_demos_approved_set_from_the_page(
     monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path))  # the demo's data folder is shared
     settings_module.get_settings.cache_clear()
     at = open_page(log_in("lead"), "exports")
-    assert [m.value for m in at.metric][:1] == ["1"]  # the demo round approves one task
+    assert [m.value for m in at.metric][:1] == ["2"]  # the demo round approves two tasks
     at.text_input[0].set_value("demo-set")
     at.button(key="FormSubmitter:export-Export").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("Exported 1 task(s)" in s.value for s in at.success)
+    assert any("Exported 2 task(s)" in s.value for s in at.success)
     folder = get_settings().data_dir / "exports" / "demo-set"
     assert verify_folder(folder).ok
     assert (folder.parent / "demo-set.zip").is_file()
@@ -848,3 +848,91 @@ def test_a_lead_runs_the_model_review_and_reads_it_beside_the_experts(demo_confi
     dashboard = open_page(at, "dashboard")
     assert "Humans and model raters" in [h.value for h in dashboard.subheader]
     assert dashboard.get("plotly_chart")
+
+
+def _expert_holding(external_id: str) -> str:
+    from itsmreview.accounts.models import User
+    from itsmreview.catalog.models import Task, TaskVersion
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Assignment
+    from sqlmodel import select
+
+    with session_scope() as session:
+        return session.exec(
+            select(User.username)
+            .join(Assignment, Assignment.expert_id == User.id)
+            .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
+            .join(Task, Task.id == TaskVersion.task_id)
+            .where(Task.external_id == external_id)
+            .order_by(User.username)
+        ).first()
+
+
+def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
+    task = "demo-l1-01-password-reset"
+    at = log_in(_expert_holding(task))
+    at.query_params["task"] = task
+    open_page(at, "queue")
+    chosen = next(box for box in at.selectbox if box.label == "Task")
+    assert "Reset a locked" in chosen.options[chosen.index]
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert "**Expected end state**" in markdown
+    # the diff: the account's lock goes from true to false, and a new incident is added
+    assert "directory\\_user U\\-1042 | \\~ changed | locked | true | false" in markdown
+    assert "incident \\(new record\\) | \\+ added | category |  | Access" in markdown
+    assert "🔒 **Must stay unchanged**" in markdown
+    assert "manager\\, department\\, groups" in markdown
+    assert "verify\\_identity" in markdown  # the expected actions
+    labels = [r.label for r in at.radio]
+    assert "Task completeness" in labels and "Free of spoilers" in labels
+    proposal = next(e for e in at.expander if e.label.startswith("Another acceptable"))
+    assert proposal
+    at.text_area(key=f"{at.text_area[-1].key}").input("Resetting over the self-service portal.")
+    at.button(key=next(b.key for b in at.button if b.label == "Propose")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert toasts(at) == ["Proposal sent to the leads."]
+    at.run()
+    assert any(e.label.endswith("(1 proposed)") for e in at.expander)
+
+
+def test_the_lead_reads_authoring_figures_and_filters_tasks_by_difficulty(demo_configured):
+    at = log_in("lead")
+    assert "Benchmark authoring" in [s.value for s in at.subheader]
+    assert [t.label for t in at.tabs][:3] == ["Difficulty", "Simulator backbone", "User type"]
+    difficulty = at.dataframe[
+        [i for i, d in enumerate(at.dataframe) if "Difficulty" in d.value.columns][0]
+    ].value
+    assert set(difficulty["Difficulty"]) == {"easy", "medium", "hard"}
+    assert difficulty["Tasks"].sum() == 24
+    assert any(c.proto.spec for c in at.get("plotly_chart"))
+    at = open_page(at, "tasks")
+    choose = next(m for m in at.multiselect if m.label == "Difficulty")
+    choose.set_value(["hard"]).run()
+    shown = int(at.caption[0].value.split()[0])
+    assert 0 < shown < 24
+    assert set(at.dataframe[0].value["Difficulty"]) == {"hard"}
+
+
+def test_an_audit_round_asks_pass_warn_fail_blocked(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.queries import latest_version_ids
+    from itsmreview.db import session_scope
+    from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from itsmreview.review.service import create_round
+
+    with session_scope() as session:
+        create_round(
+            session=session,
+            actor=user_by_username(session=session, username="lead"),
+            name="Audit",
+            rubric=ensure_rubric(load_rubric("audit-100"), session=session),
+            task_version_ids=latest_version_ids(session=session, external_ids=None)[:2],
+            k=1,
+        )
+    at = open_page(log_in("expert5"), "queue")
+    if any(b.label == "Round" for b in at.selectbox):
+        next(b for b in at.selectbox if b.label == "Round").set_value("Audit").run()
+    at.button(key=next(b.key for b in at.button if b.label == "Take the next task")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    criteria = [r for r in at.radio if r.label == "Task completeness"]
+    assert criteria and criteria[0].options == ["Pass", "Warn", "Fail", "Blocked"]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 from itsmreview.accounts.service import create_user
+from itsmreview.catalog.browser import filter_choices, task_table
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
@@ -419,3 +420,71 @@ def test_difficulty_user_type_and_backbone_are_stored_for_filters(session):
     }
     with pytest.raises(ValueError, match="difficulty 'L9' is not one of"):
         parse_bundle([_task(3, difficulty="L9")], "x")
+    lead, _ = _people(session, n_experts=0)
+    hard = task_table(session=session, actor=lead, difficulties=["hard", "easy"])
+    assert sorted(hard.rows["id"]) == ["t0", "t1"] and hard.matching == 2
+    by_backbone = task_table(session=session, actor=lead, backbones=["gpt-4.1"])
+    assert by_backbone.rows["id"].tolist() == ["t1"]
+    assert by_backbone.rows["simulator_backbone"].tolist() == ["gpt-4.1"]
+    assert task_table(session=session, actor=lead, user_types=["rookie"]).matching == 1
+    choices = filter_choices(session=session, actor=lead)
+    assert (choices["difficulty"], choices["user_type"]) == (
+        ["easy", "hard"],
+        ["entangled_requests", "rookie"],
+    )
+
+
+def test_the_cli_runs_an_audit_round_from_import_to_feedback(configured, tmp_path):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.cli import app
+    from itsmreview.db import session_scope
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+
+    def run(*args):
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    bundle = tmp_path / "tasks.json"
+    bundle.write_text(json.dumps([_task(0, difficulty="L2"), _task(1, difficulty="L3")]))
+    run("tasks", "import", str(bundle))
+    for name in ("e0", "e1", "e2"):
+        run("users", "add", name, "--role", "expert")
+    run("round", "create", "Audit", "--rubric", "audit-100", "--k", "3")
+    shown = json.loads(run("round", "gate", "Audit", "--json"))
+    assert (shown["mode"], shown["threshold"]) == ("audit-100", 80.0)
+    assert shown["audit"]["weights"]["task_completeness"] == 20.0
+    run("round", "gate", "Audit", "--alpha-min", "-1")
+    with session_scope() as session:
+        experts = [user_by_username(session=session, username=f"e{i}") for i in range(3)]
+        lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
+        review_round = queries.round_by_name(session=session, name="Audit")
+        assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+        versions = [v.id for v in session.exec(select(TaskVersion).order_by(TaskVersion.id))]
+        for expert in experts:
+            for version_id, codes in zip(
+                versions, ([PASS] * 5, [PASS, PASS, WARN, FAIL, PASS]), strict=True
+            ):
+                _rate(session, expert, version_id, dict(zip(AUDIT, codes, strict=True)))
+    gate = json.loads(run("round", "gate", "Audit", "--threshold", "75", "--json"))
+    assert gate["statuses"] == {"approved": 1, "needs_revision": 1}
+    listed = json.loads(run("tasks", "list", "--difficulty", "L3", "--json"))
+    assert [(t["external_id"], t["status"]) for t in listed] == [("t1", "needs_revision")]
+    checks = tmp_path / "checks.jsonl"
+    checks.write_text(json.dumps({"task": "t0", "check": "structure", "status": "error"}) + "\n")
+    out = run("checks", "import", str(checks))
+    assert "imported 1 result(s): 1 error" in out and "Audit:" in out and "needs_revision" in out
+    out = run("round", "feedback", "Audit", str(tmp_path / "fb"))
+    assert "2 task(s) need revision" in out
+    lines = [json.loads(line) for line in (tmp_path / "fb.jsonl").read_text().splitlines()]
+    assert lines[0]["failed_checks"] == [{"check": "structure", "status": "error", "summary": ""}]
+    assert "score 70 of 100, below the threshold 75" in lines[1]["reasons"]
+    assert {c["criterion"] for c in lines[1]["failing_criteria"]} == {
+        "instruction_clarity",
+        "ground_truth_correctness",
+    }
+    assert json.loads(run("proposals", "list", "--json")) == []
+    failed = runner.invoke(app, ["checks", "import", str(tmp_path / "missing.json")])
+    assert failed.exit_code == 1 and "missing.json" in failed.output

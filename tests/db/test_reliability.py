@@ -171,6 +171,8 @@ def test_drafts_never_count_and_submit_replaces_them(session, demo):
         d: 4
         for d in (
             "scenario_realism",
+            "task_completeness",
+            "spoiler_free",
             "persona_fit",
             "instruction_clarity",
             "ground_truth_correctness",
@@ -290,6 +292,7 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monk
     ).first()
     scores = {d: 1 for d in ("scenario_realism", "persona_fit", "instruction_clarity")}
     scores |= {d: 1 for d in ("ground_truth_correctness", "verifier_alignment", "log_fidelity")}
+    scores |= {d: 1 for d in ("task_completeness", "spoiler_free")}
     submit_rating(
         session=session, actor=expert, assignment_id=open_one.id, scores=scores, verdict="reject"
     )

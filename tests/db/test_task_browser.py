@@ -53,6 +53,9 @@ def test_filters_count_in_the_database(session):
         "persona": ["L1", "L2"],
         "track": ["single-agent"],
         "status": ["draft"],
+        "difficulty": [],
+        "user_type": [],
+        "simulator_backbone": [],
     }
 
 

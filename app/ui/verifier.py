@@ -1,0 +1,102 @@
+"""The verifier as an expert reads it: the expected record changes as a diff (before -> after,
+per record, fields that must not change marked), what must stay unchanged, the expected
+actions, other acceptable end states, and the machine checks of the task version."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+from itsmreview.catalog.state import diff_rows, preserve_rows, state_summary
+from itsmreview.ui.tables import text_table
+from itsmreview.ui.text import literal, show
+
+CHANGE_MARK = {"added": "+ added", "changed": "~ changed", "removed": "- removed"}
+CHECK_MARK = {"pass": "✅ pass", "warn": "⚠️ warn", "fail": "❌ fail", "error": "⛔ error"}
+
+
+def _value(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _changes_table(state: dict) -> None:
+    rows = diff_rows(state)
+    if not rows:
+        return
+    frame = pd.DataFrame(rows)
+    frame["record"] = [
+        f"{e} {k}".strip() if k else f"{e} (new record)" if c == "added" else e
+        for e, k, c in zip(frame["entity"], frame["key"], frame["change"], strict=True)
+    ]
+    frame["change"] = frame["change"].map(CHANGE_MARK)
+    frame["before"] = frame["before"].map(_value)
+    frame["after"] = frame["after"].map(_value)
+    frame["keep"] = frame["must_not_change"].map({True: "🔒 must not change", False: ""})
+    text_table(
+        frame[["record", "change", "field", "before", "after", "keep"]],
+        {
+            "record": "Record",
+            "change": "Change",
+            "field": "Field",
+            "before": "Before",
+            "after": "After",
+            "keep": "",
+        },
+    )
+
+
+def state_panel(state: dict | None, alternatives: list[dict] | None) -> None:
+    """The expected end state of a task version and its other acceptable end states."""
+    if not state and not alternatives:
+        return
+    st.markdown("**Expected end state**")
+    if state:
+        st.caption(literal(state_summary(state)))
+        _changes_table(state)
+        kept = preserve_rows(state)
+        if kept:
+            st.markdown("🔒 **Must stay unchanged**")
+            text_table(
+                pd.DataFrame(kept),
+                {"entity": "Entity", "key": "Record", "fields": "Fields", "note": "Why"},
+            )
+        actions = state.get("actions") or []
+        if actions:
+            st.markdown("**Expected actions**")
+            text_table(
+                pd.DataFrame(
+                    [
+                        {
+                            "by": a.get("by", "agent"),
+                            "name": a["name"],
+                            "arguments": _value(a.get("arguments") or {}),
+                        }
+                        for a in actions
+                    ]
+                ),
+                {"by": "By", "name": "Action", "arguments": "Arguments"},
+            )
+        if state.get("checks"):
+            st.markdown("**Other checks of the verifier**")
+            show("\n".join(state["checks"]))
+    if alternatives:
+        st.markdown(f"**Other acceptable end states** ({len(alternatives)})")
+        for alternative in alternatives:
+            st.markdown(f"- {literal(alternative['description'])}")
+            if alternative.get("changes"):
+                _changes_table({"changes": alternative["changes"]})
+
+
+def checks_panel(checks: pd.DataFrame) -> None:
+    """The newest result of each machine check of the task version."""
+    if checks.empty:
+        return
+    failing = int(checks["status"].isin(["fail", "error"]).sum())
+    title = f"Machine checks ({len(checks)}" + (f", {failing} failing)" if failing else ")")
+    with st.expander(title, expanded=bool(failing)):
+        shown = checks.assign(status=checks["status"].map(CHECK_MARK))
+        text_table(
+            shown[["check", "status", "summary", "tool"]],
+            {"check": "Check", "status": "Result", "summary": "Summary", "tool": "Tool"},
+        )
