@@ -184,7 +184,9 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
     proposals = queries.proposals_frame(session=session, round_id=review_round.id)
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
     adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
-    repairs = queries.repair_counts(session=session, task_ids=[int(t) for t in rows["task_id"]])
+    repairs = catalog_queries.repair_counts(
+        session=session, task_ids=[int(t) for t in rows["task_id"]]
+    )
     out = []
     for row in rows.itertuples():
         version_id = int(row.task_version_id)

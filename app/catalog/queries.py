@@ -67,7 +67,7 @@ def tasks_frame(*, session: Session) -> pd.DataFrame:
         .join(latest, latest.c.task_id == Task.id)
         .order_by(Task.persona, Task.external_id),
     )
-    repairs = _repair_counts(session, frame["id"].tolist()) if len(frame) else {}
+    repairs = repair_counts(session=session, task_ids=frame["id"].tolist()) if len(frame) else {}
     return frame.assign(repairs=[repairs.get(int(i), 0) for i in frame["id"]])
 
 
@@ -285,7 +285,7 @@ def task_page(
         .exists(),
     )
     approved = _newest_version_where(session, task_ids, TaskVersion.status == "approved")
-    repairs = _repair_counts(session, task_ids)
+    repairs = repair_counts(session=session, task_ids=task_ids)
     rows = []
     for (
         task_id,
@@ -322,7 +322,7 @@ def task_page(
     return pd.DataFrame(rows)
 
 
-def _repair_counts(session: Session, task_ids: list[int]) -> dict[int, int]:
+def repair_counts(*, session: Session, task_ids: list[int]) -> dict[int, int]:
     """task id -> repair iterations (review.models.TaskRepair rows) of these tasks."""
     from itsmreview.review.models import TaskRepair
 

@@ -267,7 +267,7 @@ def test_an_expert_rates_a_task_with_the_keyboard_alone(server, browser, tmp_pat
     groups = browser.find_elements(By.CSS_SELECTOR, ".st-key-rubric [role=radiogroup]")
     labels = [g.get_attribute("aria-label") for g in groups]
     assert labels[-2:] == ["Overall verdict", "How sure are you of this rating?"], labels
-    answers = "43452344" + "1" + "4"  # eight dimensions, the verdict (accept), the confidence
+    answers = "4343452344" + "1" + "4"  # ten dimensions, the verdict (accept), the confidence
     for key in answers:
         ActionChains(browser).send_keys(key).perform()
     chosen = browser.execute_script(
