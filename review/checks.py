@@ -2,7 +2,7 @@
 reproducibility, verifiability, ...) per task version, imported from JSON, shown beside the
 ratings and used by the gate (a failed check sends the task back for revision)."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -141,7 +141,7 @@ def import_checks(
                 payload={
                     "task": f"{task.external_id}@v{version.version}",
                     "check": item.check,
-                    "content_sha256": content_digest(item.model_dump(mode="json")),
+                    "content_sha256": content_digest(check_content(row)),
                 },
             )
             counts[item.status] = counts.get(item.status, 0) + 1
@@ -150,6 +150,23 @@ def import_checks(
         if savepoint is not None:
             savepoint.rollback()
     return {"imported": len(resolved), "by_status": counts, "redecided": redecided}
+
+
+def check_content(check: MachineCheck) -> dict:
+    """What a machine check's ledger entry commits to: the stored result, every field that
+    the gate or a reader uses."""
+    ran_at = check.ran_at
+    if ran_at is not None and ran_at.tzinfo is None:  # SQLite hands naive UTC back
+        ran_at = ran_at.replace(tzinfo=UTC)
+    return {
+        "task_version_id": check.task_version_id,
+        "check": check.check,
+        "status": str(check.status),
+        "summary": check.summary,
+        "details": check.details,
+        "tool": check.tool,
+        "ran_at": None if ran_at is None else ran_at.astimezone(UTC).isoformat(),
+    }
 
 
 def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[str, str]:

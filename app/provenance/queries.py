@@ -81,6 +81,12 @@ def rounds(*, session: Session) -> list[ReviewRound]:
     return list(session.exec(select(ReviewRound).order_by(ReviewRound.id)).all())
 
 
+def machine_checks(*, session: Session) -> list:
+    from itsmreview.review.models import MachineCheck
+
+    return list(session.exec(select(MachineCheck).order_by(MachineCheck.id)).all())
+
+
 def exports(*, session: Session) -> list[Export]:
     return list(session.exec(select(Export).order_by(Export.id)).all())
 

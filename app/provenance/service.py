@@ -23,6 +23,7 @@ from itsmreview.ledger.prov import prov_document
 from itsmreview.ledger.service import append_entry, entry_record, verify_chain
 from itsmreview.provenance import queries
 from itsmreview.review import queries as review_queries
+from itsmreview.review.checks import check_content
 from itsmreview.review.reliability import adjudication_content
 from itsmreview.review.service import rating_content
 from sqlmodel import Session
@@ -73,6 +74,7 @@ class _Commitments:
         self.gates: dict[str, tuple[int, str]] = {}
         self.statuses: dict[int, tuple[int, str]] = {}
         self.exports: dict[str, tuple[int, str]] = {}
+        self.checks: dict[str, tuple[int, str]] = {}
 
     def note(self, entry) -> None:
         payload = entry.payload or {}
@@ -90,6 +92,8 @@ class _Commitments:
             self.gates[ident] = (seq, committed)
         elif kind == "task" and action.startswith("status:") and "task_version_id" in payload:
             self.statuses[int(payload["task_version_id"])] = (seq, action.split(":", 1)[1])
+        elif kind == "machine_check" and digest:
+            self.checks[ident] = (seq, digest)
         elif kind == "export" and entry.reference.startswith("manifest sha256:"):
             self.exports[ident] = (seq, entry.reference.split(":", 1)[1])
 
@@ -101,9 +105,9 @@ def verify_ledger(
     progress: Callable[[str, int], None] | None = None,
 ) -> AuditReport:
     """Recompute the hash chain, check an expected head (`SEQ:HASH`, kept outside the
-    database), and recompute the content of every rating, task version, adjudication, gate
-    and export from the stored rows against the entry that committed to it; name each object
-    that differs, and each rated or decided object that no entry covers.
+    database), and recompute the content of every rating, task version, adjudication, gate,
+    machine check and export from the stored rows against the entry that committed to it;
+    name each object that differs, and each rated or decided object that no entry covers.
 
     Streams the ledger and the objects in batches (memory does not grow with the ledger).
     Reads through `session`, expunging what it loaded after each batch.
@@ -189,6 +193,14 @@ def _check_objects(session, commitments: _Commitments, report: AuditReport, prog
                 )
         elif chain.content_digest(approval) != committed[1]:
             _mismatch(report, f"gate of round {review_round.name}", committed[0])
+    for check in queries.machine_checks(session=session):
+        report.objects_checked += 1
+        what = f"machine check {check.id} ({check.check} of task version {check.task_version_id})"
+        committed = commitments.checks.get(str(check.id))
+        if committed is None:
+            report.problems.append(f"{what}: no ledger entry commits to it")
+        elif chain.content_digest(check_content(check)) != committed[1]:
+            _mismatch(report, what, committed[0])
     for export in queries.exports(session=session):
         report.objects_checked += 1
         committed = commitments.exports.get(export.name)
