@@ -225,7 +225,8 @@ with st.expander(f"Approval gate of {literal(data.round_name)}"):
             "Median each gating dimension must reach",
             float(low),
             float(high),
-            value=float(gate.dimension_min),
+            # an audit round decides by its score; its scale may end below the default 4
+            value=min(max(float(gate.dimension_min), float(low)), float(high)),
             step=0.5,
         )
         alpha_min = left.number_input(

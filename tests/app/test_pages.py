@@ -936,3 +936,18 @@ def test_an_audit_round_asks_pass_warn_fail_blocked(demo_configured):
     assert not at.exception and not at.error, [e.value for e in at.error]
     criteria = [r for r in at.radio if r.label == "Task completeness"]
     assert criteria and criteria[0].options == ["Pass", "Warn", "Fail", "Blocked"]
+    for radio in at.radio:
+        radio.set_value(radio.options[0])  # Pass, accept, the lowest confidence
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    lead = log_in("lead")
+    lead.selectbox(key="round").set_value("Audit").run()
+    assert not lead.exception, lead.exception
+    assert "**The 100-point audit**" in [m.value for m in lead.markdown]
+    assert next(m.value for m in lead.metric if m.label == "Tasks scored") == "1"
+    decide = next(s for s in lead.selectbox if s.label == "Decide by")
+    assert decide.value == "audit-100"
+    next(n for n in lead.number_input if n.label.startswith("Audit score")).set_value(90.0)
+    lead.button(key="FormSubmitter:gate-Apply to every task of the round").click().run()
+    assert not lead.exception and not lead.error, [e.value for e in lead.error]
+    assert toasts(lead)[0].startswith("Gate applied:")
