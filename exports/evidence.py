@@ -186,6 +186,24 @@ def adjudications_file(
     return {"evidence/adjudications.jsonl": jsonl(rows)}
 
 
+def machine_checks_file(checks: list, *, versions: dict[int, tuple[str, int]]) -> dict[str, str]:
+    """The newest result of each machine check of the exported versions."""
+    rows = [
+        {
+            "task": versions[c.task_version_id][0],
+            "version": versions[c.task_version_id][1],
+            "check": c.check,
+            "status": str(c.status),
+            "summary": c.summary,
+            "details": c.details,
+            "tool": c.tool,
+            "ran_at": None if c.ran_at is None else _clean(pd.Timestamp(c.ran_at)),
+        }
+        for c in checks
+    ]
+    return {"evidence/machine_checks.jsonl": jsonl(rows)}
+
+
 def coverage_file(reports: dict[str, dict]) -> dict[str, str]:
     trimmed = {}
     for log, report in sorted(reports.items()):

@@ -28,6 +28,10 @@ FIELDS = {
     "provenance_json": "JSON: per field, its source kind (logs, external, expert) and reference",
     "transcripts_json": "JSON: the transcripts of the simulated actors",
     "original_format": "the format the task was imported in (native, harbor, tau2, eogym)",
+    "difficulty": "easy, medium or hard (null if not given)",
+    "user_type": "the simulated user's type, e.g. rookie or entangled_requests (null if none)",
+    "state_json": "JSON: the verifier's expected end state (record changes, preserve, actions)",
+    "alternatives_json": "JSON: other acceptable end states",
 }
 
 
@@ -53,6 +57,10 @@ def row(task: dict, record: dict) -> dict:
         "provenance_json": json.dumps(task.get("provenance", []), ensure_ascii=False),
         "transcripts_json": json.dumps(task.get("transcripts", []), ensure_ascii=False),
         "original_format": task.get(ORIGINAL_FORMAT) or "native",
+        "difficulty": task.get("difficulty"),
+        "user_type": task.get("user_type"),
+        "state_json": json.dumps(task.get("state") or {}, ensure_ascii=False),
+        "alternatives_json": json.dumps(task.get("alternatives") or [], ensure_ascii=False),
     }
 
 

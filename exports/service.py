@@ -399,6 +399,7 @@ def _write_files(
             config,
             set(review_queries.round_task_ids(session=session, round_id=review_round.id)),
             review_queries.adjudications_of_round(session=session, round_id=review_round.id),
+            review_queries.failed_checks(session=session, round_id=review_round.id),
         )
         gate_per_round[review_round.name] = {
             "settings": {
@@ -408,6 +409,12 @@ def _write_files(
                 "alpha_min": config.alpha_min,
                 "disagreement_range": config.disagreement_range,
                 "blocking_flags": list(config.blocking_flags),
+                "mode": config.mode,
+                **(
+                    {"threshold": config.threshold, "weights": dict(config.weights)}
+                    if config.mode == "audit-100"
+                    else {}
+                ),
             },
             "agreement": gates[review_round.name],
             "decisions": [],
@@ -425,7 +432,7 @@ def _write_files(
             ratings_out.add(rows)
             summary.extend(evidence.task_summary(rows, dimensions))
             rating_ids.update(ratings["rating_id"].astype(int).tolist())
-            for round_name, (config, members, adjudicated) in deciding.items():
+            for round_name, (config, members, adjudicated, failed) in deciding.items():
                 in_round = reliability.task_ratings(ratings[ratings["round"] == round_name], scores)
                 gate_per_round[round_name]["decisions"] += [
                     _decision_row(
@@ -435,6 +442,7 @@ def _write_files(
                             config,
                             gates[round_name]["alpha"],
                             adjudicated.get(v),
+                            failed.get(v, ()),
                         ),
                     )
                     for v in batch
@@ -447,6 +455,12 @@ def _write_files(
     files.update(evidence.agreement_file(per_round, summary))
     files.update(evidence.gate_file(gate_per_round))
     files.update(evidence.adjudications_file(adjudications, versions=versions, names=leads))
+    files.update(
+        evidence.machine_checks_file(
+            review_queries.checks_of_versions(session=session, task_version_ids=list(versions)),
+            versions=versions,
+        )
+    )
     report("computing coverage", 0.65)
     by_log: dict[str, list[tuple[str, dict]]] = {}
     for task, version in chosen.pairs:

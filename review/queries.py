@@ -1051,6 +1051,21 @@ def checks_of(*, session: Session, task_version_id: int) -> list:
     )
 
 
+def checks_of_versions(*, session: Session, task_version_ids: Sequence[int]) -> list:
+    """The newest result of each check of these task versions, by version and check."""
+    from itsmreview.review.models import MachineCheck
+
+    if not task_version_ids:
+        return []
+    return list(
+        session.exec(
+            _newest_checks()
+            .where(in_ids(session, MachineCheck.task_version_id, task_version_ids))
+            .order_by(MachineCheck.task_version_id, MachineCheck.check)
+        ).all()
+    )
+
+
 def check_status_counts(*, session: Session, round_id: int) -> dict[str, int]:
     """status -> newest check results of the round's task versions."""
     from itsmreview.review.models import MachineCheck

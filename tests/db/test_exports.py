@@ -145,8 +145,27 @@ def _export(reviewed, out, **options):
 
 
 def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
+    from itsmreview.review.checks import import_checks
+
+    checks = reviewed["tmp"] / "checks.json"
+    checks.write_text(
+        json.dumps(
+            [
+                {"task": "native-b", "version": 1, "check": "structure", "status": "pass"},
+                {"task": "native-a", "version": 2, "check": "structure", "status": "fail"},
+            ]
+        )
+    )
+    with session_scope() as session:
+        import_checks(checks, session=session, actor=session.merge(reviewed["lead"]))
     out = reviewed["tmp"] / "one" / "set"
     result = _export(reviewed, out, formats=["native", "harbor", "hf", "tau2"])
+    exported_checks = [
+        json.loads(x) for x in (out / "evidence/machine_checks.jsonl").read_text().splitlines()
+    ]
+    assert [(c["task"], c["version"], c["check"], c["status"]) for c in exported_checks] == [
+        ("native-b", 1, "structure", "pass")  # native-a's v2 is not exported, nor its check
+    ]
     lines = [json.loads(x) for x in (out / "tasks/native.jsonl").read_text().splitlines()]
     assert [(t["id"], t["itsmreview"]["version"]) for t in lines] == [
         ("harbor-reset", 1),
@@ -213,6 +232,9 @@ def test_the_hugging_face_folder_loads_with_datasets(reviewed, monkeypatch):
     assert sorted(train["id"]) == ["harbor-reset", "native-a", "native-b", "tau2-1"]
     row = next(r for r in train if r["id"] == "native-a")
     assert row["version"] == 1 and row["source_log"] == "synth" and row["variants"]
+    tau2_row = next(r for r in train if r["id"] == "tau2-1")
+    assert json.loads(tau2_row["state_json"])["actions"][0]["name"] == "enable_roaming"
+    assert json.loads(row["state_json"]) == {} and row["difficulty"] is None
     card = (out / "tasks/hf/README.md").read_text()
     for section in ("## Dataset Summary", "## Dataset Structure", "## Licensing Information"):
         assert section in card
