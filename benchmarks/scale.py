@@ -77,6 +77,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
         RoundTask,
     )
     from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from itsmreview.review.scorevector import pack
     from itsmreview.sequences import sequence_key
     from sqlalchemy import insert, text
     from sqlmodel import Session
@@ -242,14 +243,12 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                         "submitted_at": stamp,
                     }
                 )
-                for k, key in enumerate(keys):
-                    scores.append(
-                        {
-                            "rating_id": rid,
-                            "dimension": key,
-                            "value": float(min(5, truth + ((t + j + k) % 4 == 0))),
-                        }
-                    )
+                given = {
+                    key: float(min(5, truth + ((t + j + k) % 4 == 0))) for k, key in enumerate(keys)
+                }
+                ratings[-1]["score_vector"] = pack(keys, given)
+                for key, value in given.items():
+                    scores.append({"rating_id": rid, "dimension": key, "value": value})
             if len(scores) >= 200_000:
                 put(Assignment, assignments)
                 put(Rating, ratings)

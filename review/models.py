@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from itsmreview.db import utcnow
-from sqlalchemy import JSON, Float, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Float, Index, LargeBinary, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -129,6 +129,9 @@ class Rating(SQLModel, table=True):
     rater_kind: str = Field(default="human", sa_type=String(16))
     created_at: datetime = Field(default_factory=utcnow)
     submitted_at: datetime | None = None
+    # the scores packed in the rubric's dimension order (review.scorevector); None on rows
+    # written without it, which agreement then reads from rating_scores
+    score_vector: bytes | None = Field(default=None, sa_type=LargeBinary)
 
 
 class RatingScore(SQLModel, table=True):

@@ -610,6 +610,46 @@ def ratings_by_rater(
     )
 
 
+def packed_ratings(
+    *,
+    session: Session,
+    round_id: int,
+    kinds: tuple[str, ...],
+    width: int,
+    verdict_codes: dict[str, float],
+    flag_keys: Sequence[str],
+    batch: int = 100_000,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """What `ratings_by_rater` gives, from each rating's packed scores (review.scorevector):
+    rows of rater id, task version id, verdict code and 0/1 per flag, and the scores as a
+    (ratings x width) array in the rubric's order. One column a rating, no pivot; None when a
+    rating of the round has no packed scores of this width (then read `ratings_by_rater`)."""
+    import numpy as np
+    from itsmreview.review.scorevector import unpack
+
+    result = session.connection().execute(
+        select(
+            Rating.expert_id,
+            Rating.task_version_id,
+            *_verdict_and_flags(verdict_codes, flag_keys),
+            Rating.score_vector,
+        ).where(*_current_submitted(round_id, kinds))
+    )
+    cursor = result.cursor
+    metas, blobs, size = [], [], 8 * width
+    try:
+        while rows := cursor.fetchmany(batch):
+            packed = [row[-1] for row in rows]
+            if any(b is None or len(b) != size for b in packed):
+                return None
+            blobs.extend(packed)
+            metas.append(np.array([row[:-1] for row in rows], dtype=float))
+    finally:
+        result.close()
+    meta = np.concatenate(metas) if metas else np.empty((0, 3 + len(flag_keys)))
+    return meta, unpack(blobs, width) if blobs else np.empty((0, width))
+
+
 def submission_times(*, session: Session, round_id: int) -> list:
     """When each current submitted rating of the round (any rater kind) was submitted."""
     return list(

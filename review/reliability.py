@@ -152,19 +152,30 @@ def round_long(
     read in batches: what per-rater figures (leave-one-rater-out, bias) need."""
     dimensions = [d.key for d in rubric.dimensions]
     flag_keys = [f.key for f in rubric.flags]
-    rated = _joined(
-        list(
-            queries.ratings_by_rater(
-                session=session,
-                round_id=round_id,
-                kinds=kinds,
-                dimensions=dimensions,
-                verdict_codes=VERDICT_CODES,
-                flag_keys=flag_keys,
-            )
-        ),
-        3 + len(flag_keys) + len(dimensions),
+    packed = queries.packed_ratings(
+        session=session,
+        round_id=round_id,
+        kinds=kinds,
+        width=len(dimensions),
+        verdict_codes=VERDICT_CODES,
+        flag_keys=flag_keys,
     )
+    if packed is not None:
+        rated = np.hstack(packed)
+    else:  # ratings written without packed scores
+        rated = _joined(
+            list(
+                queries.ratings_by_rater(
+                    session=session,
+                    round_id=round_id,
+                    kinds=kinds,
+                    dimensions=dimensions,
+                    verdict_codes=VERDICT_CODES,
+                    flag_keys=flag_keys,
+                )
+            ),
+            3 + len(flag_keys) + len(dimensions),
+        )
     raters, units = rated[:, 0].astype(np.int64), rated[:, 1].astype(np.int64)
 
     def present(column: np.ndarray) -> LongRatings:

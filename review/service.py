@@ -27,6 +27,7 @@ from itsmreview.review.models import (
 from itsmreview.review.priority import set_priorities
 from itsmreview.review.reliability import redecide_after_rating
 from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.scorevector import pack
 from sqlmodel import Session, select
 
 
@@ -243,6 +244,7 @@ def submit_rating(
         confidence=confidence,
         created_at=now,
         submitted_at=now,
+        score_vector=pack([d.key for d in definition.dimensions], scores),
     )
     session.add(rating)
     session.flush()

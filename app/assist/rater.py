@@ -42,6 +42,7 @@ from itsmreview.review.models import (
 )
 from itsmreview.review.reliability import find_round
 from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.scorevector import pack
 from itsmreview.review.service import rating_content
 from itsmreview.settings import get_settings
 from sqlmodel import Session
@@ -288,6 +289,7 @@ def _store_rating(
     review_round: ReviewRound,
     version_id: int,
     judgement: ModelJudgement,
+    dimension_keys: list[str],
 ) -> Rating:
     now = utcnow()
     assignment = Assignment(
@@ -315,6 +317,7 @@ def _store_rating(
         rater_kind="model",
         created_at=now,
         submitted_at=now,
+        score_vector=pack(dimension_keys, judgement.scores),
     )
     session.add(rating)
     session.flush()
@@ -385,6 +388,7 @@ def _record(
                     review_round=review_round,
                     version_id=answer.version_id,
                     judgement=judgement,
+                    dimension_keys=[d.key for d in rubric.dimensions],
                 )
                 request.outcome, request.rating_id = RequestOutcome.rated, rating.id
             except UnusableAnswer as exc:

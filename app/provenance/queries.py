@@ -81,6 +81,16 @@ def rounds(*, session: Session) -> list[ReviewRound]:
     return list(session.exec(select(ReviewRound).order_by(ReviewRound.id)).all())
 
 
+def rubric_dimension_keys(*, session: Session) -> dict[int, list[str]]:
+    """rubric id -> its dimension keys in order (what a rating's packed scores follow)."""
+    from itsmreview.review.models import Rubric
+
+    return {
+        rubric_id: [d["key"] for d in (definition or {}).get("dimensions", [])]
+        for rubric_id, definition in session.exec(select(Rubric.id, Rubric.definition)).all()
+    }
+
+
 def machine_checks(*, session: Session) -> list:
     from itsmreview.review.models import MachineCheck
 

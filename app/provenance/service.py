@@ -25,6 +25,7 @@ from itsmreview.provenance import queries
 from itsmreview.review import queries as review_queries
 from itsmreview.review.checks import check_content
 from itsmreview.review.reliability import adjudication_content
+from itsmreview.review.scorevector import pack
 from itsmreview.review.service import rating_content
 from sqlmodel import Session
 
@@ -135,10 +136,16 @@ def _mismatch(report: AuditReport, what: str, seq: int) -> None:
 
 
 def _check_objects(session, commitments: _Commitments, report: AuditReport, progress) -> None:
+    rubric_keys = queries.rubric_dimension_keys(session=session)
     for ratings, scores in queries.ratings_batches(session=session):
         for rating in ratings:
             report.objects_checked += 1
             what = f"rating {rating.id} (task version {rating.task_version_id})"
+            keys = rubric_keys.get(rating.rubric_id, [])
+            if rating.score_vector is not None and bytes(rating.score_vector) != pack(
+                keys, scores.get(rating.id, {})
+            ):
+                report.problems.append(f"{what}: its packed scores differ from its score rows")
             committed = commitments.ratings.get(str(rating.id))
             if committed is None:
                 report.problems.append(f"{what}: no ledger entry commits to it")

@@ -289,3 +289,51 @@ def test_0009_fills_places_held_and_declared_variants_from_existing_rows(empty_d
             assert list(keys) == sorted([sequence_key(["A", "B"]), sequence_key(["A", "C"])])
     finally:
         engine.dispose()
+
+
+def test_0015_packs_the_scores_of_existing_ratings(empty_database_url):
+    """A 0014 database with a submitted rating scored on one of its rubric's two dimensions
+    and a draft: the upgrade packs the submitted one in the rubric's order, NaN where
+    unscored, and leaves the draft alone."""
+    from itsmreview.review.scorevector import pack, unpack
+    from sqlalchemy import text
+
+    engine = create_db_engine(empty_database_url)
+    definition = {"dimensions": [{"key": "realism"}, {"key": "clarity"}]}
+    statements = [
+        "INSERT INTO users (id, username, display_name, role, password_hash, expertise, active,"
+        " created_at, session_epoch) VALUES (1, 'e1', 'E', 'expert', 'x', '[]', true,"
+        " '2026-01-01', 0)",
+        "INSERT INTO rubrics (id, name, version, title, definition, content_hash, created_at)"
+        f" VALUES (1, 'r', 1, 'R', '{json.dumps(definition)}', 'h', '2026-01-01')",
+        "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
+        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
+        " '2026-01-01')",
+        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona, track,"
+        " source_format, instruction, environment, ground_truth, verifier, tags, source,"
+        " provenance, extra, created_at, status) VALUES (1, 1, 1, 'h', 'T', 'P', 'single-agent',"
+        " 'native', 'x', '', '', '', '[]', '{}', '[]', '{}', '2026-01-01', 'in_review')",
+        "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
+        " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
+        " '2026-01-01', 1)",
+        "INSERT INTO assignments (id, round_id, task_version_id, expert_id, status, created_at)"
+        " VALUES (1, 1, 1, 1, 'submitted', '2026-01-01')",
+        "INSERT INTO ratings (id, assignment_id, round_id, task_version_id, expert_id, rubric_id,"
+        " revision, is_current, status, flags, comment, rater_kind, created_at) VALUES"
+        " (1, 1, 1, 1, 1, 1, 1, true, 'submitted', '[]', '', 'human', '2026-01-01'),"
+        " (2, 1, 1, 1, 1, 1, 0, false, 'draft', '[]', '', 'human', '2026-01-01')",
+        "INSERT INTO rating_scores (id, rating_id, dimension, value) VALUES (1, 1, 'clarity', 4),"
+        " (2, 2, 'realism', 2)",
+    ]
+    try:
+        upgrade_database(engine, "0014")
+        with engine.begin() as c:
+            for statement in statements:
+                c.execute(text(statement))
+        upgrade_database(engine)
+        with engine.connect() as c:
+            rows = dict(c.execute(text("SELECT id, score_vector FROM ratings")).all())
+        assert bytes(rows[1]) == pack(["realism", "clarity"], {"clarity": 4.0})
+        assert unpack([rows[1]], 2)[0, 1] == 4.0 and rows[2] is None
+    finally:
+        engine.dispose()

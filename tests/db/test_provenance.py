@@ -348,3 +348,21 @@ def test_filter_choices_walk_the_artifact_types_like_distinct(history):
         walked = artifact_types(session=session)
         distinct = sorted(set(session.exec(select(LedgerEntry.artifact_type)).all()))
     assert walked == distinct and len(walked) >= 3
+
+
+def test_packed_scores_that_differ_from_the_score_rows_are_named(history):
+    from itsmreview.review.models import Rating
+    from itsmreview.review.scorevector import pack
+    from sqlmodel import select
+
+    with session_scope() as session:
+        rating = session.exec(select(Rating).order_by(Rating.id)).first()
+        width = len(rating.score_vector) // 8
+        rating.score_vector = pack([str(i) for i in range(width)], {})  # every score NaN
+        session.add(rating)
+    report = audit()
+    assert report.chain_problem is None and not report.ok
+    assert report.problems == [
+        f"rating {rating.id} (task version {rating.task_version_id}): its packed scores differ "
+        "from its score rows"
+    ]

@@ -473,3 +473,26 @@ def test_submits_keep_the_stored_alpha_and_statuses_equal_to_a_full_recompute(se
     }
     assert approved_before != approved_after  # many tasks flipped, not just the rated one
     assert len(approved_before ^ approved_after) > 1
+
+
+def test_packed_scores_give_what_the_score_rows_give(session, demo, monkeypatch):
+    """Agreement read from each rating's packed scores equals agreement read from its score
+    rows (the path for ratings written without packed scores), item by item."""
+    from itsmreview.review import queries
+    from itsmreview.review.scorevector import pack, unpack
+
+    _, fast = round_agreement(session=session, actor=demo["lead"], bootstrap=100)
+    rating = session.exec(select(Rating).where(Rating.status == "submitted")).first()
+    scores = {
+        s.dimension: s.value
+        for s in session.exec(select(RatingScore).where(RatingScore.rating_id == rating.id))
+    }
+    keys = list(scores)  # packed in the rubric's order: the same values, key by key
+    assert unpack([rating.score_vector], len(keys)).shape == (1, len(keys))
+    assert sorted(unpack([rating.score_vector], len(keys))[0]) == sorted(
+        unpack([pack(keys, scores)], len(keys))[0]
+    )
+    monkeypatch.setattr(queries, "packed_ratings", lambda **_: None)
+    _, slow = round_agreement(session=session, actor=demo["lead"], bootstrap=100)
+    assert [i.as_dict() for i in fast] == [i.as_dict() for i in slow]
+    assert any(i.leave_one_out for i in fast) and any(i.bias for i in fast)
