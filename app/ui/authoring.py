@@ -76,11 +76,16 @@ def _groups(figures: dict) -> None:
     )
 
 
-def _proposals(user, round_name: str) -> None:
+def _proposals(user, round_name: str, count: int) -> None:
+    shown = st.expander(
+        f"Proposed resolutions to decide ({count})", key="open-proposals", on_change="rerun"
+    )
+    if not shown.open:
+        return
     with session_scope() as session:
         review_round = find_round(session, round_name)
         waiting = proposals_frame(session=session, round_id=review_round.id, status="proposed")
-    with st.expander(f"Proposed resolutions to decide ({len(waiting)})"):
+    with shown:
         if waiting.empty:
             st.caption("No expert has proposed another acceptable end state.")
         for row in waiting.itertuples():
@@ -143,6 +148,14 @@ def authoring_section(user, round_name: str) -> None:
     tiles[3].metric("Proposals waiting", f"{figures['proposals'].get('proposed', 0):,}")
     if figures["audit"]:
         _audit(figures["audit"])
-    _groups(figures)
-    _proposals(user, round_name)
+    # drawn when opened: a page view costs the tiles only
+    groups = st.expander(
+        f"{figures['item_label']} and agreement by difficulty, simulator backbone and user type",
+        key="open-authoring-groups",
+        on_change="rerun",
+    )
+    if groups.open:
+        with groups:
+            _groups(figures)
+    _proposals(user, round_name, figures["proposals"].get("proposed", 0))
     _feedback(user, round_name, figures["needs_revision"])

@@ -893,11 +893,21 @@ def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
     assert toasts(at) == ["Proposal sent to the leads."]
     at.run()
     assert any(e.label.endswith("(1 proposed)") for e in at.expander)
+    lead = log_in("lead")
+    lead.session_state["open-proposals"] = True
+    lead.run()
+    assert any("self\\-service portal" in m.value for m in lead.markdown)
+    lead.button(key=next(b.key for b in lead.button if b.label == "Accept")).click().run()
+    assert not lead.exception and not lead.error, [e.value for e in lead.error]
+    assert toasts(lead) == [f"Accepted: {task} has a new version with it."]
 
 
 def test_the_lead_reads_authoring_figures_and_filters_tasks_by_difficulty(demo_configured):
     at = log_in("lead")
     assert "Benchmark authoring" in [s.value for s in at.subheader]
+    assert not at.tabs  # drawn when their section is opened
+    at.session_state["open-authoring-groups"] = True
+    at.run()
     assert [t.label for t in at.tabs][:3] == ["Difficulty", "Simulator backbone", "User type"]
     difficulty = at.dataframe[
         [i for i, d in enumerate(at.dataframe) if "Difficulty" in d.value.columns][0]
