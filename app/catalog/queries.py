@@ -48,22 +48,19 @@ def _latest_versions():
     )
 
 
+def _listed():
+    """A task's columns as the task lists show them."""
+    return (Task.id, Task.external_id, Task.title, Task.persona, Task.track, Task.status)
+
+
+AUTHORING_COLUMNS = (Task.difficulty, Task.user_type, Task.simulator_backbone)
+
+
 def tasks_frame(*, session: Session) -> pd.DataFrame:
     latest = _latest_versions()
     frame = frame_of(
         session,
-        select(
-            Task.id,
-            Task.external_id,
-            Task.title,
-            Task.persona,
-            Task.track,
-            Task.status,
-            latest.c.version,
-            Task.difficulty,
-            Task.user_type,
-            Task.simulator_backbone,
-        )
+        select(*_listed(), latest.c.version, *AUTHORING_COLUMNS)
         .join(latest, latest.c.task_id == Task.id)
         .order_by(Task.persona, Task.external_id),
     )
@@ -196,10 +193,10 @@ def _matching(filters: TaskFilters) -> list:
         conditions.append(Task.track.in_(list(filters.tracks)))
     if filters.statuses:
         conditions.append(Task.status.in_(list(filters.statuses)))
-    for column, chosen in (
-        (Task.difficulty, filters.difficulties),
-        (Task.user_type, filters.user_types),
-        (Task.simulator_backbone, filters.backbones),
+    for column, chosen in zip(
+        AUTHORING_COLUMNS,
+        (filters.difficulties, filters.user_types, filters.backbones),
+        strict=True,
     ):
         if chosen:
             conditions.append(column.in_(list(chosen)))
@@ -242,17 +239,7 @@ def task_page(
     from itsmreview.review.models import Rating
 
     page = session.exec(
-        select(
-            Task.id,
-            Task.external_id,
-            Task.title,
-            Task.persona,
-            Task.track,
-            Task.status,
-            Task.difficulty,
-            Task.user_type,
-            Task.simulator_backbone,
-        )
+        select(*_listed(), *AUTHORING_COLUMNS)
         .where(*_matching(filters))
         .order_by(Task.persona, Task.external_id)
         .offset(max(0, offset))

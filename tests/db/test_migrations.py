@@ -242,6 +242,32 @@ def test_head_revision_constant_names_the_newest_migration():
     )
 
 
+def _round_of_one_task(*, experts: int, source: dict | None = None, definition=None) -> list:
+    """SQL for `experts` experts (ids 1..n, e1..en), a rubric, one task with one version
+    (source as given) and an open round R over it, as an old schema holds them."""
+    users = ", ".join(
+        f"({i}, 'e{i}', 'E', 'expert', 'x', '[]', true, '2026-01-01', 0)"
+        for i in range(1, experts + 1)
+    )
+    return [
+        "INSERT INTO users (id, username, display_name, role, password_hash, expertise, active,"
+        f" created_at, session_epoch) VALUES {users}",
+        "INSERT INTO rubrics (id, name, version, title, definition, content_hash, created_at)"
+        f" VALUES (1, 'r', 1, 'R', '{json.dumps(definition or {})}', 'h', '2026-01-01')",
+        "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
+        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
+        " '2026-01-01')",
+        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona, track,"
+        " source_format, instruction, environment, ground_truth, verifier, tags, source,"
+        " provenance, extra, created_at, status) VALUES (1, 1, 1, 'h', 'T', 'P', 'single-agent',"
+        f" 'native', 'x', '', '', '', '[]', '{json.dumps(source or {})}', '[]', '{{}}',"
+        " '2026-01-01', 'in_review')",
+        "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
+        " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
+        " '2026-01-01', 1)",
+    ]
+
+
 def test_0009_fills_places_held_and_declared_variants_from_existing_rows(empty_database_url):
     """A 0008 database with a rated, a released and a reserved assignment and a task whose
     source declares two variants (one twice): the upgrade counts the places held and lists
@@ -252,23 +278,7 @@ def test_0009_fills_places_held_and_declared_variants_from_existing_rows(empty_d
     engine = create_db_engine(empty_database_url)
     source = {"log": "bpi", "variants": [["A", "B"], ["A", "C"], ["A", "B"]]}
     statements = [
-        "INSERT INTO users (id, username, display_name, role, password_hash, expertise, active,"
-        " created_at, session_epoch) VALUES (1, 'e1', 'E', 'expert', 'x', '[]', true,"
-        " '2026-01-01', 0), (2, 'e2', 'E', 'expert', 'x', '[]', true, '2026-01-01', 0),"
-        " (3, 'e3', 'E', 'expert', 'x', '[]', true, '2026-01-01', 0)",
-        "INSERT INTO rubrics (id, name, version, title, definition, content_hash, created_at)"
-        " VALUES (1, 'r', 1, 'R', '{}', 'h', '2026-01-01')",
-        "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
-        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
-        " '2026-01-01')",
-        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona, track,"
-        " source_format, instruction, environment, ground_truth, verifier, tags, source,"
-        " provenance, extra, created_at, status) VALUES (1, 1, 1, 'h', 'T', 'P', 'single-agent',"
-        f" 'native', 'x', '', '', '', '[]', '{json.dumps(source)}', '[]', '{{}}', '2026-01-01',"
-        " 'in_review')",
-        "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
-        " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
-        " '2026-01-01', 1)",
+        *_round_of_one_task(experts=3, source=source),
         "INSERT INTO round_tasks (id, round_id, task_version_id, priority) VALUES (1, 1, 1, 0)",
         "INSERT INTO assignments (id, round_id, task_version_id, expert_id, status, created_at)"
         " VALUES (1, 1, 1, 1, 'submitted', '2026-01-01'), (2, 1, 1, 2, 'released',"
@@ -301,21 +311,7 @@ def test_0015_packs_the_scores_of_existing_ratings(empty_database_url):
     engine = create_db_engine(empty_database_url)
     definition = {"dimensions": [{"key": "realism"}, {"key": "clarity"}]}
     statements = [
-        "INSERT INTO users (id, username, display_name, role, password_hash, expertise, active,"
-        " created_at, session_epoch) VALUES (1, 'e1', 'E', 'expert', 'x', '[]', true,"
-        " '2026-01-01', 0)",
-        "INSERT INTO rubrics (id, name, version, title, definition, content_hash, created_at)"
-        f" VALUES (1, 'r', 1, 'R', '{json.dumps(definition)}', 'h', '2026-01-01')",
-        "INSERT INTO tasks (id, external_id, title, persona, track, status, created_at,"
-        " updated_at) VALUES (1, 't1', 'T', 'P', 'single-agent', 'in_review', '2026-01-01',"
-        " '2026-01-01')",
-        "INSERT INTO task_versions (id, task_id, version, content_hash, title, persona, track,"
-        " source_format, instruction, environment, ground_truth, verifier, tags, source,"
-        " provenance, extra, created_at, status) VALUES (1, 1, 1, 'h', 'T', 'P', 'single-agent',"
-        " 'native', 'x', '', '', '', '[]', '{}', '[]', '{}', '2026-01-01', 'in_review')",
-        "INSERT INTO review_rounds (id, name, rubric_id, k, status, reservation_minutes,"
-        " approval, created_at, created_by_id) VALUES (1, 'R', 1, 3, 'open', 60, '{}',"
-        " '2026-01-01', 1)",
+        *_round_of_one_task(experts=1, definition=definition),
         "INSERT INTO assignments (id, round_id, task_version_id, expert_id, status, created_at)"
         " VALUES (1, 1, 1, 1, 'submitted', '2026-01-01')",
         "INSERT INTO ratings (id, assignment_id, round_id, task_version_id, expert_id, rubric_id,"
