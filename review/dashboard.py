@@ -9,6 +9,7 @@ import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
+from itsmreview.catalog.state import DIFFICULTIES
 from itsmreview.review import queries
 from itsmreview.review.agreement import Alpha, Gwet
 from itsmreview.review.models import ReviewRound
@@ -249,7 +250,9 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
     for column in GROUPINGS:
         rows = []
         labels = tasks[column].fillna(UNSET)
-        for group, members in tasks.groupby(labels, sort=True):
+        order = {d: i for i, d in enumerate(DIFFICULTIES)} if column == "difficulty" else {}
+        grouped = sorted(tasks.groupby(labels), key=lambda g: (order.get(g[0], 99), g[0]))
+        for group, members in grouped:
             ids = [int(v) for v in members["task_version_id"]]
             rated = [v for v in ids if scores.get(v, {}).get(item)]
             medians = [float(np.median(scores[v][item])) for v in rated]

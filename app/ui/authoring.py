@@ -45,11 +45,13 @@ def _groups(figures: dict) -> None:
     tabs = st.tabs(list(GROUPINGS.values()))
     for tab, (column, title) in zip(tabs, GROUPINGS.items(), strict=True):
         rows = pd.DataFrame(figures["breakdowns"][column])
+        shown_empty = [c for c in ("realism", "audit_score") if c in rows and rows[c].isna().all()]
+        rows = rows.drop(columns=shown_empty)
         with tab:
             if rows.empty:
                 st.caption("The round has no tasks.")
                 continue
-            if rows[measure].notna().any():
+            if measure in rows:
                 st.plotly_chart(
                     group_chart(rows, measure, label, title),
                     key=f"by-{column}",

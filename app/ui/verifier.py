@@ -32,16 +32,19 @@ def _changes_table(state: dict) -> None:
     frame["change"] = frame["change"].map(CHANGE_MARK)
     frame["before"] = frame["before"].map(_value)
     frame["after"] = frame["after"].map(_value)
-    frame["keep"] = frame["must_not_change"].map({True: "🔒 must not change", False: ""})
+    columns = ["record", "change", "field", "before", "after"]
+    if frame["must_not_change"].any():  # a change set that touches what it must preserve
+        frame["keep"] = frame["must_not_change"].map({True: "🔒", False: ""})
+        columns.append("keep")
     text_table(
-        frame[["record", "change", "field", "before", "after", "keep"]],
+        frame[columns],
         {
             "record": "Record",
             "change": "Change",
             "field": "Field",
             "before": "Before",
             "after": "After",
-            "keep": "",
+            "keep": "Must not change",
         },
     )
 
