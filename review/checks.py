@@ -198,6 +198,12 @@ def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[s
     return out
 
 
+def checks_of_version(*, session: Session, actor: User, task_version_id: int):
+    """`checks_frame` for a lead's Tasks page."""
+    require_role(actor, Role.lead)
+    return checks_frame(session=session, task_version_id=task_version_id)
+
+
 def checks_frame(*, session: Session, task_version_id: int):
     """The newest result of each check of a task version, for the pages."""
     import pandas as pd

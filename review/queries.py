@@ -1200,6 +1200,20 @@ def repairs_of_task(*, session: Session, task_id: int, round_id: int | None = No
     return list(session.exec(query.order_by(TaskRepair.id)).all())
 
 
+def repair_counts(*, session: Session, task_ids: Sequence[int]) -> dict[int, int]:
+    """task id -> repair iterations (new versions put back into a round after revision)."""
+    from itsmreview.review.models import TaskRepair
+
+    if not task_ids:
+        return {}
+    rows = session.exec(
+        select(TaskRepair.task_id, func.count())
+        .where(in_ids(session, TaskRepair.task_id, task_ids))
+        .group_by(TaskRepair.task_id)
+    ).all()
+    return {int(t): int(n) for t, n in rows}
+
+
 def revision_rows(*, session: Session, round_id: int) -> pd.DataFrame:
     """The round's task versions that need revision: version, task and decision."""
     return round_task_statuses(session=session, round_id=round_id, status="needs_revision")

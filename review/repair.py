@@ -89,6 +89,12 @@ def requeue_revisions(
     return done
 
 
+def repair_iterations(*, session: Session, actor: User, task_ids: Sequence[int]) -> dict[int, int]:
+    """task id -> repair iterations of these tasks (the Tasks page, `tasks list`). Leads."""
+    require_role(actor, Role.lead)
+    return queries.repair_counts(session=session, task_ids=task_ids)
+
+
 def import_path(path: Path | str, *, session: Session, dry_run: bool = False, **options):
     """Import a task file (catalog.importing.import_path), then put each revised task's new
     version back into the rounds where its last version needs revision."""
@@ -184,9 +190,7 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
     proposals = queries.proposals_frame(session=session, round_id=review_round.id)
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
     adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
-    repairs = catalog_queries.repair_counts(
-        session=session, task_ids=[int(t) for t in rows["task_id"]]
-    )
+    repairs = queries.repair_counts(session=session, task_ids=[int(t) for t in rows["task_id"]])
     out = []
     for row in rows.itertuples():
         version_id = int(row.task_version_id)

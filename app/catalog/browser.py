@@ -63,16 +63,9 @@ def filter_choices(*, session: Session, actor: User) -> dict[str, list[str]]:
 def task_detail(
     *, session: Session, actor: User, external_id: str, version: int | None = None
 ) -> dict:
-    """A task version in native form with its status and its machine checks. Leads only."""
-    from itsmreview.review.checks import checks_frame
-
+    """A task version in native form with its status. Leads only."""
     require_role(actor, Role.lead)
-    shown = show_task(session=session, external_id=external_id, version=version)
-    task = queries.task_by_external_id(session=session, external_id=external_id)
-    stored = queries.version_by_hash(
-        session=session, task_id=task.id, content_hash=shown["content_hash"]
-    )
-    return {**shown, "checks": checks_frame(session=session, task_version_id=stored.id)}
+    return show_task(session=session, external_id=external_id, version=version)
 
 
 def declared_variants(*, session: Session, actor: User) -> dict[str, str]:

@@ -194,6 +194,7 @@ def show_task(*, session: Session, external_id: str, version: int | None = None)
         task, stored, queries.transcripts_of(session=session, task_version_id=stored.id)
     )
     return {
+        "task_version_id": stored.id,
         "version": stored.version,
         "status": stored.status,
         "content_hash": stored.content_hash,

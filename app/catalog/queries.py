@@ -64,8 +64,7 @@ def tasks_frame(*, session: Session) -> pd.DataFrame:
         .join(latest, latest.c.task_id == Task.id)
         .order_by(Task.persona, Task.external_id),
     )
-    repairs = repair_counts(session=session, task_ids=frame["id"].tolist()) if len(frame) else {}
-    return frame.assign(repairs=[repairs.get(int(i), 0) for i in frame["id"]])
+    return frame
 
 
 def status_counts(*, session: Session) -> dict[str, int]:
@@ -247,7 +246,7 @@ def task_page(
     ).all()
     columns = ["id", "title", "persona", "track", "status", "version", "rated_version"]
     columns += ["approved_version", "log", "difficulty", "user_type", "simulator_backbone"]
-    columns += ["repairs"]
+    columns += ["task_id"]
     if not page:
         return pd.DataFrame(columns=[*columns, "changed_after_rating", "decision"])
     task_ids = [row[0] for row in page]
@@ -272,7 +271,6 @@ def task_page(
         .exists(),
     )
     approved = _newest_version_where(session, task_ids, TaskVersion.status == "approved")
-    repairs = repair_counts(session=session, task_ids=task_ids)
     rows = []
     for (
         task_id,
@@ -303,22 +301,10 @@ def task_page(
                 "difficulty": difficulty,
                 "user_type": user_type,
                 "simulator_backbone": backbone,
-                "repairs": repairs.get(task_id, 0),
+                "task_id": task_id,
             }
         )
     return pd.DataFrame(rows)
-
-
-def repair_counts(*, session: Session, task_ids: list[int]) -> dict[int, int]:
-    """task id -> repair iterations (review.models.TaskRepair rows) of these tasks."""
-    from itsmreview.review.models import TaskRepair
-
-    rows = session.exec(
-        select(TaskRepair.task_id, func.count())
-        .where(in_ids(session, TaskRepair.task_id, task_ids))
-        .group_by(TaskRepair.task_id)
-    ).all()
-    return {int(t): int(n) for t, n in rows}
 
 
 def _newest_version_where(session: Session, task_ids: list[int], condition) -> dict[int, int]:

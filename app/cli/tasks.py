@@ -5,7 +5,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from itsmreview.cli.base import app, boundary, echo_json, ensure_schema, fail, open_session
+from itsmreview.cli.base import (
+    app,
+    boundary,
+    echo_json,
+    ensure_schema,
+    fail,
+    open_session,
+    operator,
+)
 
 tasks_app = typer.Typer(help="The task catalog.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
@@ -136,6 +144,7 @@ def tasks_list(
     type, simulator backbone and repair iterations."""
     from itsmreview.catalog.queries import tasks_frame
     from itsmreview.catalog.state import normalise_difficulty, normalise_user_type
+    from itsmreview.review.repair import repair_iterations
 
     try:
         difficulties = [normalise_difficulty(d) for d in difficulty or []]
@@ -145,6 +154,10 @@ def tasks_list(
     ensure_schema()
     with open_session() as session:
         frame = tasks_frame(session=session)
+        repairs = repair_iterations(
+            session=session, actor=operator(), task_ids=frame["id"].tolist()
+        )
+    frame = frame.assign(repairs=[repairs.get(int(i), 0) for i in frame["id"]])
     for column, chosen in (
         ("difficulty", difficulties),
         ("user_type", user_types),

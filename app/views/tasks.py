@@ -9,6 +9,8 @@ from itsmreview.catalog.browser import (
     turn_notes_of_task,
 )
 from itsmreview.db import session_scope
+from itsmreview.review.checks import checks_of_version
+from itsmreview.review.repair import repair_iterations
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.tables import readable
@@ -90,6 +92,9 @@ with session_scope() as session:
         limit=PAGE_SIZE,
     )
 table = listing.rows
+with session_scope() as session:
+    repairs = repair_iterations(session=session, actor=user, task_ids=table["task_id"].tolist())
+table = table.assign(repairs=[repairs.get(int(t), 0) for t in table["task_id"]])
 pages = max(1, -(-listing.matching // PAGE_SIZE))
 first = (page_number - 1) * PAGE_SIZE
 st.caption(
@@ -163,7 +168,10 @@ with left:
         if task.get(label):
             show_field(label.replace("_", " ").capitalize(), task[label])
     state_panel(task.get("state"), task.get("alternatives"))
-    checks_panel(shown["checks"])
+    with session_scope() as session:
+        checks_panel(
+            checks_of_version(session=session, actor=user, task_version_id=shown["task_version_id"])
+        )
     for transcript in task["transcripts"]:
         with st.expander(
             f"Transcript {literal(transcript['id'])} ({len(transcript['messages'])} turns)"

@@ -8,7 +8,6 @@ from itsmreview.accounts.service import create_user
 from itsmreview.catalog.browser import filter_choices, task_table
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.catalog.native import parse_bundle
-from itsmreview.catalog.queries import repair_counts
 from itsmreview.catalog.service import import_tasks
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.models import LedgerEntry
@@ -346,7 +345,7 @@ def test_the_repair_loop_feeds_back_requeues_and_counts(session, tmp_path):
     assert [(r.iteration, r.from_version_id, r.to_version_id) for r in repairs] == [
         (1, versions[0], newest.id)
     ]
-    assert repair_counts(session=session, task_ids=[task.id, task.id + 1]) == {task.id: 1}
+    assert queries.repair_counts(session=session, task_ids=[task.id, task.id + 1]) == {task.id: 1}
     # importing the same file again changes nothing and requeues nothing
     assert import_path(fixed, session=session, actor_id=lead.id).requeued == []
     # a dry run never requeues
