@@ -54,3 +54,12 @@ def test_the_model_assistance_selects_only_in_its_queries():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "select"
         ]
         assert not calls, f"{path.name} calls select()"
+
+
+def test_the_catalog_reaches_into_review_no_further_than_it_did():
+    """catalog sits below review; the few reads of review's tables it makes (ratings for the
+    task list, the rating history of a task) stay the only ones, so no new cycle appears."""
+    allowed = {"itsmreview.review.models", "itsmreview.review.queries"}
+    for path, names in _imports_of("itsmreview.catalog").items():
+        reached = {n for n in names if n.startswith("itsmreview.review")}
+        assert reached <= allowed, f"{path.name} imports {sorted(reached - allowed)}"
