@@ -84,14 +84,16 @@ def walk_files(folder: Path, *, max_files: int) -> Iterator[Path]:
     return iter(sorted(found))
 
 
-def read_text_bounded(path: Path, limit_bytes: int, *, what: str = "file") -> str:
+def read_text_bounded(
+    path: Path, limit_bytes: int, *, what: str = "file", setting: str | None = None
+) -> str:
     """The UTF-8 text of `path`, refused before reading when it is larger than `limit_bytes`.
-    Raises ValueError with the size, the limit and the setting that raises it."""
+    Raises ValueError with the size, the limit and the setting that raises it, if any."""
     size = path.stat().st_size
     if size > limit_bytes:
         raise ValueError(
-            f"{path}: the {what} is {size:,} bytes, over the limit of {limit_bytes:,}; split it, "
-            "or raise ITSMREVIEW_MAX_TASK_FILE_BYTES if it really is this large"
+            f"{path}: the {what} is {size:,} bytes, over the limit of {limit_bytes:,}; split it"
+            + (f", or raise {setting} if it really is this large" if setting else "")
         )
     try:
         return path.read_text(encoding="utf-8")

@@ -284,6 +284,16 @@ def test_a_bad_checks_file_names_every_problem_and_stores_nothing(session, tmp_p
     assert "check 2: no task 'nope'" in str(raised.value)
     assert "check 3: task 't0' has no version 9" in str(raised.value)
     assert queries.checks_of(session=session, task_version_id=1) == []
+    huge = _checks_file(tmp_path, [{"task": "t0", "check": "s", "status": "pass"}] * 3, "big.json")
+    import itsmreview.review.checks as checks_module
+
+    limit = checks_module.MAX_CHECKS_BYTES
+    checks_module.MAX_CHECKS_BYTES = 40
+    try:
+        with pytest.raises(InvalidInput, match=r"big.json: the checks file is \d+ bytes, over"):
+            import_checks(huge, session=session, actor=lead)
+    finally:
+        checks_module.MAX_CHECKS_BYTES = limit
     with pytest.raises(Exception, match="needs the lead role"):
         import_checks(unknown, session=session, actor=experts[0])
 

@@ -23,7 +23,12 @@ def read_task_text(path: Path) -> str:
     if not path.is_file():
         raise FormatError(f"{path}: no such file")
     try:
-        return read_text_bounded(path, get_settings().max_task_file_bytes, what="task file")
+        return read_text_bounded(
+            path,
+            get_settings().max_task_file_bytes,
+            what="task file",
+            setting="ITSMREVIEW_MAX_TASK_FILE_BYTES",
+        )
     except ValueError as exc:
         raise FormatError(str(exc)) from None
 
