@@ -168,3 +168,17 @@ def test_difficulty_user_type_and_backbone_are_normalised():
         == "claude, gpt-4.1"
     )
     assert simulator_backbone([{}]) is None
+
+
+def test_a_padded_or_oversized_sql_check_is_kept_as_written_not_backtracked_over():
+    padded = "SELECT COUNT(*) FROM incident WHERE id = 7" + " " * 200_000 + "x"
+    trailing = "  SELECT COUNT(*) FROM incident WHERE id = 7 AND state = 'closed'  ;  \n"
+    state = eogym_state(
+        [
+            {"name": "padded", "validation_config": {"query": padded, "expected_value": 1}},
+            {"name": "ends", "validation_config": {"query": trailing, "expected_value": 1}},
+        ]
+    )
+    assert len(state["checks"]) == 1 and state["checks"][0].startswith("padded: SELECT")
+    assert state["changes"][0]["key"] == "7"
+    assert state["changes"][0]["after"] == {"state": "closed"}

@@ -13,11 +13,14 @@ from itsmreview.catalog.formats.common import (
     text_block,
 )
 
+# matched against the query stripped of its ends and its final `;`, so that no part of the
+# pattern competes for the same characters (linear however the query is padded)
 _COUNT = re.compile(
-    r"^\s*SELECT\s+COUNT\(\s*\*\s*\)\s+FROM\s+(?P<table>[A-Za-z_][A-Za-z0-9_]*)\s+"
-    r"WHERE\s+(?P<where>.+?)\s*;?\s*$",
+    r"SELECT\s+COUNT\(\s*\*\s*\)\s+FROM\s+(?P<table>[A-Za-z_][A-Za-z0-9_]*)\s+"
+    r"WHERE\s+(?P<where>.+)",
     re.IGNORECASE | re.DOTALL,
 )
+MAX_PARSED_QUERY = 2_000  # characters; a longer check is kept as written, not parsed
 _EQUALS = re.compile(
     r"^\s*(?P<column>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:'(?P<text>(?:[^']|'')*)'|(?P<number>-?\d+(?:\.\d+)?))\s*$"
 )
@@ -48,7 +51,8 @@ def state_of(verifiers: list[dict]) -> dict:
         config = verifier.get("validation_config") or {}
         query = str(config.get("query") or "")
         name = verifier.get("name") or verifier.get("description") or "check"
-        found = _COUNT.match(query)
+        stripped = query.strip().removesuffix(";").rstrip()
+        found = _COUNT.fullmatch(stripped) if len(stripped) <= MAX_PARSED_QUERY else None
         conditions = _conditions(found["where"]) if found else None
         expected = config.get("expected_value")
         comparison = config.get("comparison_type", "equals")
