@@ -45,6 +45,18 @@ class TranscriptIn(_Open):
     simulator: dict[str, Any] = Field(default_factory=dict)
     messages: list[Message] = Field(min_length=1)
 
+    @field_validator("simulator")
+    @classmethod
+    def _simulated_user_type(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """A user type in the metadata must be usable as one (it fills the task's)."""
+        user = value.get("user")
+        for found in (
+            value.get("user_type"),
+            user.get("user_type") if isinstance(user, dict) else None,
+        ):
+            normalise_user_type(found)
+        return value
+
     @model_validator(mode="after")
     def _tool_results_answer_calls(self) -> "TranscriptIn":
         called: set[str] = set()

@@ -182,3 +182,14 @@ def test_a_padded_or_oversized_sql_check_is_kept_as_written_not_backtracked_over
     assert len(state["checks"]) == 1 and state["checks"][0].startswith("padded: SELECT")
     assert state["changes"][0]["key"] == "7"
     assert state["changes"][0]["after"] == {"state": "closed"}
+
+
+def test_a_transcript_user_type_that_is_no_word_is_reported_where_it_is():
+    item = {"id": "t", "title": "T", "persona": "p", "track": "single-agent", "instruction": "x"}
+    transcript = {
+        "id": "r",
+        "simulator": {"user_type": "x" * 100},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    with pytest.raises(ValueError, match=r"transcripts\[0\]\.simulator: .*at most 64 characters"):
+        parse_bundle([{**item, "transcripts": [transcript]}], "x")
