@@ -1214,11 +1214,6 @@ def repair_counts(*, session: Session, task_ids: Sequence[int]) -> dict[int, int
     return {int(t): int(n) for t, n in rows}
 
 
-def revision_rows(*, session: Session, round_id: int) -> pd.DataFrame:
-    """The round's task versions that need revision: version, task and decision."""
-    return round_task_statuses(session=session, round_id=round_id, status="needs_revision")
-
-
 def feedback_ratings(*, session: Session, round_id: int, task_version_ids: Sequence[int]):
     """Current submitted human ratings (id, task version, verdict, flags, comment) of these
     versions, and their scores: what the author's feedback quotes (no expert names)."""

@@ -159,7 +159,9 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
     review_round = find_round(session, round_name)
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)
-    rows = queries.revision_rows(session=session, round_id=review_round.id)
+    rows = queries.round_task_statuses(
+        session=session, round_id=review_round.id, status="needs_revision"
+    )
     ids = [int(v) for v in rows["task_version_id"]]
     ratings, scores = queries.feedback_ratings(
         session=session, round_id=review_round.id, task_version_ids=ids
@@ -186,8 +188,17 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
         notes.setdefault(version_id, []).append(
             {"transcript": transcript, "turn": turn, "flag": flag, "comment": comment}
         )
-    failed = queries.failed_checks(session=session, round_id=review_round.id)
-    proposals = queries.proposals_frame(session=session, round_id=review_round.id)
+    failing_checks: dict[int, list[dict]] = {}
+    for check in queries.checks_of_versions(session=session, task_version_ids=ids):
+        if check.status in queries.FAILING_CHECK:
+            failing_checks.setdefault(check.task_version_id, []).append(
+                {"check": check.check, "status": check.status, "summary": check.summary}
+            )
+    proposed: dict[tuple[str, int], list[dict]] = {}
+    for p in queries.proposals_frame(session=session, round_id=review_round.id).itertuples():
+        proposed.setdefault((p.task, int(p.version)), []).append(
+            {"description": p.description, "status": p.status, "changes": p.changes}
+        )
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
     adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
     repairs = queries.repair_counts(session=session, task_ids=[int(t) for t in rows["task_id"]])
@@ -195,22 +206,14 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
     for row in rows.itertuples():
         version_id = int(row.task_version_id)
         entry = per_task[version_id]
-        failing_checks = []
-        for check in queries.checks_of(session=session, task_version_id=version_id):
-            if check.check in failed.get(version_id, ()):
-                failing_checks.append(
-                    {"check": check.check, "status": check.status, "summary": check.summary}
-                )
+        failed = failing_checks.get(version_id, [])
         reasons = decide(
             TaskRatings(entry["scores"], [v for v in entry["verdicts"] if v], entry["flags"]),
             config,
             alphas,
             adjudicated.get(version_id),
-            failed.get(version_id, ()),
+            [c["check"] for c in failed],
         ).reasons
-        proposed = proposals[
-            (proposals["task"] == row.external_id) & (proposals["version"] == row.version)
-        ]
         out.append(
             {
                 "task": row.external_id,
@@ -222,11 +225,8 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
                 "verdicts": entry["verdicts"],
                 "comments": entry["comments"],
                 "turn_notes": notes.get(version_id, []),
-                "failed_checks": failing_checks,
-                "proposed_resolutions": [
-                    {"description": p.description, "status": p.status, "changes": p.changes}
-                    for p in proposed.itertuples()
-                ],
+                "failed_checks": failed,
+                "proposed_resolutions": proposed.get((row.external_id, int(row.version)), []),
                 "repair_iterations": repairs.get(int(row.task_id), 0),
             }
         )
@@ -261,9 +261,8 @@ def feedback_markdown(items: list[dict]) -> str:
                 lines.append(f"- {_md(c['label'])}{middle}: {_md(given)}")
         if item["failed_checks"]:
             lines += ["", "**Failed machine checks**", ""]
-            lines += [
-                f"- {c['check']} ({c['status']}): {c['summary']}" for c in item["failed_checks"]
-            ]
+            for c in item["failed_checks"]:
+                lines.append(f"- {_md(c['check'])} ({c['status']}): {_md(c['summary'])}")
         if item["comments"]:
             lines += ["", "**Comments**", ""]
             for c in item["comments"]:

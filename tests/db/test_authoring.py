@@ -498,3 +498,26 @@ def test_the_cli_runs_an_audit_round_from_import_to_feedback(configured, tmp_pat
     assert json.loads(run("proposals", "list", "--json")) == []
     failed = runner.invoke(app, ["checks", "import", str(tmp_path / "missing.json")])
     assert failed.exit_code == 1 and "missing.json" in failed.output
+
+
+def test_feedback_markdown_shows_an_imported_check_summary_as_written():
+    from itsmreview.review.repair import feedback_markdown
+
+    item = {
+        "task": "t0",
+        "title": "T",
+        "version": 1,
+        "round": "R",
+        "repair_iterations": 0,
+        "reasons": ["machine check failed: structure"],
+        "failing_criteria": [],
+        "failed_checks": [
+            {"check": "structure", "status": "fail", "summary": "<img src=x>\n# not a heading"}
+        ],
+        "comments": [],
+        "turn_notes": [],
+        "proposed_resolutions": [],
+    }
+    text = feedback_markdown([item])
+    assert "- structure (fail): \\<img src=x\\> \\# not a heading" in text
+    assert "<img" not in text.replace("\\<img", "")
