@@ -173,13 +173,13 @@ def decide(
         return Decision(
             "needs_revision", (["median verdict is revise"] if median_verdict < 2 else []) + low
         )
-    weak = _weak_alphas(config, round_alpha)
+    weak = weak_alphas(config, round_alpha)
     if weak:
         return Decision("pending", weak)
     return Decision("approved", ["all criteria met"])
 
 
-def _weak_alphas(config: GateConfig, round_alpha: dict[str, float | None]) -> list[str]:
+def weak_alphas(config: GateConfig, round_alpha: dict[str, float | None]) -> list[str]:
     """Reasons the round's agreement holds tasks back; none when alpha_min is -1 (the
     lowest alpha there is: the lead asks for no agreement, undefined alpha included)."""
     if config.alpha_min <= -1:
@@ -210,7 +210,7 @@ def _audit_decision(
         return Decision(
             "needs_revision", [f"score {score:g} of 100, below the threshold {config.threshold:g}"]
         )
-    weak = _weak_alphas(config, round_alpha)
+    weak = weak_alphas(config, round_alpha)
     if weak:
         return Decision("pending", [f"score {score:g} of 100"] + weak)
     return Decision("approved", [f"score {score:g} of 100, admitted at {config.threshold:g}"])

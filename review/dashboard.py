@@ -217,23 +217,16 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
     alpha of the realism item among them, with its 95% interval."""
     import numpy as np
     from itsmreview.review import agreement
-    from itsmreview.review.approval import audit_score
-    from itsmreview.review.reliability import HUMAN, gate_config
+    from itsmreview.review.reliability import gate_config
 
     config = gate_config(review_round, rubric)
     keys = [d.key for d in rubric.dimensions]
     item = "scenario_realism" if "scenario_realism" in keys else keys[0]
-    scores: dict[int, dict[str, list[float]]] = {}
-    for dimension, version_id, value, n in queries.score_value_counts(
-        session=session, round_id=review_round.id, kinds=HUMAN
-    ):
-        scores.setdefault(int(version_id), {}).setdefault(dimension, []).extend(
-            [float(value)] * int(n)
-        )
+    scores = _scores_by_task(session, review_round.id)
     tasks = queries.round_task_attributes(session=session, round_id=review_round.id)
-    audit = None
+    audit, per_task = None, {}
     if config.mode == "audit-100" and config.weights:
-        per_task = {v: s for v, d in scores.items() if (s := audit_score(d, config)) is not None}
+        per_task = _audit_scores(scores, config)
         status = dict(zip(tasks["task_version_id"], tasks["status"], strict=True))
         admitted = sum(status.get(v) == "approved" for v in per_task)
         audit = {
@@ -265,11 +258,7 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
                 if rated and len(values) >= 2
                 else None
             )
-            audit_scores_of = (
-                [s for v in rated if (s := audit_score(scores[v], config)) is not None]
-                if audit
-                else []
-            )
+            audit_scores_of = [per_task[v] for v in rated if v in per_task]
             rows.append(
                 {
                     "group": str(group),
@@ -311,20 +300,33 @@ def round_authoring(*, session: Session, actor: User, round_name: str | int | No
     return authoring_figures(session=session, review_round=review_round, rubric=rubric)
 
 
-def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, float]:
-    """task version id -> audit-100 score of the round's scored tasks."""
-    from itsmreview.review.approval import audit_score
-    from itsmreview.review.models import Rubric
-    from itsmreview.review.reliability import HUMAN, gate_config
-    from itsmreview.review.rubrics import RubricDefinition
+def _scores_by_task(session: Session, round_id: int) -> dict[int, dict[str, list[float]]]:
+    """task version id -> dimension -> the values of its current human ratings, from one
+    grouped count (rows grow with tasks x scale points, not with ratings)."""
+    from itsmreview.review.reliability import HUMAN
 
-    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
-    config = gate_config(review_round, rubric)
     scores: dict[int, dict[str, list[float]]] = {}
     for dimension, version_id, value, n in queries.score_value_counts(
-        session=session, round_id=review_round.id, kinds=HUMAN
+        session=session, round_id=round_id, kinds=HUMAN
     ):
         scores.setdefault(int(version_id), {}).setdefault(dimension, []).extend(
             [float(value)] * int(n)
         )
+    return scores
+
+
+def _audit_scores(scores: dict[int, dict[str, list[float]]], config) -> dict[int, float]:
+    from itsmreview.review.approval import audit_score
+
     return {v: s for v, d in scores.items() if (s := audit_score(d, config)) is not None}
+
+
+def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, float]:
+    """task version id -> audit-100 score of the round's scored tasks."""
+    from itsmreview.review.models import Rubric
+    from itsmreview.review.reliability import gate_config
+    from itsmreview.review.rubrics import RubricDefinition
+
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    config = gate_config(review_round, rubric)
+    return _audit_scores(_scores_by_task(session, review_round.id), config)

@@ -13,7 +13,7 @@ from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import agreement, gatecache, queries
-from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide
+from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide, weak_alphas
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
 from itsmreview.review.rubrics import RubricDefinition
 from sqlmodel import Session
@@ -486,10 +486,7 @@ def gating_alphas(
 def alpha_reached(config: GateConfig, alphas: dict[str, float | None]) -> bool:
     """Whether the round's agreement lets tasks be approved: the only way alpha enters a
     task's status (a task's reasons quote the values, its status does not)."""
-    return config.alpha_min <= -1 or all(
-        (value := alphas.get(d)) is not None and value >= config.alpha_min
-        for d in config.gating_dimensions
-    )
+    return not weak_alphas(config, alphas)
 
 
 def gate_decisions(
