@@ -200,14 +200,3 @@ def show_task(*, session: Session, external_id: str, version: int | None = None)
         "content_hash": stored.content_hash,
         "task": native,
     }
-
-
-def import_as(
-    path: Path | str, *, session: Session, actor, dry_run: bool = False, **options
-) -> FileImport:
-    """`import_path` on behalf of an admin (the Imports page). Raises PermissionDenied."""
-    from itsmreview.accounts.models import Role
-    from itsmreview.accounts.service import require_role
-
-    require_role(actor, Role.admin)
-    return import_path(path, session=session, actor_id=actor.id, dry_run=dry_run, **options)
