@@ -90,8 +90,13 @@ def import_checks(
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     resolved, problems = [], []
+    tasks: dict[str, object] = {}  # a file lists many checks of one task
     for index, item in enumerate(found):
-        task = catalog_queries.task_by_external_id(session=session, external_id=item.task)
+        if item.task not in tasks:
+            tasks[item.task] = catalog_queries.task_by_external_id(
+                session=session, external_id=item.task
+            )
+        task = tasks[item.task]
         version = None
         if task is None:
             problems.append(f"  check {index + 1}: no task {item.task!r} in the catalog")
@@ -171,7 +176,12 @@ def check_content(check: MachineCheck) -> dict:
 
 def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[str, str]:
     """Re-decide these versions in every open round that holds them: round -> statuses."""
-    from itsmreview.review.reliability import gate_config, gating_alphas, redecide_task
+    from itsmreview.review.reliability import (
+        gate_config,
+        gating_alphas,
+        recompute_statuses,
+        redecide_task,
+    )
     from itsmreview.review.rubrics import RubricDefinition
 
     out: dict[str, str] = {}
@@ -180,22 +190,29 @@ def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[s
         rubric = RubricDefinition.model_validate(
             session.get(Rubric, review_round.rubric_id).definition
         )
+        in_round = queries.versions_in_round(
+            session=session, round_id=round_id, task_version_ids=version_ids
+        )
+        if len(in_round) > REDECIDE_ONE_BY_ONE:  # one pass over the round beats many tasks
+            decisions = recompute_statuses(session=session, round_name=round_id, actor_id=actor_id)
+            out.update({f"{review_round.name}:{v}": decisions[v].status for v in in_round})
+            continue
         config = gate_config(review_round, rubric)
         alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
-        for version_id in version_ids:
-            if queries.round_task_row(
-                session=session, round_id=round_id, task_version_id=version_id
-            ):
-                decision = redecide_task(
-                    session=session,
-                    review_round=review_round,
-                    task_version_id=version_id,
-                    config=config,
-                    alphas=alphas,
-                    actor_id=actor_id,
-                )
-                out[f"{review_round.name}:{version_id}"] = decision.status
+        for version_id in sorted(in_round):
+            decision = redecide_task(
+                session=session,
+                review_round=review_round,
+                task_version_id=version_id,
+                config=config,
+                alphas=alphas,
+                actor_id=actor_id,
+            )
+            out[f"{review_round.name}:{version_id}"] = decision.status
     return out
+
+
+REDECIDE_ONE_BY_ONE = 500  # checked versions of a round re-decided one at a time, at most
 
 
 def checks_of_version(*, session: Session, actor: User, task_version_id: int):

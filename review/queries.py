@@ -1183,6 +1183,23 @@ def proposals_of_assignment(*, session: Session, assignment_id: int) -> list:
     )
 
 
+def versions_in_round(
+    *, session: Session, round_id: int, task_version_ids: Sequence[int]
+) -> set[int]:
+    """Which of these task versions the round holds (one query, the ids as one parameter)."""
+    if not task_version_ids:
+        return set()
+    return {
+        int(v)
+        for v in session.exec(
+            select(RoundTask.task_version_id).where(
+                RoundTask.round_id == round_id,
+                in_ids(session, RoundTask.task_version_id, task_version_ids),
+            )
+        ).all()
+    }
+
+
 def round_task_row(*, session: Session, round_id: int, task_version_id: int):
     return session.exec(
         select(RoundTask).where(

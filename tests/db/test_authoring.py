@@ -521,3 +521,33 @@ def test_feedback_markdown_shows_an_imported_check_summary_as_written():
     text = feedback_markdown([item])
     assert "- structure (fail): \\<img src=x\\> \\# not a heading" in text
     assert "<img" not in text.replace("\\<img", "")
+
+
+@pytest.mark.parametrize("one_by_one", [500, 0], ids=["per-task", "whole-round"])
+def test_checks_re_decide_the_same_one_task_at_a_time_or_in_one_pass(
+    session, tmp_path, monkeypatch, one_by_one
+):
+    import itsmreview.review.checks as checks_module
+
+    monkeypatch.setattr(checks_module, "REDECIDE_ONE_BY_ONE", one_by_one)
+    lead, experts = _people(session)
+    _, versions = _open(session, lead, experts, "itsm-realism", 3)
+    report = import_checks(
+        _checks_file(
+            tmp_path,
+            [
+                {"task": "t0", "check": "structure", "status": "fail"},
+                {"task": "t0", "check": "verifiability", "status": "pass"},
+                {"task": "t2", "check": "structure", "status": "pass"},
+            ],
+        ),
+        session=session,
+        actor=lead,
+    )
+    assert report["redecided"] == {
+        f"R:{versions[0]}": "needs_revision",
+        f"R:{versions[2]}": "pending",
+    }
+    statuses = [session.get(TaskVersion, v).status for v in versions]
+    # the whole-round pass also stamps the unchecked, unrated task pending
+    assert statuses[0] == "needs_revision" and set(statuses[1:]) <= {"in_review", "pending"}
