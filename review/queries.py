@@ -1279,6 +1279,20 @@ def feedback_turn_notes(*, session: Session, round_id: int, task_version_ids: Se
     ).all()
 
 
+def tasks_needing_revision_in_open_rounds(*, session: Session) -> set[str]:
+    """Ids of the tasks with a version that needs revision in an open round."""
+    return set(
+        session.exec(
+            select(Task.external_id)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+            .join(ReviewRound, ReviewRound.id == RoundTask.round_id)
+            .where(TaskVersion.status == "needs_revision", ReviewRound.status == RoundStatus.open)
+            .distinct()
+        ).all()
+    )
+
+
 def revisions_of_task(
     *, session: Session, task_id: int, before_version: int
 ) -> list[tuple[int, int, float]]:

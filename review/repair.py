@@ -46,7 +46,8 @@ def requeue_revisions(
     version of it needs revision, in that version's place in the priority order: one repair
     iteration each. Returns "task@vN -> round" for each re-entry."""
     done = []
-    for external_id in external_ids:
+    waiting = queries.tasks_needing_revision_in_open_rounds(session=session)
+    for external_id in [e for e in external_ids if e in waiting]:  # usually few of an import
         task = catalog_queries.task_by_external_id(session=session, external_id=external_id)
         if task is None:
             continue
