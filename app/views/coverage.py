@@ -3,7 +3,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.queries import personas_and_tracks
 from itsmreview.coverage.benchmark import benchmark_coverage
-from itsmreview.coverage.overview import log_names, log_overview
+from itsmreview.coverage.overview import log_overview
 from itsmreview.db import session_scope
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
@@ -18,15 +18,12 @@ from itsmreview.ui.coverage import (
     pareto,
     role_bars,
 )
+from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.tables import show_table
 
 user = require(Role.lead)
 st.title("Coverage")
-with session_scope() as session:
-    names = log_names(session=session)
-if not names:
-    st.info("No event log imported yet: `itsmreview log import PATH --preset bpi2013`.")
-    st.stop()
+names = logs_or_stop("No event log imported yet: `itsmreview log import PATH --preset bpi2013`.")
 ALL = "(all)"
 with session_scope() as session:
     personas, tracks = personas_and_tracks(session=session)

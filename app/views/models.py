@@ -20,13 +20,13 @@ from itsmreview.assist.rater import (
     run_in_background,
     start_model_review,
 )
-from itsmreview.coverage.overview import log_names
 from itsmreview.db import session_scope
 from itsmreview.errors import ItsmReviewError
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
+from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
@@ -168,11 +168,7 @@ st.write(
     "what an author starts from: the scenario, personas and teams, the timing and friction "
     "the log shows, a task idea and its checks. Each hint is recorded in the ledger."
 )
-with session_scope() as session:
-    logs = log_names(session=session)
-if not logs:
-    st.caption("No event log imported yet.")
-    st.stop()
+logs = logs_or_stop("No event log imported yet.", caption=True)
 left, right = st.columns(2)
 log_name = left.selectbox("Log", logs, key="hints-log")
 top = right.number_input("Most frequent gaps", 1, 50, 5, key="hints-top")

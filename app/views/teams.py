@@ -2,7 +2,6 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.coverage.overview import log_names
 from itsmreview.coverage.teams import (
     MAX_MAPPING_BYTES,
     group_table,
@@ -16,6 +15,7 @@ from itsmreview.errors import ItsmReviewError
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
@@ -27,11 +27,7 @@ st.write(
     "reads the roles by team as well (the role attribute `team`). Each save is a new version, "
     "kept in the ledger with its source."
 )
-with session_scope() as session:
-    names = log_names(session=session)
-if not names:
-    st.info("No event log imported yet: `itsmreview log import PATH --preset bpi2014`.")
-    st.stop()
+names = logs_or_stop("No event log imported yet: `itsmreview log import PATH --preset bpi2014`.")
 left, right = st.columns(2)
 log_name = left.selectbox("Event log", names, key="teams-log")
 with session_scope() as session:
