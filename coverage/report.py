@@ -182,22 +182,14 @@ def coverage_report(
     that tasks declare but the log does not contain (task id -> case ids). A log whose cases
     carry attributes gets outcome coverage too (`sla_hours`: hours per priority, for the SLA
     outcome). `persona` and `track` restrict the tasks to that persona or track."""
-    if sla_hours is None:
-        sla_hours = configured_sla_hours()
-    task_filter = _task_filter(task_filter)
-    log = _newest_log(session, log_name)
-    tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
-    sources, unresolved = declared_sources(
+    return _reports(
         session=session,
         log_name=log_name,
+        personas=[persona],
         task_filter=task_filter,
-        tables=tables,
-        events_path=log.events_path,
-        persona=persona,
         track=track,
-    )
-    outcomes = _case_outcomes(log.events_path, sla_hours)
-    return _report(session, log_name, tables, sources, outcomes), unresolved
+        sla_hours=sla_hours,
+    )[persona]
 
 
 def coverage_by_persona(
@@ -210,13 +202,35 @@ def coverage_by_persona(
 ) -> dict[str | None, CoverageReport]:
     """`coverage_report` for each persona (None: every task), the log's tables and case
     outcomes read once for all of them."""
+    found = _reports(
+        session=session,
+        log_name=log_name,
+        personas=personas,
+        task_filter=task_filter,
+        track=track,
+        sla_hours=None,
+    )
+    return {persona: report for persona, (report, _) in found.items()}
+
+
+def _reports(
+    *,
+    session: Session,
+    log_name: str,
+    personas: list[str | None],
+    task_filter: TaskFilter | str,
+    track: str | None,
+    sla_hours: dict[str, float] | None,
+) -> dict[str | None, tuple[CoverageReport, dict[str, list[str]]]]:
     task_filter = _task_filter(task_filter)
     log = _newest_log(session, log_name)
     tables = load_log_tables(session=session, log_id=log.id, n_cases=log.n_cases)
-    outcomes = _case_outcomes(log.events_path, configured_sla_hours())
+    outcomes = _case_outcomes(
+        log.events_path, configured_sla_hours() if sla_hours is None else sla_hours
+    )
     found = {}
     for persona in personas:
-        sources, _ = declared_sources(
+        sources, unresolved = declared_sources(
             session=session,
             log_name=log_name,
             task_filter=task_filter,
@@ -225,7 +239,7 @@ def coverage_by_persona(
             persona=persona,
             track=track,
         )
-        found[persona] = _report(session, log_name, tables, sources, outcomes)
+        found[persona] = (_report(session, log_name, tables, sources, outcomes), unresolved)
     return found
 
 
