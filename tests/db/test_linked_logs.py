@@ -76,14 +76,18 @@ def test_linked_tables_leave_the_events_as_the_activity_table_alone_gives(
     alone = import_log(
         folder / FILES["activities"], session=session, preset="bpi2014", data_dir=tmp_path / "a"
     ).log
-    joined = import_log(
-        folder / FILES["activities"],
-        session=session,
-        preset="bpi2014",
-        name="joined",
-        data_dir=tmp_path / "b",
-        linked={"incidents": folder / FILES["incidents"]},
-    ).log
+
+    def import_joined():
+        return import_log(
+            folder / FILES["activities"],
+            session=session,
+            preset="bpi2014",
+            name="joined",
+            data_dir=tmp_path / "b",
+            linked={"incidents": folder / FILES["incidents"]},
+        )
+
+    joined = import_joined().log
     assert (alone.n_events, alone.n_variants, alone.n_df_pairs) == (
         joined.n_events,
         joined.n_variants,
@@ -91,14 +95,7 @@ def test_linked_tables_leave_the_events_as_the_activity_table_alone_gives(
     )
     assert not [c for c in _cases(alone).columns if c.startswith("attr:")]
     assert "attr:closure_code" in _cases(joined).columns
-    again = import_log(
-        folder / FILES["activities"],
-        session=session,
-        preset="bpi2014",
-        name="joined",
-        data_dir=tmp_path / "b",
-        linked={"incidents": folder / FILES["incidents"]},
-    )
+    again = import_joined()
     assert not again.created and again.log.id == joined.id
 
 
