@@ -2,6 +2,7 @@
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -103,6 +104,23 @@ class Settings(BaseSettings):
         default=None,
         ge=0,
         description="US dollars per million output tokens, for a model without a listed price.",
+    )
+
+    gate_apply: Literal["inline", "background", "queue"] = Field(
+        default="inline",
+        description="When a submitted rating reaches the approval gate (the round's agreement "
+        "counts and its task's status). `inline`: in the submit itself, so the status is "
+        "final when the submit returns (the CLI, scripts, a small team). `background`: a "
+        "thread of this process applies submits in batches right after they commit (what "
+        "`itsmreview serve` uses unless this is set): an expert's submit is a few writes, and "
+        "statuses follow within a fraction of a second. `queue`: submits are only queued, "
+        "for a separate `itsmreview round apply-queued --watch` process to apply.",
+    )
+    gate_poll_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="How often the `background` gate worker looks for ratings queued by "
+        "other processes (its own submits wake it at once).",
     )
 
     def resolved_database_url(self) -> str:

@@ -13,8 +13,14 @@ in bulk. Then, on each backend, each group in a fresh process:
   1,000 bootstrap samples);
 - round: creating a round over every task;
 - cli: `itsmreview --help` and `itsmreview round list` as a user starts them;
-- concurrent (PostgreSQL): 50 processes, each claiming and submitting 20 ratings at once:
-  p50/p95/max latency, submits per second, and lost, duplicated or over-k ratings.
+- concurrent (PostgreSQL): 50 processes, each claiming and submitting 20 ratings at once,
+  with no pause and with a mean 1 s pause: p50/p95/max latency, submits per second, and lost,
+  duplicated or over-k ratings. The experts' submits queue their gate work, as a server's do
+  (ITSMREVIEW_GATE_APPLY=queue), and one more process applies it as the server's gate worker
+  would (its CPU counted; how long queued ratings waited, and how soon after the last submit
+  the queue was empty); after both runs the gate's stored counts and every task's status are
+  compared with a recomputation from scratch. Then the floor: the same load as bare driver
+  statements.
 
 Prints medians with their spread; record the table in docs/performance.md. `--build-only DIR`
 keeps a SQLite build; `--reuse URL DIR` measures groups again on a database built before.
@@ -36,6 +42,7 @@ POSTGRES = os.environ.get(
     "ITSMREVIEW_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 EXPERTS = 50
+APPLIER_POLL_S = 0.05  # the gate worker's look between batches
 K = 3
 UNRATED = 2_000
 PASSWORD = "scale-pass"
@@ -491,25 +498,24 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
     from itsmreview.review.reliability import current_gate
     from itsmreview.review.service import submit_rating
 
+    # the page knows its logged-in expert and shows the rubric before a claim or a submit
     with session_scope() as session:
-        user_by_username(session=session, username=f"e{index}")
+        expert = user_by_username(session=session, username=f"e{index}")
+        scores = {d.key: 4 for d in current_gate(session=session)[1].dimensions}
     _start_together(barrier, index)
     chance = random.Random(index)
     claims, writes, errors = [], [], []
 
     def claim(session):
-        expert = user_by_username(session=session, username=f"e{index}")
         assignment = claim_next(session=session, actor=expert)
         return None if assignment is None else assignment.id
 
     def submit(session, assignment_id):
-        expert = user_by_username(session=session, username=f"e{index}")
-        _, rubric = current_gate(session=session)
         submit_rating(
             session=session,
             actor=expert,
             assignment_id=assignment_id,
-            scores={d.key: 4 for d in rubric.dimensions},
+            scores=scores,
             verdict="accept",
         )
 
@@ -572,6 +578,66 @@ def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     return {"claims": claims, "writes": writes, "errors": []}
 
 
+def gate_applier(barrier: Path, poll: float) -> dict:
+    """The server's gate worker, as its own process: applies what the experts' submits queue,
+    looking every `poll` seconds, until the parent says stop and nothing is left. Samples how
+    long the oldest queued rating had waited at each look (how far statuses lag submits)."""
+    from itsmreview.db import get_engine
+    from itsmreview.review.gatework import apply_pending, pending
+    from sqlmodel import Session
+
+    engine = get_engine()
+    (barrier / "applier-ready").touch()
+    ages, applied, batches, errors = [], 0, 0, []
+    while True:
+        stopping = (barrier / "stop").exists()
+        with Session(engine) as session:
+            waiting, oldest = pending(session=session)
+        if oldest is not None:
+            ages.append((datetime.now(UTC) - oldest).total_seconds())
+        if waiting:
+            try:
+                applied += apply_pending(engine=engine)
+            except Exception as exc:  # noqa: BLE001 - counted and reported; the queue keeps it
+                errors.append(f"{type(exc).__name__}: {exc}"[:300])
+            batches += 1
+        elif stopping:
+            break
+        time.sleep(poll)
+    return {"applied": applied, "looks_with_work": batches, "ages": ages, "errors": errors}
+
+
+def gate_consistency() -> dict:
+    """Whether the gate's incremental state equals a recomputation from scratch: the round's
+    stored coincidence counts against counts built anew from every rating, and every task's
+    stored status against the gate's decision recomputed from the round's ratings."""
+    from itsmreview.db import session_scope
+    from itsmreview.review import gatecache, queries
+    from itsmreview.review.reliability import gate_decisions, load_round
+
+    with session_scope() as session:
+        data = load_round(session=session)
+        stored = {
+            r.dimension: r.pairs
+            for r in queries.coincidence_rows(session=session, round_id=data.review_round.id)
+        }
+        fresh = gatecache.recomputed_pairs(
+            session=session, review_round=data.review_round, rubric=data.rubric
+        )
+        tasks, decisions = gate_decisions(session=session, data=data)
+        wrong = sum(
+            1
+            for row in tasks.itertuples()
+            if decisions[int(row.task_version_id)].status != row.status
+        )
+        queued = queries.pending_count(session=session)
+    return {
+        "counts_equal_recomputed": stored == fresh,
+        "statuses_differing_from_recomputed": wrong,
+        "still_queued": queued,
+    }
+
+
 def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
     """Fifty experts at once, twice: acting back to back (no pause: the issue's load), and
     pausing a mean 1 s before each claim and each submit (still far quicker than a person
@@ -582,6 +648,7 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
     out = {}
     for think in (0.0, 1.0):
         out[f"concurrent, think {think:g} s"] = _concurrent_run(workers, submits, think)
+    out["gate after the runs against a recomputation from scratch"] = gate_consistency()
     scratch = ("floor_places", "floor_ratings", "floor_scores")
     with get_engine().begin() as c:
         c.execute(text("CREATE TABLE floor_places (id serial PRIMARY KEY, held int NOT NULL)"))
@@ -614,12 +681,23 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
     from sqlalchemy import text
 
     barrier = Path(tempfile.mkdtemp(prefix="scale-barrier-"))
+    # the experts' submits only queue their gate work, as a server's do: the server's gate
+    # worker (here a process of its own) applies it
+    env = {**os.environ, "ITSMREVIEW_GATE_APPLY": "queue"}
+    applier = None
+    if mode == "--worker":
+        applier = subprocess.Popen(
+            [sys.executable, __file__, "--applier", str(barrier), str(APPLIER_POLL_S)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
     processes = [
         subprocess.Popen(
             [sys.executable, __file__, mode, str(i), str(submits), str(barrier), str(think)],
             stdout=subprocess.PIPE,
             text=True,
-            env=os.environ,
+            env=env,
         )
         for i in range(1, workers + 1)
     ]
@@ -641,6 +719,25 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
             if lines
             else {"claims": [], "writes": [], "errors": [f"worker exited {process.returncode}"]}
         )
+    experts_done = time.time()
+    gate = {}
+    if applier is not None:
+        (barrier / "stop").touch()
+        lines = applier.communicate()[0].strip().splitlines()
+        done = json.loads(lines[-1]) if lines else {"applied": None, "ages": []}
+        ages = sorted(done["ages"])
+        gate = {
+            "gate_applied": done["applied"],
+            "gate_looks_with_work": done.get("looks_with_work"),
+            "gate_lag_p50_ms": ages[len(ages) // 2] * 1000 if ages else 0.0,
+            "gate_lag_p95_ms": ages[min(len(ages) - 1, int(0.95 * len(ages)))] * 1000
+            if ages
+            else 0.0,
+            "gate_lag_max_ms": ages[-1] * 1000 if ages else 0.0,
+            "gate_done_after_experts_ms": (time.time() - experts_done) * 1000,
+            "gate_errors": len(done.get("errors", [])),
+            "gate_first_errors": done.get("errors", [])[:2],
+        }
     busy_after, total_after = _cpu_times()
     shutil.rmtree(barrier, ignore_errors=True)
     elapsed = time.time() - start_at
@@ -687,6 +784,7 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
         "first_errors": errors[:3],
         "over_k_tasks": over_k,
         "duplicated": duplicated,
+        **gate,
     }
 
 
@@ -723,6 +821,7 @@ def main() -> None:
     parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--floor-worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--applier", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument(
         "--build-only",
         metavar="DIR",
@@ -751,6 +850,9 @@ def main() -> None:
         return
     if args.group:
         print(json.dumps(GROUPS[args.group]()))
+        return
+    if args.applier:
+        print(json.dumps(gate_applier(Path(args.applier[0]), float(args.applier[1]))))
         return
     for worker, work in ((args.worker, concurrent_worker), (args.floor_worker, floor_worker)):
         if worker:

@@ -1,12 +1,28 @@
 from collections.abc import Iterator
 
 from itsmreview.ledger.models import LedgerEntry
-from sqlalchemy import text
+from sqlalchemy import insert, text
 from sqlmodel import Session, select
 
 
 def last_entry(*, session: Session) -> LedgerEntry | None:
     return session.exec(select(LedgerEntry).order_by(LedgerEntry.seq.desc()).limit(1)).first()
+
+
+def chain_head(*, session: Session) -> tuple[int, str] | None:
+    """(seq, entry hash) of the last entry: all that appending needs of it."""
+    row = session.exec(
+        select(LedgerEntry.seq, LedgerEntry.entry_hash).order_by(LedgerEntry.seq.desc()).limit(1)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def insert_entries(*, session: Session, entries: list[LedgerEntry]) -> None:
+    """Insert chained entries as rows, in one statement."""
+    columns = [c.name for c in LedgerEntry.__table__.columns if c.name != "id"]
+    session.connection().execute(
+        insert(LedgerEntry.__table__), [{c: getattr(e, c) for c in columns} for e in entries]
+    )
 
 
 def lock_chain(*, session: Session) -> None:

@@ -91,10 +91,11 @@ def chain_at_commit(session: Session) -> None:
     session.info[AT_COMMIT] = True
 
 
-def _chain(session: Session, items: list[dict[str, Any]]) -> list[LedgerEntry]:
+def _chain(session: Session, items: list[dict[str, Any]], keep: bool = True) -> list[LedgerEntry]:
+    """Chain and insert entries under the ledger's lock; `keep` False inserts them as rows
+    only (no ORM objects: less work while the lock is held)."""
     queries.lock_chain(session=session)
-    last = queries.last_entry(session=session)
-    seq, prev_hash = (last.seq, last.entry_hash) if last else (0, chain.GENESIS_HASH)
+    seq, prev_hash = queries.chain_head(session=session) or (0, chain.GENESIS_HASH)
     entries = []
     for fields in items:
         seq += 1
@@ -102,9 +103,12 @@ def _chain(session: Session, items: list[dict[str, Any]]) -> list[LedgerEntry]:
             seq=seq, created_at=utcnow(), prev_hash=prev_hash, entry_hash="", **fields
         )
         entry.entry_hash = prev_hash = chain.link(entry_content(entry), prev_hash)
-        session.add(entry)
         entries.append(entry)
-    session.flush()
+    if keep:
+        session.add_all(entries)
+        session.flush()
+    else:
+        queries.insert_entries(session=session, entries=entries)
     return entries
 
 
@@ -112,7 +116,8 @@ def _chain(session: Session, items: list[dict[str, Any]]) -> list[LedgerEntry]:
 def _chain_pending(session: OrmSession) -> None:
     session.info.pop(AT_COMMIT, None)
     if pending := session.info.pop(_PENDING, None):
-        _chain(session, [fields for _, fields in pending])
+        session.flush()  # the transaction's own writes before the lock, not under it
+        _chain(session, [fields for _, fields in pending], keep=False)
 
 
 @event.listens_for(OrmSession, "after_soft_rollback")

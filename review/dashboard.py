@@ -34,6 +34,8 @@ class Dashboard:
     open_assignments: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement_computed_at: datetime | None = None
     agreement_current: bool = True  # False: the ratings changed since; a refresh is running
+    gate_waiting: int = 0  # submitted ratings of the round not yet applied to the gate
+    gate_waiting_since: datetime | None = None
 
     def agreement_frame(self) -> pd.DataFrame:
         columns = ["item", "key", "alpha", "ci_low", "ci_high", "units", "level", "gwet"]
@@ -117,6 +119,9 @@ def dashboard(
     )
     board.agreement_computed_at = figures.computed_at
     board.agreement_current = figures.current
+    board.gate_waiting = queries.pending_count(session=session, round_id=review_round.id)
+    if board.gate_waiting:
+        board.gate_waiting_since = queries.oldest_pending(session=session, round_id=review_round.id)
     board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
     return board
 

@@ -74,43 +74,72 @@ def alpha_of_pairs(pairs: dict, level: str) -> float | None:
     return None if np.isnan(value) else value
 
 
-def unit_counts(*, session: Session, round_id: int, task_version_id: int) -> UnitCounts:
-    """One task version's current human counts per dimension (read before and after a
-    change)."""
-    out: UnitCounts = {}
-    for dimension, value, n in queries.unit_score_counts(
-        session=session, round_id=round_id, task_version_id=task_version_id
-    ):
-        out.setdefault(dimension, Counter())[float(value)] += int(n)
+Change = tuple[UnitCounts, UnitCounts]  # one task's counts before and after
+
+
+def _counted(rows) -> dict[int, UnitCounts]:
+    out: dict[int, UnitCounts] = {}
+    for task_version_id, dimension, value, n in rows:
+        out.setdefault(int(task_version_id), {}).setdefault(dimension, Counter())[float(value)] += (
+            int(n)
+        )
     return out
 
 
-def undo(
-    after: UnitCounts, *, added: dict[str, float | None], removed: dict[str, float | None]
-) -> UnitCounts:
-    """A task's counts before one rating's change, from its counts after: less the values
-    the rating added, plus those of the revision it replaced (unscored values count for
-    nothing)."""
-    before = {dimension: Counter(counts) for dimension, counts in after.items()}
-    for dimension, value in added.items():
-        if value is not None:
-            before.setdefault(dimension, Counter())[float(value)] -= 1
-    for dimension, value in removed.items():
-        if value is not None:
-            before.setdefault(dimension, Counter())[float(value)] += 1
-    return {d: Counter({v: n for v, n in c.items() if n > 0}) for d, c in before.items()}
+def queued_changes(
+    *, session: Session, round_id: int, every_queued: bool = False
+) -> dict[int, Change]:
+    """Each task's counts before and after the batch's queued ratings (those marked by
+    `queries.take_batch`; with `every_queued`, all queued ones): after, its current counts
+    as if the other queued ratings had not come yet; before, less the values the batch's
+    ratings added, plus those of the revisions they replaced (unscored values count for
+    nothing). A revision queued and replaced in the same batch leaves as it came: exact for
+    any number of them."""
+    if every_queued:
+        tasks = queries.pending_tasks(round_id=round_id)
+    else:
+        tasks = queries.pending_tasks(round_id=round_id, applying=True)
+    after = _counted(
+        queries.applied_score_counts(
+            session=session, round_id=round_id, tasks=tasks, besides_batch=not every_queued
+        )
+    )
+    added, removed = (
+        _counted(
+            queries.batch_score_counts(
+                session=session, round_id=round_id, replaced=replaced, every_queued=every_queued
+            )
+        )
+        for replaced in (False, True)
+    )
+    changes = {}
+    for task in set(after) | set(added) | set(removed):
+        now = after.get(task, {})
+        before = {dimension: Counter(counts) for dimension, counts in now.items()}
+        for dimension, counts in added.get(task, {}).items():
+            before.setdefault(dimension, Counter()).subtract(counts)
+        for dimension, counts in removed.get(task, {}).items():
+            before.setdefault(dimension, Counter()).update(counts)
+        before = {d: Counter({v: n for v, n in c.items() if n > 0}) for d, c in before.items()}
+        changes[task] = (before, now)
+    return changes
 
 
-def _build(
+def recomputed_pairs(
     *, session: Session, review_round: ReviewRound, rubric: RubricDefinition
-) -> dict[str, RoundCoincidence]:
-    """The round's rows from its ratings (one grouped query): the first time they are needed."""
+) -> dict[str, dict]:
+    """Each rubric dimension's counts built anew from the round's current human ratings (one
+    grouped query), with the ratings still queued left out: what the stored rows must hold."""
     from itsmreview.review.reliability import round_counts
 
     counts = round_counts(
         session=session, round_id=review_round.id, rubric=rubric, dimensions_only=True
     )
-    rows = {}
+    # ratings still queued are applied when their turn comes: counted here as before them
+    queued = list(
+        queued_changes(session=session, round_id=review_round.id, every_queued=True).values()
+    )
+    out = {}
     for dimension in rubric.dimensions:
         found, pairs = counts[dimension.key], {}
         for row in found.counts:
@@ -119,9 +148,27 @@ def _build(
                 Counter({v: int(n) for v, n in zip(found.values.tolist(), row, strict=True) if n}),
                 +1,
             )
-        rows[dimension.key] = RoundCoincidence(
-            round_id=review_round.id, dimension=dimension.key, pairs=pairs
-        )
+        _move_pairs(pairs, dimension.key, [(after, before) for before, after in queued])
+        out[dimension.key] = pairs
+    return out
+
+
+def _build(
+    *, session: Session, review_round: ReviewRound, rubric: RubricDefinition
+) -> dict[str, RoundCoincidence]:
+    """The round's rows from its ratings: the first time they are needed. Built by an
+    applier of the round (the round's gate lock held), so only submits can change what it
+    reads: built again while one was queued meanwhile (its rating and queued row commit
+    together; only appliers remove queued rows)."""
+    while True:
+        queued = queries.pending_count(session=session, round_id=review_round.id)
+        pairs = recomputed_pairs(session=session, review_round=review_round, rubric=rubric)
+        if queries.pending_count(session=session, round_id=review_round.id) == queued:
+            break
+    rows = {
+        dimension: RoundCoincidence(round_id=review_round.id, dimension=dimension, pairs=found)
+        for dimension, found in pairs.items()
+    }
     try:
         with session.begin_nested():
             session.add_all(rows.values())
@@ -167,26 +214,10 @@ def gate_alphas(
     return {d: alpha_of_pairs(rows[d].pairs, rubric.dimension(d).level) for d in dimensions}
 
 
-def peek(
-    *,
-    session: Session,
-    review_round: ReviewRound,
-    rubric: RubricDefinition,
-    before: UnitCounts,
-    after: UnitCounts,
-    dimensions: tuple[str, ...],
-) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    """The alphas of `dimensions` before and after one task's change, from the counts as
-    committed now, without locking or writing them (`move` does both, later)."""
-    rows = _rows(session=session, review_round=review_round, rubric=rubric, for_update=False)
-    was, now = {}, {}
-    for d in dimensions:
-        pairs = {m: dict(bucket) for m, bucket in rows[d].pairs.items()}
-        was[d] = alpha_of_pairs(pairs, rubric.dimension(d).level)
-        _apply(pairs, before.get(d, Counter()), -1)
-        _apply(pairs, after.get(d, Counter()), +1)
-        now[d] = alpha_of_pairs(pairs, rubric.dimension(d).level)
-    return was, now
+def _move_pairs(pairs: dict, dimension: str, changes: list[Change]) -> None:
+    for before, after in changes:
+        _apply(pairs, before.get(dimension, Counter()), -1)
+        _apply(pairs, after.get(dimension, Counter()), +1)
 
 
 def move(
@@ -194,13 +225,12 @@ def move(
     session: Session,
     review_round: ReviewRound,
     rubric: RubricDefinition,
-    before: UnitCounts,
-    after: UnitCounts,
+    changes: list[Change],
     dimensions: tuple[str, ...] = (),
 ) -> tuple[dict[str, float | None], dict[str, float | None]]:
-    """Move the round's counts by one task's change (its counts before and after), reading
-    them once under their row locks; returns the alphas of `dimensions` just before and just
-    after the move."""
+    """Move the round's counts by some tasks' changes (each task's counts before and after),
+    reading them once under their row locks; returns the alphas of `dimensions` just before
+    and just after the move."""
     rows = _rows(session=session, review_round=review_round, rubric=rubric, for_update=True)
 
     def alphas() -> dict[str, float | None]:
@@ -208,13 +238,12 @@ def move(
 
     was = alphas()
     now = utcnow()
-    for dimension in set(before) | set(after):
+    for dimension in {d for before, after in changes for d in (*before, *after)}:
         row = rows.get(dimension)
         if row is None:  # a score of a dimension the rubric does not have
             continue
         pairs = {m: dict(bucket) for m, bucket in row.pairs.items()}
-        _apply(pairs, before.get(dimension, Counter()), -1)
-        _apply(pairs, after.get(dimension, Counter()), +1)
+        _move_pairs(pairs, dimension, changes)
         row.pairs = pairs
         row.updated_at = now
         session.add(row)

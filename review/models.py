@@ -228,6 +228,27 @@ class RoundCoincidence(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+class GatePending(SQLModel, table=True):
+    """A submitted human rating whose effect on the round's gate (its coincidence counts and
+    its task's decision) is not applied yet: written in the submit's transaction, deleted by
+    the transaction that applies it (`review.gatework`), which also chains its ledger entry
+    (`entry`: the fields `ledger.service.append_entry` takes). `replaced_id`: the human
+    revision it replaced, whose values leave the counts."""
+
+    __tablename__ = "gate_pending"
+    __table_args__ = (Index("ix_gate_pending_round_task", "round_id", "task_version_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id")
+    rating_id: int = Field(foreign_key="ratings.id", ondelete="CASCADE")
+    replaced_id: int | None = Field(default=None, foreign_key="ratings.id", ondelete="CASCADE")
+    actor_id: int | None = Field(default=None, foreign_key="users.id")
+    created_at: datetime = Field(default_factory=utcnow)
+    applying: bool = False  # taken by the batch being applied (never seen committed as True)
+    entry: dict | None = Field(default=None, sa_type=JSON)  # its ledger entry, chained when applied
+
+
 class CheckStatus(StrEnum):
     passed = "pass"
     warn = "warn"

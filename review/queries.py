@@ -10,6 +10,7 @@ from itsmreview.db import bulk_insert, distinct_walk, frame_of, in_ids, numeric_
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
+    GatePending,
     Rating,
     RatingScore,
     RatingStatus,
@@ -17,7 +18,20 @@ from itsmreview.review.models import (
     RoundStatus,
     RoundTask,
 )
-from sqlalchemy import Text, case, cast, exists, func, or_, text, update
+from sqlalchemy import (
+    Text,
+    case,
+    cast,
+    delete,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    text,
+    union_all,
+    update,
+)
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -243,17 +257,39 @@ def claim_candidates(
         # the look-ups per row make the planner's estimate large enough to compile the query
         # (JIT), which costs ten times what the claim does
         session.exec(text("SET LOCAL jit = off"))
+    order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
     rows: list = []
     for wanted in [0, 1] if expertise else [1]:  # the expert's personas first
+        # the look-ups run on a shortlist of the open tasks best by priority (a top-N of the
+        # open places, cheap), widened only when too few of it are left for this expert; the
+        # expertise pass looks at every open task (a match may sit anywhere)
+        for window in (None,) if wanted == 0 else CLAIM_SHORTLISTS:
+            query = open_places.where(fit == wanted)
+            if window is not None:
+                shortlist = (
+                    select(RoundTask.id)
+                    .where(
+                        RoundTask.round_id == review_round.id,
+                        RoundTask.places_held < review_round.k,
+                    )
+                    .order_by(*order)
+                    .limit(window)
+                )
+                query = query.where(RoundTask.id.in_(shortlist))
+            found = session.exec(
+                query.order_by(*order)
+                .limit(limit - len(rows))
+                .with_for_update(skip_locked=skip_locked, of=RoundTask)
+            ).all()
+            if len(rows) + len(found) >= limit or window is None:
+                break
+        rows += found
         if len(rows) >= limit:
             break
-        rows += session.exec(
-            open_places.where(fit == wanted)
-            .order_by(RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
-            .limit(limit - len(rows))
-            .with_for_update(skip_locked=skip_locked, of=RoundTask)
-        ).all()
     return [(version_id, held) for version_id, held in rows]
+
+
+CLAIM_SHORTLISTS = (64, 1024, None)  # None: every open task of the round
 
 
 def round_by_name(*, session: Session, name: str) -> ReviewRound | None:
@@ -510,24 +546,6 @@ def scores_long(*, session: Session, round_id: int, task_version_id=None) -> pd.
     return frame_of(session, query)
 
 
-def unit_score_counts(
-    *, session: Session, round_id: int, task_version_id: int
-) -> list[tuple[str, float, int]]:
-    """(dimension, value, ratings) of one task version's current submitted human ratings."""
-    return list(
-        session.exec(
-            select(RatingScore.dimension, RatingScore.value, func.count())
-            .join(Rating, Rating.id == RatingScore.rating_id)
-            .where(
-                *_current_submitted(round_id, ("human",)),
-                Rating.task_version_id == task_version_id,
-                RatingScore.value.is_not(None),
-            )
-            .group_by(RatingScore.dimension, RatingScore.value)
-        ).all()
-    )
-
-
 def coincidence_rows(*, session: Session, round_id: int, for_update: bool = False) -> list:
     """The round's stored coincidence counts, one row per rubric dimension; `for_update`
     locks them until the transaction ends (PostgreSQL; SQLite has one writer anyway)."""
@@ -736,9 +754,10 @@ def _json_string_pattern(key: str) -> str:
 
 
 def adjudications_of_round(
-    *, session: Session, round_id: int, task_version_id: int | None = None
+    *, session: Session, round_id: int, task_version_id: int | None = None, tasks=None
 ) -> dict[int, str]:
-    """task version id -> the newest adjudicated decision (of one version, when given)."""
+    """task version id -> the newest adjudicated decision (of one version, or of the versions
+    a select `tasks` gives, when given)."""
     from itsmreview.review.models import Adjudication
 
     query = select(Adjudication.task_version_id, Adjudication.decision).where(
@@ -746,6 +765,8 @@ def adjudications_of_round(
     )
     if task_version_id is not None:
         query = query.where(Adjudication.task_version_id == task_version_id)
+    if tasks is not None:
+        query = query.where(Adjudication.task_version_id.in_(tasks))
     rows = session.exec(query.order_by(Adjudication.id)).all()
     return {version: decision for version, decision in rows}
 
@@ -806,24 +827,165 @@ def version_status_row(*, session: Session, round_id: int, task_version_id: int)
     ).first()
 
 
-def verdicts_and_flags_of(
-    *, session: Session, round_id: int, task_version_id: int, kinds: tuple[str, ...]
-) -> list[tuple[str | None, list | None]]:
-    """(verdict, flags) of one task version's current submitted ratings of these kinds."""
-    return list(
-        session.exec(
-            select(Rating.verdict, Rating.flags).where(
-                *_current_submitted(round_id, kinds), Rating.task_version_id == task_version_id
-            )
-        ).all()
-    )
-
-
 def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     rows = session.exec(select(User.id, User.username).where(User.id.in_(ids))).all()
     return {i: name for i, name in rows}
+
+
+def submit_context(*, session: Session, assignment_id: int):
+    """What a submit reads, in one statement: the assignment, its round, the hash of the
+    round's rubric, and the id, status, revision and rater kind of each of the assignment's
+    draft and current rating (one row each; one row of None when it has neither). The
+    assignment's row stays locked until the transaction ends: two submits of one assignment
+    take turns. Empty when the assignment does not exist."""
+    from itsmreview.review.models import Rubric
+
+    return session.exec(
+        select(
+            Assignment,
+            ReviewRound,
+            Rubric.content_hash,
+            Rating.id,
+            Rating.status,
+            Rating.revision,
+            Rating.rater_kind,
+        )
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .join(Rubric, Rubric.id == ReviewRound.rubric_id)
+        .outerjoin(
+            Rating,
+            (Rating.assignment_id == Assignment.id)
+            & or_(Rating.status == RatingStatus.draft, Rating.is_current),
+        )
+        .where(Assignment.id == assignment_id)
+        .with_for_update(of=Assignment)
+    ).all()
+
+
+_SUBMITTED_RATING = text(
+    """
+WITH rating AS (
+    INSERT INTO ratings (assignment_id, round_id, task_version_id, expert_id, rubric_id,
+        revision, is_current, status, verdict, flags, comment, confidence, rater_kind,
+        created_at, submitted_at, score_vector)
+    VALUES (:assignment_id, :round_id, :task_version_id, :expert_id, :rubric_id, :revision,
+        :is_current, :status, :verdict, CAST(:flags AS JSON), :comment, :confidence,
+        :rater_kind, :created_at, :submitted_at, :score_vector)
+    RETURNING id
+), scores AS (
+    INSERT INTO rating_scores (rating_id, dimension, value)
+    SELECT rating.id, score.dimension, score.value
+    FROM rating, unnest(CAST(:dimensions AS VARCHAR[]), CAST(:score_values AS FLOAT8[]))
+        AS score (dimension, value)
+), queued AS (
+    INSERT INTO gate_pending (round_id, task_version_id, rating_id, replaced_id, actor_id,
+        created_at, applying, entry)
+    SELECT :round_id, :task_version_id, rating.id, :replaced_id, :actor_id, :created_at,
+        false, CAST(:entry AS JSON)
+    FROM rating
+), submitted AS (
+    UPDATE assignments SET status = :assignment_status, submitted_at = :submitted_at
+    WHERE id = :assignment_id
+)
+SELECT id FROM rating
+"""
+)
+
+
+def write_submitted_rating(
+    *,
+    session: Session,
+    values: dict,
+    scores,
+    replaced_id: int | None,
+    actor_id: int | None,
+    entry: dict,
+) -> int:
+    """Write a submitted rating, its score rows, its place in the gate's queue (with its
+    ledger entry, whose artifact id the applier fills in) and its assignment's status; returns
+    the rating's id. One statement on PostgreSQL (one round trip while fifty experts share two
+    cores), four elsewhere."""
+    if session.get_bind().dialect.name == "postgresql":
+        return (
+            session.connection()
+            .execute(
+                _SUBMITTED_RATING,
+                {
+                    **values,
+                    "status": str(values["status"]),
+                    "verdict": None if values["verdict"] is None else str(values["verdict"]),
+                    "flags": json.dumps(values["flags"]),
+                    "dimensions": list(scores),
+                    "score_values": [None if v is None else float(v) for v in scores.values()],
+                    "replaced_id": replaced_id,
+                    "actor_id": actor_id,
+                    "entry": json.dumps(entry),
+                    "assignment_status": str(AssignmentStatus.submitted),
+                },
+            )
+            .scalar_one()
+        )
+    rating_id = (
+        session.connection()
+        .execute(insert(Rating.__table__).values(**values).returning(Rating.__table__.c.id))
+        .scalar_one()
+    )
+    add_scores(session=session, rating_id=rating_id, scores=scores)
+    set_assignment_submitted(
+        session=session, assignment_id=values["assignment_id"], at=values["submitted_at"]
+    )
+    queue_gate_work(
+        session=session,
+        round_id=values["round_id"],
+        task_version_id=values["task_version_id"],
+        rating_id=rating_id,
+        replaced_id=replaced_id,
+        actor_id=actor_id,
+        entry=entry,
+    )
+    return rating_id
+
+
+def delete_rating(*, session: Session, rating_id: int) -> None:
+    """Delete a rating row (a draft) with its score rows."""
+    session.connection().execute(
+        delete(RatingScore.__table__).where(RatingScore.__table__.c.rating_id == rating_id)
+    )
+    session.connection().execute(delete(Rating.__table__).where(Rating.__table__.c.id == rating_id))
+
+
+def set_rating_not_current(*, session: Session, rating_id: int) -> None:
+    session.connection().execute(
+        update(Rating.__table__).where(Rating.__table__.c.id == rating_id).values(is_current=False)
+    )
+
+
+def set_assignment_submitted(*, session: Session, assignment_id: int, at) -> None:
+    session.connection().execute(
+        update(Assignment.__table__)
+        .where(Assignment.__table__.c.id == assignment_id)
+        .values(status=AssignmentStatus.submitted, submitted_at=at)
+    )
+
+
+def rubric_hash(*, session: Session, rubric_id: int) -> str | None:
+    from itsmreview.review.models import Rubric
+
+    return session.exec(select(Rubric.content_hash).where(Rubric.id == rubric_id)).first()
+
+
+def add_scores(*, session: Session, rating_id: int, scores) -> None:
+    """A submitted rating's score rows, in one statement."""
+    if scores:
+        session.connection().execute(
+            insert(RatingScore.__table__),
+            [
+                {"rating_id": rating_id, "dimension": key, "value": None if v is None else float(v)}
+                for key, v in scores.items()
+            ],
+        )
 
 
 def draft_of(*, session: Session, assignment_id: int) -> Rating | None:
@@ -1054,15 +1216,21 @@ FAILING_CHECK = ("fail", "error")
 
 
 def failed_checks(
-    *, session: Session, round_id: int | None = None, task_version_id: int | None = None
+    *,
+    session: Session,
+    round_id: int | None = None,
+    task_version_id: int | None = None,
+    tasks=None,
 ) -> dict[int, list[str]]:
-    """task version id -> the checks whose newest result failed (of a round's versions, or
-    of one version)."""
+    """task version id -> the checks whose newest result failed (of a round's versions, of
+    one version, or of the versions a select `tasks` gives)."""
     from itsmreview.review.models import MachineCheck
 
     query = _newest_checks().where(MachineCheck.status.in_(FAILING_CHECK))
     if task_version_id is not None:
         query = query.where(MachineCheck.task_version_id == task_version_id)
+    if tasks is not None:
+        query = query.where(MachineCheck.task_version_id.in_(tasks))
     if round_id is not None:
         query = query.where(
             select(RoundTask.id)
@@ -1351,3 +1519,243 @@ def proposal_count(*, session: Session, round_id: int) -> dict[str, int]:
         .group_by(ResolutionProposal.status)
     ).all()
     return {str(s): int(n) for s, n in rows}
+
+
+# The gate's queue: each submitted human rating waits in gate_pending until its effect on the
+# round's coincidence counts and its task's decision is applied (review.gatework). A set of
+# tasks is always passed as a select of gate_pending, never as one parameter per task.
+
+
+def queue_gate_work(
+    *,
+    session: Session,
+    round_id: int,
+    task_version_id: int,
+    rating_id: int,
+    replaced_id: int | None,
+    actor_id: int | None,
+    entry: dict | None = None,
+) -> None:
+    session.connection().execute(
+        insert(GatePending.__table__).values(
+            round_id=round_id,
+            task_version_id=task_version_id,
+            rating_id=rating_id,
+            replaced_id=replaced_id,
+            actor_id=actor_id,
+            created_at=utcnow(),
+            applying=False,
+            entry=entry,
+        )
+    )
+
+
+def lock_gate(*, session: Session, round_id: int, wait: bool = True) -> bool:
+    """Serialise the appliers of a round's gate work until the transaction ends (an advisory
+    lock on PostgreSQL; SQLite has one writer at a time anyway). With `wait` False, returns
+    False at once when another applier holds it."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    if wait:
+        session.exec(text("SELECT pg_advisory_xact_lock(727002, :r)").bindparams(r=round_id))
+        return True
+    return bool(
+        session.exec(
+            text("SELECT pg_try_advisory_xact_lock(727002, :r)").bindparams(r=round_id)
+        ).scalar()
+    )
+
+
+def pending_rounds(*, session: Session) -> list[int]:
+    """The rounds with gate work waiting."""
+    return list(session.exec(select(GatePending.round_id).distinct()).all())
+
+
+def pending_count(*, session: Session, round_id: int | None = None, applying: bool = False) -> int:
+    """Ratings queued for the gate (of a round; of its batch being applied)."""
+    query = select(func.count()).select_from(GatePending)
+    if round_id is not None:
+        query = query.where(GatePending.round_id == round_id)
+    if applying:
+        query = query.where(GatePending.applying)
+    return int(session.exec(query).one())
+
+
+def oldest_pending(*, session: Session, round_id: int | None = None):
+    """When the oldest waiting rating was queued (None: nothing waits)."""
+    query = select(func.min(GatePending.created_at))
+    if round_id is not None:
+        query = query.where(GatePending.round_id == round_id)
+    return session.exec(query).one()
+
+
+def pending_batch_bound(*, session: Session, round_id: int, limit: int) -> int | None:
+    """The id of the `limit`-th queued rating of the round in queue order, or of the last one
+    when fewer wait (None: none waits)."""
+    first = (
+        select(GatePending.id)
+        .where(GatePending.round_id == round_id)
+        .order_by(GatePending.id)
+        .limit(limit)
+        .subquery()
+    )
+    return session.exec(select(func.max(first.c.id))).one()
+
+
+def pending_tasks(*, round_id: int, applying: bool = False):
+    """A select of the task versions with queued ratings in the round (of the batch being
+    applied), to use as a subquery."""
+    query = select(GatePending.task_version_id).where(GatePending.round_id == round_id)
+    if applying:
+        query = query.where(GatePending.applying)
+    return query
+
+
+def take_batch(
+    *,
+    session: Session,
+    round_id: int,
+    max_id: int | None = None,
+    task_version_id: int | None = None,
+) -> None:
+    """Take the round's ratings queued up to `max_id` (or those of one task version) for the
+    batch being applied: only this transaction marks rows, so the batch is the same for
+    every statement after, whatever is queued meanwhile."""
+    query = update(GatePending).where(GatePending.round_id == round_id)
+    if max_id is not None:
+        query = query.where(GatePending.id <= max_id)
+    if task_version_id is not None:
+        query = query.where(GatePending.task_version_id == task_version_id)
+    session.exec(query.values(applying=True))
+
+
+def batch_rows(*, session: Session, round_id: int) -> list[tuple]:
+    """(task version id, actor id, rating id, ledger entry) of every rating of the batch, in
+    queue order."""
+    return list(
+        session.exec(
+            select(
+                GatePending.task_version_id,
+                GatePending.actor_id,
+                GatePending.rating_id,
+                GatePending.entry,
+            )
+            .where(GatePending.round_id == round_id, GatePending.applying)
+            .order_by(GatePending.id)
+        ).all()
+    )
+
+
+def queued_rating_ids(*, session: Session) -> set[int]:
+    """The ratings still queued for the gate (and so for the ledger)."""
+    return set(session.exec(select(GatePending.rating_id)).all())
+
+
+def _queued_scores(round_id: int, applying: bool | None, replaced: bool, sign: int):
+    """(task version id, dimension, value, sign) of each score that queued ratings (of the
+    batch, of the rest, or all: `applying` None) added, or took away with the revisions they
+    replaced."""
+    rating = GatePending.replaced_id if replaced else GatePending.rating_id
+    query = (
+        select(
+            GatePending.task_version_id.label("task_version_id"),
+            RatingScore.dimension.label("dimension"),
+            RatingScore.value.label("value"),
+            literal(sign).label("n"),
+        )
+        .join(RatingScore, RatingScore.rating_id == rating)
+        .where(GatePending.round_id == round_id, RatingScore.value.is_not(None))
+    )
+    if applying is not None:
+        query = query.where(GatePending.applying == applying)
+    return query
+
+
+def applied_score_counts(
+    *, session: Session, round_id: int, tasks, besides_batch: bool
+) -> list[tuple[int, str, float, int]]:
+    """(task version id, dimension, value, ratings) of these tasks' current submitted human
+    ratings, with `besides_batch` as if the queued ratings other than the batch's had not
+    come yet: their values taken out, those of the revisions they replaced put back. One
+    statement, so one view of the database: a rating and its queued row are both in it or
+    both not, whatever commits meanwhile."""
+    current = (
+        select(
+            Rating.task_version_id.label("task_version_id"),
+            RatingScore.dimension.label("dimension"),
+            RatingScore.value.label("value"),
+            literal(1).label("n"),
+        )
+        .join(Rating, Rating.id == RatingScore.rating_id)
+        .where(
+            *_current_submitted(round_id, ("human",)),
+            Rating.task_version_id.in_(tasks),
+            RatingScore.value.is_not(None),
+        )
+    )
+    parts = [current]
+    if besides_batch:
+        parts += [
+            _queued_scores(round_id, False, replaced=replaced, sign=sign).where(
+                GatePending.task_version_id.in_(tasks)
+            )
+            for replaced, sign in ((False, -1), (True, 1))
+        ]
+    every = union_all(*parts).subquery()
+    return [
+        row
+        for row in session.exec(
+            select(
+                every.c.task_version_id, every.c.dimension, every.c.value, func.sum(every.c.n)
+            ).group_by(every.c.task_version_id, every.c.dimension, every.c.value)
+        ).all()
+        if row[3]
+    ]
+
+
+def batch_score_counts(
+    *, session: Session, round_id: int, replaced: bool, every_queued: bool = False
+) -> list[tuple[int, str, float, int]]:
+    """(task version id, dimension, value, ratings) of the scores that the batch's ratings
+    (or every queued one) added, or took away with the revisions they replaced."""
+    queued = _queued_scores(round_id, None if every_queued else True, replaced, 1).subquery()
+    return list(
+        session.exec(
+            select(
+                queued.c.task_version_id, queued.c.dimension, queued.c.value, func.count()
+            ).group_by(queued.c.task_version_id, queued.c.dimension, queued.c.value)
+        ).all()
+    )
+
+
+def delete_batch(*, session: Session, round_id: int) -> int:
+    """Remove the batch's queued ratings (applied). Returns how many."""
+    result = session.exec(
+        delete(GatePending).where(GatePending.round_id == round_id, GatePending.applying)
+    )
+    return result.rowcount
+
+
+def verdicts_and_flags_of_tasks(
+    *, session: Session, round_id: int, tasks, kinds: tuple[str, ...]
+) -> list[tuple[int, str | None, list | None]]:
+    """(task version id, verdict, flags) of these tasks' current submitted ratings of these
+    kinds."""
+    return list(
+        session.exec(
+            select(Rating.task_version_id, Rating.verdict, Rating.flags).where(
+                *_current_submitted(round_id, kinds), Rating.task_version_id.in_(tasks)
+            )
+        ).all()
+    )
+
+
+def version_status_rows(*, session: Session, round_id: int, tasks) -> list:
+    """These task versions of a round as `round_task_statuses` gives them, as rows."""
+    return list(
+        session.exec(
+            _version_statuses()
+            .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
+            .where(RoundTask.round_id == round_id, TaskVersion.id.in_(tasks))
+        ).all()
+    )

@@ -557,75 +557,54 @@ def _store_decision(
     )
 
 
-def redecide_after_rating(
+def _ratings_of_counts(counts: gatecache.UnitCounts, rated: list) -> TaskRatings:
+    """A task's ratings as the gate reads them, from its value counts per dimension and the
+    (verdict, flags) of each rating: the gate looks at the values, not at who gave which."""
+    return TaskRatings(
+        {d: [v for v, n in sorted(c.items()) for _ in range(n)] for d, c in counts.items()},
+        [str(v) for v, _ in rated if v],
+        [list(f or []) for _, f in rated],
+    )
+
+
+def decide_tasks(
     *,
     session: Session,
     review_round: ReviewRound,
-    task_version_id: int,
-    removed: dict[str, float | None],
-    added: dict[str, float | None],
-    actor_id: int | None = None,
-    decide_now: bool = True,
-) -> Decision | None:
-    """After one human rating of a task changed (`removed`: the scores of the revision it
-    replaced, `added`: its new scores): move the round's stored coincidence counts by that
-    task alone, then re-decide only that task, unless the change moved the round's alpha
-    across the gate, which re-decides every task of the round (as `recompute_statuses`). With
-    `decide_now` False only the counts move.
-
-    The task's counts are read after the change, inside the transaction that has written
-    it and under the lock of the task's row in the round (other submits on the same task
-    wait for it; the rest of the round does not), and the counts before are derived from
-    them: a rating of another expert on the same task is counted with this one's exactly
-    once, whichever commits first."""
-    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
-    config = gate_config(review_round, rubric)
-    queries.lock_task_of_round(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
+    config: GateConfig,
+    alphas: dict[str, float | None],
+    counts: dict[int, gatecache.UnitCounts],
+    tasks,
+    actors: dict[int, int | None],
+) -> dict[int, Decision]:
+    """Decide some tasks of the round (`tasks`: a select of their version ids) from their own
+    ratings (`counts`: each one's current human value counts per dimension), adjudications
+    and machine checks and the round's alphas, in one read of each, and store the decisions
+    that changed (recorded in the ledger as `actors` of each task). Returns version id ->
+    decision."""
+    rated: dict[int, list] = {}
+    for version_id, verdict, flags in queries.verdicts_and_flags_of_tasks(
+        session=session, round_id=review_round.id, tasks=tasks, kinds=HUMAN
+    ):
+        rated.setdefault(int(version_id), []).append((verdict, flags))
+    adjudicated = queries.adjudications_of_round(
+        session=session, round_id=review_round.id, tasks=tasks
     )
-    after = gatecache.unit_counts(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
-    )
-    before = gatecache.undo(after, added=added, removed=removed)
-    change = {
-        "session": session,
-        "review_round": review_round,
-        "rubric": rubric,
-        "before": before,
-        "after": after,
-        "dimensions": config.gating_dimensions,
-    }
-
-    def redecide(alphas: dict[str, float | None]) -> Decision:
-        return redecide_task(
-            session=session,
-            review_round=review_round,
-            task_version_id=task_version_id,
-            config=config,
-            alphas=alphas,
-            actor_id=actor_id,
-            counts=after,
+    failed = queries.failed_checks(session=session, tasks=tasks)
+    decisions = {}
+    for row in queries.version_status_rows(session=session, round_id=review_round.id, tasks=tasks):
+        version_id = int(row.task_version_id)
+        decision = decide(
+            _ratings_of_counts(counts.get(version_id, {}), rated.get(version_id, [])),
+            config,
+            alphas,
+            adjudicated.get(version_id),
+            failed.get(version_id, ()),
         )
-
-    # the task is decided from the counts as committed, and the round's counts are moved
-    # (under their row locks, held to the commit) only after: other submits of the round
-    # wait for the move alone. The decision is taken again, under the locks, only if the
-    # counts moved meanwhile far enough to change whether the round's alpha passes the gate.
-    decision, seen = None, None
-    if decide_now:
-        was, seen = gatecache.peek(**change)
-        if alpha_reached(config, seen) == alpha_reached(config, was):
-            decision = redecide(seen)
-    was, alphas = gatecache.move(**change)
-    if not decide_now:
-        return None
-    if alpha_reached(config, alphas) != alpha_reached(config, was):
-        return recompute_statuses(session=session, round_name=review_round.id, actor_id=actor_id)[
-            task_version_id
-        ]
-    if decision is None or alpha_reached(config, alphas) != alpha_reached(config, seen):
-        decision = redecide(alphas)
-    return decision
+        _store_decision(session, row, decision, review_round, actors.get(version_id))
+        decisions[version_id] = decision
+    session.flush()
+    return decisions
 
 
 def redecide_task(
@@ -636,31 +615,18 @@ def redecide_task(
     config: GateConfig,
     alphas: dict[str, float | None],
     actor_id: int | None = None,
-    counts: gatecache.UnitCounts | None = None,
 ) -> Decision:
     """Decide one task of the round from its own ratings, its adjudication and the round's
     alphas, and store the decision when it changed (other tasks cannot be affected by
-    that task's ratings or adjudication unless the round's alpha crosses the gate).
-    `counts`: the task's current human counts per dimension, when the caller has them (the
-    gate looks at the values of a dimension, not at who gave which)."""
-    if counts is not None:
-        rated = queries.verdicts_and_flags_of(
-            session=session, round_id=review_round.id, task_version_id=task_version_id, kinds=HUMAN
-        )
-        ratings = TaskRatings(
-            {d: [v for v, n in sorted(c.items()) for _ in range(n)] for d, c in counts.items()},
-            [str(v) for v, _ in rated if v],
-            [list(f or []) for _, f in rated],
-        )
-    else:
-        ratings = task_ratings(
-            queries.current_ratings_wide(
-                session=session, round_id=review_round.id, task_version_id=task_version_id
-            ),
-            queries.scores_long(
-                session=session, round_id=review_round.id, task_version_id=task_version_id
-            ),
-        ).get(task_version_id, TaskRatings({}, [], []))
+    that task's ratings or adjudication unless the round's alpha crosses the gate)."""
+    ratings = task_ratings(
+        queries.current_ratings_wide(
+            session=session, round_id=review_round.id, task_version_id=task_version_id
+        ),
+        queries.scores_long(
+            session=session, round_id=review_round.id, task_version_id=task_version_id
+        ),
+    ).get(task_version_id, TaskRatings({}, [], []))
     adjudicated = queries.adjudications_of_round(
         session=session, round_id=review_round.id, task_version_id=task_version_id
     )

@@ -117,6 +117,30 @@ class RubricDefinition(BaseModel):
 
 
 MAX_RUBRIC_BYTES = 2**20
+_DEFINITIONS: dict[tuple[int, str], RubricDefinition] = {}
+
+
+def definition_of(rubric: Rubric) -> RubricDefinition:
+    """A stored rubric's definition, validated once per process: a stored rubric never
+    changes (a changed definition is a new version, with another hash)."""
+    key = (rubric.id, rubric.content_hash)
+    found = _DEFINITIONS.get(key)
+    if found is None:
+        found = _DEFINITIONS[key] = RubricDefinition.model_validate(rubric.definition)
+    return found
+
+
+def definition_by_id(
+    *, session: Session, rubric_id: int, content_hash: str | None = None
+) -> RubricDefinition:
+    """A stored rubric's definition by its id (and hash, when the caller read it already):
+    the definition itself is read and validated only the first time in this process."""
+    if content_hash is None:
+        from itsmreview.review.queries import rubric_hash
+
+        content_hash = rubric_hash(session=session, rubric_id=rubric_id)
+    found = _DEFINITIONS.get((rubric_id, content_hash))
+    return found or definition_of(session.get(Rubric, rubric_id))
 
 
 def load_rubric(path: Path | str = DEFAULT_RUBRIC) -> RubricDefinition:

@@ -9,8 +9,8 @@ from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.db import analyze, bulk_insert, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
-from itsmreview.ledger.service import append_entry, chain_at_commit
-from itsmreview.review import gatecache, queries
+from itsmreview.ledger.service import chain_at_commit
+from itsmreview.review import gatecache, gatework, queries
 from itsmreview.review.assignment import places_taken_now
 from itsmreview.review.models import (
     Assignment,
@@ -25,9 +25,9 @@ from itsmreview.review.models import (
     Verdict,
 )
 from itsmreview.review.priority import set_priorities
-from itsmreview.review.reliability import redecide_after_rating
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics import RubricDefinition, definition_by_id
 from itsmreview.review.scorevector import pack
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 
@@ -134,11 +134,15 @@ def own_assignment(*, session: Session, actor: User, assignment_id: int) -> Assi
     """The actor's own assignment. Raises NotFound, or PermissionDenied for another's (blind
     review: no expert reads or writes anything of another expert's)."""
     assignment = session.get(Assignment, assignment_id)
+    _check_own(assignment, actor, assignment_id)
+    return assignment
+
+
+def _check_own(assignment: Assignment | None, actor: User, assignment_id: int) -> None:
     if assignment is None:
         raise NotFound(f"assignment {assignment_id} does not exist")
     if assignment.expert_id != actor.id:
         raise PermissionDenied("this task is assigned to another expert")
-    return assignment
 
 
 def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | None]) -> None:
@@ -183,13 +187,29 @@ def submit_rating(
     recompute: bool = True,
 ) -> Rating:
     """Submit the expert's rating of an assignment; a second submit makes a new revision.
-    Task statuses of the round are recomputed through the approval gate (`recompute`)."""
+    The rating is queued with its ledger entry for the approval gate (`gatework`): applied
+    in this transaction with the `inline` setting (unless `recompute` is False: the caller
+    applies the queue), otherwise by the gate worker once this transaction commits.
+
+    One read (the assignment, locked, its round, rubric and ratings) and a few writes: no
+    lock but the assignment's is held, unless the reservation had lapsed (its task's)."""
     require_role(actor, Role.expert)
-    chain_at_commit(session)  # the ledger's lock for the commit only, not the gate work
-    assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
-    review_round = session.get(ReviewRound, assignment.round_id)
+    chain_at_commit(session)  # the ledger's lock for the commit only
+    rows = queries.submit_context(session=session, assignment_id=assignment_id)
+    assignment, review_round, rubric_hash = rows[0][:3] if rows else (None, None, None)
+    _check_own(assignment, actor, assignment_id)
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
+    definition = definition_by_id(
+        session=session, rubric_id=review_round.rubric_id, content_hash=rubric_hash
+    )
+    _validate_scores(definition, scores)
+    if str(verdict) not in definition.verdicts:
+        raise InvalidInput(f"verdict {verdict!r} is not one of {', '.join(definition.verdicts)}")
+    flag_keys = {f.key for f in definition.flags}
+    unknown_flags = sorted(set(flags) - flag_keys)
+    if unknown_flags:
+        raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
     now = utcnow()
     lapsed = (
         assignment.status == AssignmentStatus.reserved
@@ -209,83 +229,75 @@ def submit_rating(
                 "your reservation lapsed and the task now has its "
                 f"{review_round.k} experts; take the next task in your queue"
             )
-        assignment.status = AssignmentStatus.reserved
-    rubric = session.get(Rubric, review_round.rubric_id)
-    definition = RubricDefinition.model_validate(rubric.definition)
-    _validate_scores(definition, scores)
-    if str(verdict) not in definition.verdicts:
-        raise InvalidInput(f"verdict {verdict!r} is not one of {', '.join(definition.verdicts)}")
-    flag_keys = {f.key for f in definition.flags}
-    unknown_flags = sorted(set(flags) - flag_keys)
-    if unknown_flags:
-        raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
-    draft = queries.draft_of(session=session, assignment_id=assignment.id)
+    draft = next((r for r in rows if r[4] == RatingStatus.draft), None)
+    previous = next((r for r in rows if r[4] == RatingStatus.submitted), None)
     if draft is not None:
-        session.delete(draft)
-        session.flush()
-    previous = queries.current_rating(session=session, assignment_id=assignment.id)
-    replaced = (
-        queries.scores_of(session=session, rating_id=previous.id)
-        if previous is not None and previous.rater_kind == "human"
-        else {}
-    )
+        queries.delete_rating(session=session, rating_id=draft[3])
     if previous is not None:
-        previous.is_current = False
-        session.flush()
-    rating = _rating_of(
-        assignment,
-        rubric.id,
-        revision=(previous.revision + 1) if previous else 1,
-        is_current=True,
-        status=RatingStatus.submitted,
-        verdict=Verdict(verdict),
-        flags=sorted(flags),
-        comment=comment,
-        confidence=confidence,
-        created_at=now,
-        submitted_at=now,
-        score_vector=pack([d.key for d in definition.dimensions], scores),
+        queries.set_rating_not_current(session=session, rating_id=previous[3])
+        _keep_in_step(session, Rating, previous[3], is_current=False)
+    fields = {
+        "assignment_id": assignment.id,
+        "round_id": assignment.round_id,
+        "task_version_id": assignment.task_version_id,
+        "expert_id": assignment.expert_id,
+        "rubric_id": review_round.rubric_id,
+        "revision": previous[5] + 1 if previous is not None else 1,
+        "is_current": True,
+        "status": RatingStatus.submitted,
+        "verdict": Verdict(verdict),
+        "flags": sorted(flags),
+        "comment": comment,
+        "confidence": confidence,
+        "rater_kind": "human",
+        "created_at": now,
+        "submitted_at": now,
+        "score_vector": pack([d.key for d in definition.dimensions], scores),
+    }
+    replaced_id = previous[3] if previous is not None and previous[6] == "human" else None
+    entry = {  # its artifact id, the rating's id, is filled in when it is chained
+        "artifact_type": "rating",
+        "action": "submit" if previous is None else "revise",
+        "source_kind": "expert",
+        "actor_id": actor.id,
+        "payload": {
+            "task_version_id": assignment.task_version_id,
+            "round": review_round.name,
+            "revision": fields["revision"],
+            "content_sha256": content_digest(rating_content(Rating(**fields), scores)),
+        },
+    }
+    rating_id = queries.write_submitted_rating(
+        session=session,
+        values=fields,
+        scores=scores,
+        replaced_id=replaced_id,
+        actor_id=actor.id,
+        entry=entry,
     )
-    session.add(rating)
-    session.flush()
-    for key, value in scores.items():
-        session.add(
-            RatingScore(
-                rating_id=rating.id, dimension=key, value=None if value is None else float(value)
-            )
-        )
-    assignment.status = AssignmentStatus.submitted
-    assignment.submitted_at = now
+    _keep_in_step(
+        session, Assignment, assignment.id, status=AssignmentStatus.submitted, submitted_at=now
+    )
     if resumed:
-        session.flush()
         queries.recount_places(
             session=session, round_id=review_round.id, task_version_ids=[assignment.task_version_id]
         )
-    append_entry(
-        session=session,
-        artifact_type="rating",
-        artifact_id=str(rating.id),
-        action="submit" if previous is None else "revise",
-        source_kind="expert",
-        actor_id=actor.id,
-        payload={
-            "task_version_id": assignment.task_version_id,
-            "round": review_round.name,
-            "revision": rating.revision,
-            "content_sha256": content_digest(rating_content(rating, scores)),
-        },
-    )
-    session.flush()
-    redecide_after_rating(
+    gatework.rating_queued(
         session=session,
         review_round=review_round,
         task_version_id=assignment.task_version_id,
-        removed=replaced,
-        added=dict(scores) if rating.rater_kind == "human" else {},
-        actor_id=actor.id,
-        decide_now=recompute,
+        apply=recompute,
     )
+    rating = Rating(id=rating_id, **fields)
     return rating
+
+
+def _keep_in_step(session: Session, model, ident: int, **values) -> None:
+    """A row this session holds as an object, changed by a statement: its object says the
+    same (as loaded, so the session does not write it again)."""
+    held = session.identity_map.get(session.identity_key(model, ident))
+    for name, value in values.items() if held is not None else ():
+        set_committed_value(held, name, value)
 
 
 def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:

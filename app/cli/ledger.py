@@ -63,6 +63,11 @@ def ledger_verify(
             f"ledger ok: {report.entries} entries, chain intact, {report.objects_checked} "
             f"objects match their entries; head {head}"
         )
+        if report.queued:
+            typer.echo(
+                f"{report.queued} rating(s) are queued for the gate: their entries are chained "
+                "when it applies them (`itsmreview round apply-queued`)"
+            )
 
 
 @ledger_app.command("head")

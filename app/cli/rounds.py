@@ -251,3 +251,49 @@ def round_list(
             f"{row['name']:<24} {row['status']:<7} k={row['k']}  "
             f"{row['submitted']}/{row['assigned']} rated"
         )
+
+
+@round_app.command("apply-queued")
+@boundary
+def round_apply_queued(
+    name: Annotated[
+        str | None, typer.Argument(help="Round name (default: every round with queued ratings).")
+    ] = None,
+    watch: Annotated[
+        float | None,
+        typer.Option(
+            help="Keep applying, looking again every SECONDS, until stopped (Ctrl+C): the gate "
+            "worker beside servers that run with ITSMREVIEW_GATE_APPLY=queue.",
+            min=0.01,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Apply the ratings waiting for the approval gate: move their rounds' agreement counts
+    and re-decide their tasks. Submits queue them with ITSMREVIEW_GATE_APPLY=background or
+    queue; a worker that stopped half-way leaves them queued, never lost."""
+    import time
+
+    from itsmreview.review.gatework import apply_pending, pending
+    from itsmreview.review.reliability import find_round
+
+    ensure_schema()
+    round_id = None
+    if name is not None:
+        with open_session() as session:
+            round_id = find_round(session, name).id
+    applied = apply_pending(round_id=round_id)
+    try:
+        while watch is not None:
+            time.sleep(watch)
+            applied += apply_pending(round_id=round_id)
+    except KeyboardInterrupt:
+        pass
+    with open_session() as session:
+        left, _ = pending(session=session, round_id=round_id)
+    if as_json:
+        echo_json({"applied": applied, "queued": left})
+        return
+    typer.echo(f"applied {applied} queued rating(s) to the gate; {left} still queued")
+    if left:
+        typer.echo("another worker is applying them: run again to wait for it")

@@ -82,6 +82,8 @@ def serve(
     env = dict(os.environ)
     env["ITSMREVIEW_DATABASE_URL"] = settings.resolved_database_url()
     env["ITSMREVIEW_DATA_DIR"] = str(settings.data_dir.resolve())
+    # a server's experts do not wait for the gate: a worker thread applies their submits
+    env.setdefault("ITSMREVIEW_GATE_APPLY", "background")
     command = [
         sys.executable,
         "-m",

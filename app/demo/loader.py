@@ -21,6 +21,7 @@ from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.review import queries as review_queries
 from itsmreview.review.completeness import activities_of, add_activities, submit_review
+from itsmreview.review.gatework import apply_queued_here
 from itsmreview.review.models import Assignment, PersonaActivity
 from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
@@ -238,6 +239,7 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
                 recompute=False,
             )
             submitted += 1
+    apply_queued_here(session=session, review_round=review_round, decide=False)
     recompute_statuses(session=session, round_name=review_round.id, actor_id=lead.id)
     return submitted
 

@@ -47,6 +47,17 @@ def ratings_batches(*, session: Session, batch: int = 5_000) -> Iterator[tuple[l
         session.expunge_all()
 
 
+def rating_commitment(*, session: Session, rating_id: int) -> tuple[int, str | None] | None:
+    """(seq, content digest) of the newest ledger entry of a rating, None when it has none."""
+    entry = session.exec(
+        select(LedgerEntry.seq, LedgerEntry.payload)
+        .where(LedgerEntry.artifact_type == "rating", LedgerEntry.artifact_id == str(rating_id))
+        .order_by(LedgerEntry.seq.desc())
+        .limit(1)
+    ).first()
+    return None if entry is None else (entry[0], (entry[1] or {}).get("content_sha256"))
+
+
 def versions_batches(*, session: Session, batch: int = 2_000) -> Iterator[tuple[list, dict]]:
     """(Task, TaskVersion) pairs in version-id batches, with {version id: [Transcript]}."""
     after = 0

@@ -47,6 +47,7 @@ class AuditReport:
     expected_head_problem: str | None = None
     problems: list[str] = field(default_factory=list)
     objects_checked: int = 0
+    queued: int = 0  # ratings whose entry waits, with them, in the gate's queue
 
     @property
     def ok(self) -> bool:
@@ -62,6 +63,7 @@ class AuditReport:
             "expected_head_problem": self.expected_head_problem,
             "problems": self.problems,
             "objects_checked": self.objects_checked,
+            "queued": self.queued,
         }
 
 
@@ -135,8 +137,27 @@ def _mismatch(report: AuditReport, what: str, seq: int) -> None:
     report.problems.append(f"{what}: content differs from what ledger entry {seq} commits to")
 
 
+def _check_uncovered_ratings(session, uncovered: list, report: AuditReport) -> None:
+    """Ratings the chain as read named no entry for: still queued for the gate (their
+    entries are chained when it applies them), chained while the audit read (checked
+    against that entry), or uncovered."""
+    if not uncovered:
+        return
+    queued = review_queries.queued_rating_ids(session=session)
+    for rating_id, what, digest in uncovered:
+        if rating_id in queued:
+            report.queued += 1
+            continue
+        found = queries.rating_commitment(session=session, rating_id=rating_id)
+        if found is None:
+            report.problems.append(f"{what}: no ledger entry commits to it")
+        elif found[1] != digest:
+            _mismatch(report, what, found[0])
+
+
 def _check_objects(session, commitments: _Commitments, report: AuditReport, progress) -> None:
     rubric_keys = queries.rubric_dimension_keys(session=session)
+    uncovered: list[tuple[int, str, str]] = []  # decided once every rating has been read
     for ratings, scores in queries.ratings_batches(session=session):
         for rating in ratings:
             report.objects_checked += 1
@@ -147,14 +168,14 @@ def _check_objects(session, commitments: _Commitments, report: AuditReport, prog
             ):
                 report.problems.append(f"{what}: its packed scores differ from its score rows")
             committed = commitments.ratings.get(str(rating.id))
-            if committed is None:
-                report.problems.append(f"{what}: no ledger entry commits to it")
-                continue
             digest = chain.content_digest(rating_content(rating, scores.get(rating.id, {})))
-            if digest != committed[1]:
+            if committed is None:
+                uncovered.append((rating.id, what, digest))
+            elif digest != committed[1]:
                 _mismatch(report, what, committed[0])
         if progress:
             progress("ratings", report.objects_checked)
+    _check_uncovered_ratings(session, uncovered, report)
     for pairs, transcripts in queries.versions_batches(session=session):
         for task, version in pairs:
             report.objects_checked += 1

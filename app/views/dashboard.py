@@ -41,6 +41,13 @@ for column, (label, value) in zip(columns, sorted(status.items()), strict=False)
     column.metric(label.replace("_", " ").capitalize(), value)
 if not status:
     st.caption("The status counts of this round are being computed; reload in a moment.")
+if data.gate_waiting:
+    st.caption(
+        f"{data.gate_waiting:,} rating(s) submitted since "
+        f"{data.gate_waiting_since:%H:%M:%S} UTC are still on their way to the gate: their "
+        "tasks' statuses follow in a moment. If this stays, no gate worker runs: "
+        "`itsmreview round apply-queued` applies them."
+    )
 
 st.subheader(f"Agreement in {literal(data.round_name)}")
 frame = data.agreement_frame()

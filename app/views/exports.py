@@ -8,6 +8,7 @@ from itsmreview.exports.service import (
     list_exports,
     preview,
 )
+from itsmreview.review.gatework import apply_pending
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
@@ -68,7 +69,8 @@ with st.form("export"):
         "Export", type="primary", disabled=not shown["tasks"] or not formats
     )
 if submitted:
-    bar = st.progress(0.0, text="starting")
+    bar = st.progress(0.0, text="applying ratings still on their way to the gate")
+    apply_pending()  # they decide what is approved, too
     result = perform(
         export_named,
         name=name,

@@ -77,6 +77,29 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
     assert notice.endswith(literal(title) + ".")  # the task that opens, shown as written
 
 
+def test_a_queued_submit_is_shown_waiting_on_the_dashboard_until_applied(
+    demo_configured, monkeypatch
+):
+    from itsmreview.review.gatework import apply_pending
+    from itsmreview.settings import get_settings
+
+    monkeypatch.setenv("ITSMREVIEW_GATE_APPLY", "queue")  # a server whose worker runs apart
+    get_settings.cache_clear()
+    at = open_page(log_in("expert1"), "queue")
+    for radio in at.radio:
+        radio.set_value(radio.options[-1])
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    lead = log_in("lead")
+    [waiting] = [c.value for c in lead.caption if "on their way to the gate" in c.value]
+    assert waiting.startswith("1 rating(s) submitted since ")
+    assert apply_pending() == 1
+    lead.run()
+    assert not lead.exception
+    assert not [c.value for c in lead.caption if "on their way to the gate" in c.value]
+    get_settings.cache_clear()
+
+
 def test_lead_lands_on_the_dashboard_and_opens_lead_pages(demo_configured):
     at = log_in("lead")
     assert titles(at) == ["Dashboard"]

@@ -1,0 +1,237 @@
+"""Applying submitted ratings to the approval gate: the round's coincidence counts (the gate's
+alpha) and the decision of each rated task.
+
+A submit writes its rating and queues it (`gate_pending`) in its own transaction; applying
+takes queued ratings, moves the round's counts by their tasks' changes and re-decides those
+tasks (the whole round only when the move takes the round's alpha across the gate), then
+deletes them from the queue, all in one transaction. Nothing is lost whoever applies, when:
+a queued rating stays queued until a transaction that applied it commits.
+
+Who applies (setting `gate_apply`):
+- `inline`: the submit itself, for its task, in its own transaction;
+- `background`: a thread of the submitting process, woken when a submit commits, in batches;
+- `queue`: another process (`itsmreview round apply-queued --watch`).
+
+Appliers of a round take turns on its gate lock; nothing else waits for it, and appliers
+lock no task. A batch marks the queued rows it takes, then reads each of their tasks' counts
+in one statement as if the other queued ratings had not come yet (a rating and its queued
+row commit together, so that statement sees both or neither), then deletes what it marked.
+"""
+
+import logging
+import threading
+
+from itsmreview.db import get_engine, write_transaction
+from itsmreview.ledger.service import append_entry, chain_at_commit
+from itsmreview.review import gatecache, queries
+from itsmreview.review.approval import Decision
+from itsmreview.review.models import ReviewRound
+from itsmreview.review.reliability import (
+    alpha_reached,
+    decide_tasks,
+    gate_config,
+    recompute_statuses,
+)
+from itsmreview.review.rubrics import definition_by_id
+from itsmreview.settings import get_settings
+from sqlalchemy import Engine, event
+from sqlalchemy.orm import Session as OrmSession
+from sqlmodel import Session
+
+BATCH = 500  # queued ratings applied in one transaction at most
+_QUEUED = "itsmreview.gate.queued"
+log = logging.getLogger(__name__)
+
+
+def rating_queued(
+    *, session: Session, review_round: ReviewRound, task_version_id: int, apply: bool = True
+) -> Decision | None:
+    """A submit has queued a rating of this task (`queries.write_submitted_rating`). With the
+    `inline` setting and `apply`, apply the task's queued ratings at once, in this
+    transaction, and return the task's decision; otherwise the rating waits for the
+    background worker (woken when this transaction commits) or another process."""
+    if apply and get_settings().gate_apply == "inline":
+        queries.lock_gate(session=session, round_id=review_round.id)
+        queries.take_batch(
+            session=session, round_id=review_round.id, task_version_id=task_version_id
+        )
+        return _apply(session, review_round).get(task_version_id)
+    session.info.setdefault(_QUEUED, set()).add(review_round.id)
+    return None
+
+
+def apply_queued_here(*, session: Session, review_round: ReviewRound, decide: bool = True) -> int:
+    """Apply every queued rating of the round in the caller's transaction, for a caller that
+    is the only one writing the round's ratings (a loader); `decide` False moves the counts
+    only (the caller re-decides the round). Returns how many were applied."""
+    queries.lock_gate(session=session, round_id=review_round.id)
+    queries.take_batch(session=session, round_id=review_round.id)
+    count = queries.pending_count(session=session, round_id=review_round.id, applying=True)
+    _apply(session, review_round, decide=decide)
+    return count
+
+
+def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> dict[int, Decision]:
+    """Apply the batch's queued ratings (`queries.take_batch`) and unqueue them."""
+    rubric = definition_by_id(session=session, rubric_id=review_round.rubric_id)
+    config = gate_config(review_round, rubric)
+    tasks = queries.pending_tasks(round_id=review_round.id, applying=True)
+    batch = queries.batch_rows(session=session, round_id=review_round.id)
+    for _, _, rating_id, entry in batch:  # the ratings' entries, in the order submitted
+        if entry is not None:
+            append_entry(session=session, **{"artifact_id": str(rating_id), **entry})
+    actors = {task: actor for task, actor, _, _ in batch}  # each task's last rater
+    changes = gatecache.queued_changes(session=session, round_id=review_round.id)
+    was, alphas = gatecache.move(
+        session=session,
+        review_round=review_round,
+        rubric=rubric,
+        changes=list(changes.values()),
+        dimensions=config.gating_dimensions,
+    )
+    decisions: dict[int, Decision] = {}
+    if not decide:
+        pass
+    elif alpha_reached(config, alphas) != alpha_reached(config, was):
+        last_actor = list(actors.values())[-1] if actors else None
+        decisions = recompute_statuses(
+            session=session, round_name=review_round.id, actor_id=last_actor
+        )
+    else:
+        decisions = decide_tasks(
+            session=session,
+            review_round=review_round,
+            config=config,
+            alphas=alphas,
+            counts={task: after for task, (_, after) in changes.items()},
+            tasks=tasks,
+            actors=actors,
+        )
+    queries.delete_batch(session=session, round_id=review_round.id)
+    return decisions
+
+
+def apply_batch(*, engine: Engine, round_id: int, limit: int = BATCH) -> int | None:
+    """Apply the first `limit` queued ratings of a round in one transaction of its own.
+    Returns how many were applied, or
+    None when another applier holds the round (it looks for more once it lets go)."""
+
+    def work(session: Session) -> int | None:
+        if not queries.lock_gate(session=session, round_id=round_id, wait=False):
+            return None
+        chain_at_commit(session)  # the ledger's lock at the commit only, not while deciding
+        bound = queries.pending_batch_bound(session=session, round_id=round_id, limit=limit)
+        if bound is None:
+            return 0
+        queries.take_batch(session=session, round_id=round_id, max_id=bound)
+        count = queries.pending_count(session=session, round_id=round_id, applying=True)
+        _apply(session, session.get(ReviewRound, round_id))
+        return count
+
+    return write_transaction(work, engine=engine)
+
+
+def apply_pending(
+    *, engine: Engine | None = None, round_id: int | None = None, limit: int = BATCH
+) -> int:
+    """Apply the queued ratings of every round (or one), batch after batch, until none is
+    left or another applier holds the round. Returns how many this call applied."""
+    engine = engine or get_engine()
+    if round_id is None:
+        with Session(engine) as session:
+            rounds = queries.pending_rounds(session=session)
+    else:
+        rounds = [round_id]
+    applied = 0
+    for each in rounds:
+        while (count := apply_batch(engine=engine, round_id=each, limit=limit)) is not None:
+            applied += count
+            if count == 0:
+                break
+    return applied
+
+
+def pending(*, session: Session, round_id: int | None = None) -> tuple[int, object]:
+    """How many ratings wait for the gate (of a round, or all) and when the oldest was
+    queued (None when none waits)."""
+    return (
+        queries.pending_count(session=session, round_id=round_id),
+        queries.oldest_pending(session=session, round_id=round_id),
+    )
+
+
+class GateWorker:
+    """A daemon thread that applies queued ratings: at once when woken (`wake`, after a
+    submit of this process commits), and every `poll_s` seconds for those other processes
+    queued. An error is logged and the work retried at the next wake or poll: the queue
+    keeps it."""
+
+    def __init__(self, url: str, poll_s: float):
+        self.url = url
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="itsmreview-gate", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the worker has applied what it was woken for; False on timeout."""
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Apply what is queued, then end the thread."""
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+            stopping = self._stopping
+            try:
+                apply_pending(engine=get_engine(self.url))
+            except Exception:  # noqa: BLE001 - the queue keeps the work; the log says why
+                log.exception("applying queued ratings to the gate failed; retried later")
+            if stopping:
+                return
+            if not self._wake.is_set():
+                self._idle.set()
+
+
+_workers: dict[str, GateWorker] = {}
+_workers_lock = threading.Lock()
+
+
+def worker(url: str | None = None) -> GateWorker:
+    """This process's gate worker for a database (started on first use)."""
+    url = url or get_settings().resolved_database_url()
+    with _workers_lock:
+        if url not in _workers:
+            _workers[url] = GateWorker(url, get_settings().gate_poll_s)
+        return _workers[url]
+
+
+def stop_worker(url: str) -> None:
+    """Stop this process's gate worker for a database, if it runs, once it has applied what
+    is queued."""
+    with _workers_lock:
+        running = _workers.pop(url, None)
+    if running is not None:
+        running.stop()
+
+
+@event.listens_for(OrmSession, "after_commit")
+def _wake_worker(session: OrmSession) -> None:
+    if session.info.pop(_QUEUED, None) and get_settings().gate_apply == "background":
+        worker(session.get_bind().url.render_as_string(hide_password=False)).wake()
+
+
+@event.listens_for(OrmSession, "after_rollback")
+def _forget_queued(session: OrmSession) -> None:
+    session.info.pop(_QUEUED, None)
