@@ -61,9 +61,9 @@ def rating_queued(
 
 
 def apply_queued_here(*, session: Session, review_round: ReviewRound, decide: bool = True) -> int:
-    """Apply every queued rating of the round in the caller's transaction, for a caller that
-    is the only one writing the round's ratings (a loader); `decide` False moves the counts
-    only (the caller re-decides the round). Returns how many were applied."""
+    """Apply every queued rating of the round in the caller's transaction (a loader that
+    submitted with `recompute=False`); `decide` False moves the counts only (the caller
+    re-decides the round). Returns how many were applied."""
     queries.lock_gate(session=session, round_id=review_round.id)
     queries.take_batch(session=session, round_id=review_round.id)
     count = queries.pending_count(session=session, round_id=review_round.id, applying=True)

@@ -233,6 +233,9 @@ def submit_rating(
     previous = next((r for r in rows if r[4] == RatingStatus.submitted), None)
     if draft is not None:
         queries.delete_rating(session=session, rating_id=draft[3])
+        held = session.identity_map.get(session.identity_key(Rating, draft[3]))
+        if held is not None:  # gone from the database: gone from the session too
+            session.expunge(held)
     if previous is not None:
         queries.set_rating_not_current(session=session, rating_id=previous[3])
         _keep_in_step(session, Rating, previous[3], is_current=False)
