@@ -217,6 +217,17 @@ def worker(url: str | None = None) -> GateWorker:
         return _workers[url]
 
 
+def start_worker_if_background() -> GateWorker | None:
+    """With the `background` setting, this process's gate worker, started now if it is not
+    running: it applies at once what is queued (by a server that stopped, or processes in the
+    `queue` mode), then looks every `gate_poll_s` seconds and whenever a submit commits."""
+    if get_settings().gate_apply != "background":
+        return None
+    running = worker()
+    running.wake()
+    return running
+
+
 def stop_worker(url: str) -> None:
     """Stop this process's gate worker for a database, if it runs, once it has applied what
     is queued."""

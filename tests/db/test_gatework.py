@@ -242,6 +242,28 @@ def test_the_background_worker_applies_a_submit_once_it_commits(database_url, en
         assert_gate_as_recomputed(session, review_round)
 
 
+def test_a_background_worker_applies_what_was_queued_before_it_started(
+    database_url, engine, mode, monkeypatch
+):
+    mode("queue")  # a server that only queued, then stopped
+    with Session(engine, expire_on_commit=False) as session:
+        review_round, experts, _, assignments = open_round(session, n_tasks=2, k=2)
+        for a in assignments:
+            rate(session, experts[a.expert_id], a.id, 4)
+        monkeypatch.setenv("ITSMREVIEW_DATABASE_URL", database_url)
+        monkeypatch.setenv("ITSMREVIEW_GATE_POLL_S", "0.1")
+        mode("background")  # the next server starts with no submit of its own
+        started = gatework.start_worker_if_background()
+        try:
+            assert started is not None and started.wait_idle(30)
+        finally:
+            gatework.stop_worker(database_url)
+        assert gatework.pending(session=session) == (0, None)
+        assert_gate_as_recomputed(session, review_round)
+    mode("inline")
+    assert gatework.start_worker_if_background() is None  # no thread unless asked for
+
+
 # SQLite has one writer at a time: a second applier waits for the first instead
 @pytest.mark.parametrize("backend", [pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_an_applier_holding_the_round_makes_another_look_later(session, engine, mode):
