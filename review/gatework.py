@@ -170,6 +170,7 @@ class GateWorker:
         self.url = url
         self.poll_s = poll_s
         self._wake = threading.Event()
+        self._wake.set()  # a first pass at once: what is queued already
         self._idle = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="itsmreview-gate", daemon=True)
@@ -223,9 +224,7 @@ def start_worker_if_background() -> GateWorker | None:
     `queue` mode), then looks every `gate_poll_s` seconds and whenever a submit commits."""
     if get_settings().gate_apply != "background":
         return None
-    running = worker()
-    running.wake()
-    return running
+    return worker()
 
 
 def stop_worker(url: str) -> None:
