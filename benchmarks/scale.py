@@ -630,7 +630,7 @@ def gate_consistency() -> dict:
             for row in tasks.itertuples()
             if decisions[int(row.task_version_id)].status != row.status
         )
-        queued = queries.pending_count(session=session)
+        queued = queries.pending_summary(session=session)[0]
     return {
         "counts_equal_recomputed": stored == fresh,
         "statuses_differing_from_recomputed": wrong,

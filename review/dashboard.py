@@ -119,9 +119,9 @@ def dashboard(
     )
     board.agreement_computed_at = figures.computed_at
     board.agreement_current = figures.current
-    board.gate_waiting = queries.pending_count(session=session, round_id=review_round.id)
-    if board.gate_waiting:
-        board.gate_waiting_since = queries.oldest_pending(session=session, round_id=review_round.id)
+    board.gate_waiting, board.gate_waiting_since = queries.pending_summary(
+        session=session, round_id=review_round.id
+    )
     board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
     return board
 

@@ -12,6 +12,7 @@ from collections import Counter
 
 import numpy as np
 from itsmreview.db import utcnow
+from itsmreview.errors import Busy
 from itsmreview.review import agreement, queries
 from itsmreview.review.models import ReviewRound, RoundCoincidence
 from itsmreview.review.rubrics import RubricDefinition
@@ -153,18 +154,27 @@ def recomputed_pairs(
     return out
 
 
+REBUILD_TRIES = 5
+
+
 def _build(
     *, session: Session, review_round: ReviewRound, rubric: RubricDefinition
 ) -> dict[str, RoundCoincidence]:
     """The round's rows from its ratings: the first time they are needed. Built by an
     applier of the round (the round's gate lock held), so only submits can change what it
     reads: built again while one was queued meanwhile (its rating and queued row commit
-    together; only appliers remove queued rows)."""
-    while True:
+    together; only appliers remove queued rows). Raises Busy when submits kept coming for
+    every try: the transaction rolls back and the queue is applied later."""
+    for _ in range(REBUILD_TRIES):
         queued = queries.pending_count(session=session, round_id=review_round.id)
         pairs = recomputed_pairs(session=session, review_round=review_round, rubric=rubric)
         if queries.pending_count(session=session, round_id=review_round.id) == queued:
             break
+    else:
+        raise Busy(
+            f"round {review_round.name!r}: its agreement counts are being rebuilt while "
+            "ratings come in; try again in a moment"
+        )
     rows = {
         dimension: RoundCoincidence(round_id=review_round.id, dimension=dimension, pairs=found)
         for dimension, found in pairs.items()

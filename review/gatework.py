@@ -35,6 +35,7 @@ from itsmreview.review.reliability import (
 from itsmreview.review.rubrics import definition_by_id
 from itsmreview.settings import get_settings
 from sqlalchemy import Engine, event
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Session
 
@@ -65,8 +66,7 @@ def apply_queued_here(*, session: Session, review_round: ReviewRound, decide: bo
     submitted with `recompute=False`); `decide` False moves the counts only (the caller
     re-decides the round). Returns how many were applied."""
     queries.lock_gate(session=session, round_id=review_round.id)
-    queries.take_batch(session=session, round_id=review_round.id)
-    count = queries.pending_count(session=session, round_id=review_round.id, applying=True)
+    count = queries.take_batch(session=session, round_id=review_round.id)
     _apply(session, review_round, decide=decide)
     return count
 
@@ -81,6 +81,7 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         if entry is not None:
             append_entry(session=session, **{"artifact_id": str(rating_id), **entry})
     actors = {task: actor for task, actor, _, _ in batch}  # each task's last rater
+    last_actor = batch[-1][1] if batch else None
     changes = gatecache.queued_changes(session=session, round_id=review_round.id)
     was, alphas = gatecache.move(
         session=session,
@@ -90,14 +91,11 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         dimensions=config.gating_dimensions,
     )
     decisions: dict[int, Decision] = {}
-    if not decide:
-        pass
-    elif alpha_reached(config, alphas) != alpha_reached(config, was):
-        last_actor = list(actors.values())[-1] if actors else None
+    if decide and alpha_reached(config, alphas) != alpha_reached(config, was):
         decisions = recompute_statuses(
             session=session, round_name=review_round.id, actor_id=last_actor
         )
-    else:
+    elif decide:
         decisions = decide_tasks(
             session=session,
             review_round=review_round,
@@ -120,12 +118,9 @@ def apply_batch(*, engine: Engine, round_id: int, limit: int = BATCH) -> int | N
         if not queries.lock_gate(session=session, round_id=round_id, wait=False):
             return None
         chain_at_commit(session)  # the ledger's lock at the commit only, not while deciding
-        bound = queries.pending_batch_bound(session=session, round_id=round_id, limit=limit)
-        if bound is None:
-            return 0
-        queries.take_batch(session=session, round_id=round_id, max_id=bound)
-        count = queries.pending_count(session=session, round_id=round_id, applying=True)
-        _apply(session, session.get(ReviewRound, round_id))
+        count = queries.take_batch(session=session, round_id=round_id, limit=limit)
+        if count:
+            _apply(session, session.get(ReviewRound, round_id))
         return count
 
     return write_transaction(work, engine=engine)
@@ -154,10 +149,7 @@ def apply_pending(
 def pending(*, session: Session, round_id: int | None = None) -> tuple[int, object]:
     """How many ratings wait for the gate (of a round, or all) and when the oldest was
     queued (None when none waits)."""
-    return (
-        queries.pending_count(session=session, round_id=round_id),
-        queries.oldest_pending(session=session, round_id=round_id),
-    )
+    return queries.pending_summary(session=session, round_id=round_id)
 
 
 class GateWorker:
@@ -173,6 +165,7 @@ class GateWorker:
         self._wake.set()  # a first pass at once: what is queued already
         self._idle = threading.Event()
         self._stopping = False
+        self.applied = 0  # ratings this worker applied
         self._thread = threading.Thread(target=self._run, name="itsmreview-gate", daemon=True)
         self._thread.start()
 
@@ -196,7 +189,7 @@ class GateWorker:
             self._wake.clear()
             stopping = self._stopping
             try:
-                apply_pending(engine=get_engine(self.url))
+                self.applied += apply_pending(engine=get_engine(self.url))
             except Exception:  # noqa: BLE001 - the queue keeps the work; the log says why
                 log.exception("applying queued ratings to the gate failed; retried later")
             if stopping:
@@ -209,13 +202,19 @@ _workers: dict[str, GateWorker] = {}
 _workers_lock = threading.Lock()
 
 
+def _key(url: str | None) -> str:
+    """One spelling of a database URL (the configured one by default): one worker each."""
+    url = url or get_settings().resolved_database_url()
+    return make_url(url).render_as_string(hide_password=False)
+
+
 def worker(url: str | None = None) -> GateWorker:
     """This process's gate worker for a database (started on first use)."""
-    url = url or get_settings().resolved_database_url()
+    key = _key(url)
     with _workers_lock:
-        if url not in _workers:
-            _workers[url] = GateWorker(url, get_settings().gate_poll_s)
-        return _workers[url]
+        if key not in _workers:
+            _workers[key] = GateWorker(key, get_settings().gate_poll_s)
+        return _workers[key]
 
 
 def start_worker_if_background() -> GateWorker | None:
@@ -231,7 +230,7 @@ def stop_worker(url: str) -> None:
     """Stop this process's gate worker for a database, if it runs, once it has applied what
     is queued."""
     with _workers_lock:
-        running = _workers.pop(url, None)
+        running = _workers.pop(_key(url), None)
     if running is not None:
         running.stop()
 

@@ -1571,35 +1571,19 @@ def pending_rounds(*, session: Session) -> list[int]:
     return list(session.exec(select(GatePending.round_id).distinct()).all())
 
 
-def pending_count(*, session: Session, round_id: int | None = None, applying: bool = False) -> int:
-    """Ratings queued for the gate (of a round; of its batch being applied)."""
-    query = select(func.count()).select_from(GatePending)
+def pending_count(*, session: Session, round_id: int) -> int:
+    """Ratings of the round queued for the gate."""
+    return pending_summary(session=session, round_id=round_id)[0]
+
+
+def pending_summary(*, session: Session, round_id: int | None = None) -> tuple[int, object]:
+    """How many ratings are queued for the gate (of a round, or all) and when the oldest was
+    queued (None when none is), in one read."""
+    query = select(func.count(), func.min(GatePending.created_at)).select_from(GatePending)
     if round_id is not None:
         query = query.where(GatePending.round_id == round_id)
-    if applying:
-        query = query.where(GatePending.applying)
-    return int(session.exec(query).one())
-
-
-def oldest_pending(*, session: Session, round_id: int | None = None):
-    """When the oldest waiting rating was queued (None: nothing waits)."""
-    query = select(func.min(GatePending.created_at))
-    if round_id is not None:
-        query = query.where(GatePending.round_id == round_id)
-    return session.exec(query).one()
-
-
-def pending_batch_bound(*, session: Session, round_id: int, limit: int) -> int | None:
-    """The id of the `limit`-th queued rating of the round in queue order, or of the last one
-    when fewer wait (None: none waits)."""
-    first = (
-        select(GatePending.id)
-        .where(GatePending.round_id == round_id)
-        .order_by(GatePending.id)
-        .limit(limit)
-        .subquery()
-    )
-    return session.exec(select(func.max(first.c.id))).one()
+    count, oldest = session.exec(query).one()
+    return int(count), oldest
 
 
 def pending_tasks(*, round_id: int, applying: bool = False):
@@ -1615,18 +1599,24 @@ def take_batch(
     *,
     session: Session,
     round_id: int,
-    max_id: int | None = None,
+    limit: int | None = None,
     task_version_id: int | None = None,
-) -> None:
-    """Take the round's ratings queued up to `max_id` (or those of one task version) for the
-    batch being applied: only this transaction marks rows, so the batch is the same for
-    every statement after, whatever is queued meanwhile."""
+) -> int:
+    """Take the round's first `limit` queued ratings (or those of one task version, or all)
+    for the batch being applied; returns how many. Only this transaction marks rows, so the
+    batch is the same for every statement after, whatever is queued meanwhile."""
     query = update(GatePending).where(GatePending.round_id == round_id)
-    if max_id is not None:
-        query = query.where(GatePending.id <= max_id)
+    if limit is not None:
+        first = (
+            select(GatePending.id)
+            .where(GatePending.round_id == round_id)
+            .order_by(GatePending.id)
+            .limit(limit)
+        )
+        query = query.where(GatePending.id.in_(first))
     if task_version_id is not None:
         query = query.where(GatePending.task_version_id == task_version_id)
-    session.exec(query.values(applying=True))
+    return session.exec(query.values(applying=True)).rowcount
 
 
 def batch_rows(*, session: Session, round_id: int) -> list[tuple]:

@@ -262,8 +262,9 @@ def round_apply_queued(
     watch: Annotated[
         float | None,
         typer.Option(
-            help="Keep applying, looking again every SECONDS, until stopped (Ctrl+C): the gate "
-            "worker beside servers that run with ITSMREVIEW_GATE_APPLY=queue.",
+            help="Then keep applying every round's queue, looking again every SECONDS, until "
+            "stopped (Ctrl+C): the gate worker beside servers that run with "
+            "ITSMREVIEW_GATE_APPLY=queue. An error is logged and retried at the next look.",
             min=0.01,
         ),
     ] = None,
@@ -274,8 +275,9 @@ def round_apply_queued(
     queue; a worker that stopped half-way leaves them queued, never lost."""
     import time
 
-    from itsmreview.review.gatework import apply_pending, pending
+    from itsmreview.review.gatework import GateWorker, apply_pending, pending
     from itsmreview.review.reliability import find_round
+    from itsmreview.settings import get_settings
 
     ensure_schema()
     round_id = None
@@ -283,12 +285,14 @@ def round_apply_queued(
         with open_session() as session:
             round_id = find_round(session, name).id
     applied = apply_pending(round_id=round_id)
-    try:
-        while watch is not None:
-            time.sleep(watch)
-            applied += apply_pending(round_id=round_id)
-    except KeyboardInterrupt:
-        pass
+    if watch is not None:  # every round: a worker is the gate of the whole database
+        running = GateWorker(get_settings().resolved_database_url(), watch)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            running.stop()
+        applied += running.applied
     with open_session() as session:
         left, _ = pending(session=session, round_id=round_id)
     if as_json:
