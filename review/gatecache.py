@@ -87,6 +87,15 @@ def _counted(rows) -> dict[int, UnitCounts]:
     return out
 
 
+def current_counts(*, session: Session, round_id: int, tasks) -> dict[int, UnitCounts]:
+    """Each task's current human value counts per dimension (`tasks`: a select of versions)."""
+    return _counted(
+        queries.task_score_counts(
+            session=session, round_id=round_id, tasks=tasks, besides_batch=False
+        )
+    )
+
+
 def queued_changes(
     *, session: Session, round_id: int, every_queued: bool = False
 ) -> dict[int, Change]:
@@ -101,7 +110,7 @@ def queued_changes(
     else:
         tasks = queries.pending_tasks(round_id=round_id, applying=True)
     after = _counted(
-        queries.applied_score_counts(
+        queries.task_score_counts(
             session=session, round_id=round_id, tasks=tasks, besides_batch=not every_queued
         )
     )

@@ -19,6 +19,7 @@ from itsmreview.review.models import (
     RoundTask,
 )
 from sqlalchemy import (
+    Integer,
     Text,
     case,
     cast,
@@ -817,16 +818,6 @@ def _version_statuses():
     ).join(Task, Task.id == TaskVersion.task_id)
 
 
-def version_status_row(*, session: Session, round_id: int, task_version_id: int):
-    """One task version of a round as `round_task_statuses` gives it, as a row (None when
-    the version is not in the round): what re-deciding one task needs."""
-    return session.exec(
-        _version_statuses()
-        .join(RoundTask, RoundTask.task_version_id == TaskVersion.id)
-        .where(RoundTask.round_id == round_id, TaskVersion.id == task_version_id)
-    ).first()
-
-
 def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
@@ -1586,6 +1577,11 @@ def pending_summary(*, session: Session, round_id: int | None = None) -> tuple[i
     return int(count), oldest
 
 
+def one_version(task_version_id: int):
+    """A select of one task version id: a set of one, where a select of versions is asked."""
+    return select(literal(task_version_id, Integer))
+
+
 def pending_tasks(*, round_id: int, applying: bool = False):
     """A select of the task versions with queued ratings in the round (of the batch being
     applied), to use as a subquery."""
@@ -1661,7 +1657,7 @@ def _queued_scores(round_id: int, applying: bool | None, replaced: bool, sign: i
     return query
 
 
-def applied_score_counts(
+def task_score_counts(
     *, session: Session, round_id: int, tasks, besides_batch: bool
 ) -> list[tuple[int, str, float, int]]:
     """(task version id, dimension, value, ratings) of these tasks' current submitted human

@@ -616,31 +616,20 @@ def redecide_task(
     alphas: dict[str, float | None],
     actor_id: int | None = None,
 ) -> Decision:
-    """Decide one task of the round from its own ratings, its adjudication and the round's
-    alphas, and store the decision when it changed (other tasks cannot be affected by
-    that task's ratings or adjudication unless the round's alpha crosses the gate)."""
-    ratings = task_ratings(
-        queries.current_ratings_wide(
-            session=session, round_id=review_round.id, task_version_id=task_version_id
-        ),
-        queries.scores_long(
-            session=session, round_id=review_round.id, task_version_id=task_version_id
-        ),
-    ).get(task_version_id, TaskRatings({}, [], []))
-    adjudicated = queries.adjudications_of_round(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
-    )
-    failed = queries.failed_checks(session=session, task_version_id=task_version_id)
-    decision = decide(
-        ratings, config, alphas, adjudicated.get(task_version_id), failed.get(task_version_id, ())
-    )
-    row = queries.version_status_row(
-        session=session, round_id=review_round.id, task_version_id=task_version_id
-    )
-    if row is not None:
-        _store_decision(session, row, decision, review_round, actor_id)
-    session.flush()
-    return decision
+    """Decide one task of the round (callers check that it is in the round) from its own
+    ratings, its adjudication and the round's alphas, and store the decision when it changed
+    (other tasks cannot be affected by that task's ratings or adjudication unless the round's
+    alpha crosses the gate): `decide_tasks` for a set of one."""
+    tasks = queries.one_version(task_version_id)
+    return decide_tasks(
+        session=session,
+        review_round=review_round,
+        config=config,
+        alphas=alphas,
+        counts=gatecache.current_counts(session=session, round_id=review_round.id, tasks=tasks),
+        tasks=tasks,
+        actors={task_version_id: actor_id},
+    )[task_version_id]
 
 
 def adjudicate(

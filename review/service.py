@@ -163,7 +163,7 @@ def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | 
 
 
 def _rating_of(assignment: Assignment, rubric_id: int, **fields) -> Rating:
-    """A rating row of the assignment's expert, round and task version."""
+    """A rating of the assignment's expert, round and task version (not yet stored)."""
     return Rating(
         assignment_id=assignment.id,
         round_id=assignment.round_id,
@@ -239,24 +239,21 @@ def submit_rating(
     if previous is not None:
         queries.set_rating_not_current(session=session, rating_id=previous[3])
         _keep_in_step(session, Rating, previous[3], is_current=False)
-    fields = {
-        "assignment_id": assignment.id,
-        "round_id": assignment.round_id,
-        "task_version_id": assignment.task_version_id,
-        "expert_id": assignment.expert_id,
-        "rubric_id": review_round.rubric_id,
-        "revision": previous[5] + 1 if previous is not None else 1,
-        "is_current": True,
-        "status": RatingStatus.submitted,
-        "verdict": Verdict(verdict),
-        "flags": sorted(flags),
-        "comment": comment,
-        "confidence": confidence,
-        "rater_kind": "human",
-        "created_at": now,
-        "submitted_at": now,
-        "score_vector": pack([d.key for d in definition.dimensions], scores),
-    }
+    rating = _rating_of(
+        assignment,
+        review_round.rubric_id,
+        revision=previous[5] + 1 if previous is not None else 1,
+        is_current=True,
+        status=RatingStatus.submitted,
+        verdict=Verdict(verdict),
+        flags=sorted(flags),
+        comment=comment,
+        confidence=confidence,
+        rater_kind="human",
+        created_at=now,
+        submitted_at=now,
+        score_vector=pack([d.key for d in definition.dimensions], scores),
+    )
     replaced_id = previous[3] if previous is not None and previous[6] == "human" else None
     entry = {  # its artifact id, the rating's id, is filled in when it is chained
         "artifact_type": "rating",
@@ -266,13 +263,13 @@ def submit_rating(
         "payload": {
             "task_version_id": assignment.task_version_id,
             "round": review_round.name,
-            "revision": fields["revision"],
-            "content_sha256": content_digest(rating_content(Rating(**fields), scores)),
+            "revision": rating.revision,
+            "content_sha256": content_digest(rating_content(rating, scores)),
         },
     }
-    rating_id = queries.write_submitted_rating(
+    rating.id = queries.write_submitted_rating(
         session=session,
-        values=fields,
+        values=rating.model_dump(exclude={"id"}),
         scores=scores,
         replaced_id=replaced_id,
         actor_id=actor.id,
@@ -291,7 +288,6 @@ def submit_rating(
         task_version_id=assignment.task_version_id,
         apply=recompute,
     )
-    rating = Rating(id=rating_id, **fields)
     return rating
 
 
