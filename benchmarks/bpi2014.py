@@ -29,8 +29,7 @@ from measure import peak_mb  # noqa: E402
 
 def child(task: str, folder: str) -> dict:
     import pandas as pd
-    from itsmreview.coverage.linked import STAMP
-    from itsmreview.coverage.synthetic_bpi2014 import FILES
+    from itsmreview.coverage.synthetic_bpi2014 import FILES, INCIDENT_STAMP, STAMP
 
     if task == "pm4py":
         import pm4py
@@ -70,7 +69,8 @@ def child(task: str, folder: str) -> dict:
             how="left",
         )
         for column in ("Open Time", "Resolved Time", "Close Time"):
-            incidents[column] = pd.to_datetime(incidents[column], format=STAMP)
+            # the incident table writes its times with slashes, as the public file does
+            incidents[column] = pd.to_datetime(incidents[column], format=INCIDENT_STAMP)
         counts = read["interactions"].groupby("Related Incident").size().rename("interactions")
         incidents = incidents.merge(counts, left_on="Incident ID", right_index=True, how="left")
         joined = events.merge(incidents, on="Incident ID", how="left")

@@ -10,27 +10,41 @@ Incident`) their count; the change the incident names (`Related Change`) its typ
 Other exports (a ServiceNow incident table with its audit trail) are read with a spec file."""
 
 import hashlib
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from itsmreview.coverage.eventlog import (
+    DAY_FIRST,
     PRESETS,
     ColumnMapping,
     Limits,
     _check_columns,
     _check_inflated_size,
-    _check_size,
+    check_encoding,
+    check_file,
     csv_columns,
+    csv_error,
     file_sha256,
+    formats_of,
+    parse_times,
     read_log,
 )
-from itsmreview.files import is_within, parse_yaml, read_text_bounded
-from pydantic import BaseModel, Field, ValidationError
+from itsmreview.files import is_within, parse_yaml, read_text_bounded, safe_join
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ATTRIBUTE_PREFIX = "attr:"
 BPI2014_NAMES = {  # table -> file name of the public release
@@ -40,7 +54,6 @@ BPI2014_NAMES = {  # table -> file name of the public release
     "changes": "Detail_Change.csv",
 }
 NO_VALUE = ("", "#N/B", "#MULTIVALUE", "NULL")
-STAMP = "%d-%m-%Y %H:%M:%S"
 # case attribute -> (incident column, kind)
 INCIDENT_ATTRIBUTES = {
     "priority": ("Priority", "text"),
@@ -61,56 +74,80 @@ INCIDENT_ATTRIBUTES = {
 
 
 Kind = Literal["text", "time", "decimal", "count", "number"]
+NAME = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"  # an attribute's or a table's name
+Formats = str | list[str]  # one timestamp format, or several tried value by value
+STRICT = ConfigDict(extra="forbid")
+
+
+def _column_name(value: str) -> str:
+    if not value.strip() or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in value):
+        raise ValueError(
+            f"column name {value!r} is empty or holds control characters; give the header's name"
+        )
+    return value
+
+
+Column = Annotated[str, AfterValidator(_column_name)]
+AttributeName = Annotated[str, Field(pattern=NAME)]
 
 
 class CaseAttribute(BaseModel):
-    column: str
+    model_config = STRICT
+    column: Column
     kind: Kind = "text"
+    format: Formats | None = None  # a time column's own format(s), over its table's
 
 
 class CaseTable(BaseModel):
     """One row per case: its attributes."""
 
+    model_config = STRICT
     table: str
-    id: str
-    attributes: dict[str, CaseAttribute] = Field(min_length=1)
+    id: Column
+    attributes: dict[AttributeName, CaseAttribute] = Field(min_length=1)
 
 
 class CountedTable(BaseModel):
     """Rows that name a case in `link`: how many there are, as attribute `attribute`."""
 
+    model_config = STRICT
     table: str
-    link: str
-    attribute: str
+    link: Column
+    attribute: AttributeName
 
 
 class LookupTable(BaseModel):
     """A row a case attribute (`via`) names by its `id`: some of its columns, as attributes."""
 
+    model_config = STRICT
     table: str
-    id: str
+    id: Column
     via: str
-    attributes: dict[str, str] = Field(min_length=1)
+    attributes: dict[AttributeName, Column] = Field(min_length=1)
 
 
 class EventsTable(BaseModel):
+    model_config = STRICT
     table: str
-    case: str
-    activity: str
-    timestamp: str
-    resource: str | None = None
-    roles: list[str] = Field(default_factory=list)
+    case: Column
+    activity: Column
+    timestamp: Column
+    resource: Column | None = None
+    roles: list[Column] = Field(default_factory=list)
 
 
 class LinkedSpec(BaseModel):
     """How a log of linked tables joins: which file is which table, how they are read, and
     what each table gives the cases."""
 
+    model_config = STRICT
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
-    files: dict[str, str] = Field(min_length=1)  # table -> its file's name in the folder
-    separator: str = ","
+    files: dict[Annotated[str, Field(pattern=NAME)], str] = Field(min_length=1)
+    optional: list[str] = Field(default_factory=list)  # tables whose file may be absent
+    separator: str = Field(default=",", min_length=1, max_length=1)
     encoding: str = "utf-8"
-    timestamp_format: str = "ISO8601"
+    timestamp_format: Formats = "ISO8601"
+    timestamp_formats: dict[str, Formats] = Field(default_factory=dict)  # per table
     missing: list[str] = Field(default_factory=lambda: [""])
     events: EventsTable
     cases: CaseTable | None = None
@@ -118,14 +155,87 @@ class LinkedSpec(BaseModel):
     lookups: list[LookupTable] = Field(default_factory=list)
     events_preset: str | None = None  # read the events table exactly as this preset does
 
+    @field_validator("files")
+    @classmethod
+    def _plain_names(cls, files: dict[str, str]) -> dict[str, str]:
+        for table, name in files.items():
+            posix, windows = PurePosixPath(name.replace("\\", "/")), PureWindowsPath(name)
+            if not name.strip() or "\x00" in name or not posix.name:
+                raise ValueError(f"{table}: {name!r} is not a file name")
+            if posix.is_absolute() or windows.drive or windows.root or ".." in posix.parts:
+                raise ValueError(
+                    f"{table}: {name!r} leaves the folder (an absolute path or '..'); name a "
+                    "file inside the folder"
+                )
+        return files
+
+    @field_validator("encoding")
+    @classmethod
+    def _text_codec(cls, encoding: str) -> str:
+        check_encoding(encoding)
+        return encoding
+
+    @field_validator("timestamp_format", "timestamp_formats")
+    @classmethod
+    def _some_format(cls, value):
+        for formats in value.values() if isinstance(value, dict) else [value]:
+            if not formats_of(formats) or not all(f.strip() for f in formats_of(formats)):
+                raise ValueError("a timestamp format is empty; give a strftime format or ISO8601")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "LinkedSpec":
+        named = {self.events.table} | {t.table for t in (*self.counted, *self.lookups)}
+        if self.cases:
+            named.add(self.cases.table)
+        unknown = sorted(
+            (named | set(self.timestamp_formats) | set(self.optional)) - set(self.files)
+        )
+        if unknown:
+            raise ValueError(f"tables {unknown} have no file under `files`")
+        if self.events.table in self.optional:
+            raise ValueError(f"the events table {self.events.table!r} cannot be optional")
+        if self.events_preset is not None and self.events_preset not in PRESETS:
+            raise ValueError(f"events_preset {self.events_preset!r} is not a preset")
+        given: dict[str, str] = {}
+        sources = [("cases.attributes", n) for n in (self.cases.attributes if self.cases else [])]
+        sources += [(f"counted[{i}].attribute", t.attribute) for i, t in enumerate(self.counted)]
+        sources += [
+            (f"lookups[{i}].attributes", n)
+            for i, t in enumerate(self.lookups)
+            for n in t.attributes
+        ]
+        for where, name in sources:
+            if name in given:
+                raise ValueError(
+                    f"attribute {name!r} is given by both {given[name]} and {where}; rename one"
+                )
+            given[name] = where
+        case_attributes = sorted(self.cases.attributes) if self.cases else []
+        for i, lookup in enumerate(self.lookups):
+            if lookup.via not in case_attributes:
+                raise ValueError(
+                    f"lookups[{i}].via: {lookup.via!r} is not an attribute of the cases table "
+                    f"(they are: {', '.join(case_attributes) or 'none, there is no cases table'})"
+                )
+        return self
+
+    def formats(self, table: str, column_format: Formats | None = None) -> Formats:
+        """The timestamp format(s) of a column: its own, else its table's, else the spec's."""
+        return column_format or self.timestamp_formats.get(table) or self.timestamp_format
+
     def mapping(self) -> ColumnMapping:
         if self.events_preset:
-            return PRESETS[self.events_preset]
+            # the preset's columns, read with the spec's separator and encoding
+            return replace(PRESETS[self.events_preset], sep=self.separator, encoding=self.encoding)
+        formats = formats_of(self.formats(self.events.table))
         return ColumnMapping(
             case=self.events.case,
             activity=self.events.activity,
             timestamp=self.events.timestamp,
-            timestamp_format=None if self.timestamp_format == "ISO8601" else self.timestamp_format,
+            timestamp_format=None
+            if formats == ("ISO8601",)
+            else (formats[0] if len(formats) == 1 else formats),
             resource=self.events.resource,
             roles=tuple(self.events.roles),
             sep=self.separator,
@@ -138,9 +248,10 @@ BPI2014 = LinkedSpec(
     name="bpi2014",
     events_preset="bpi2014",
     files=dict(BPI2014_NAMES),
+    optional=["incidents", "interactions", "changes"],
     separator=";",
     encoding="latin-1",
-    timestamp_format=STAMP,
+    timestamp_format=list(DAY_FIRST),
     missing=list(NO_VALUE),
     events=EventsTable(
         table="activities",
@@ -176,20 +287,23 @@ def spec_from_file(path: Path | str) -> LinkedSpec:
     if not path.is_file():
         raise ValueError(f"{path}: no such spec file")
     data = parse_yaml(read_text_bounded(path, MAX_SPEC_BYTES, what="linked-tables spec"), path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a spec is a mapping of fields (name, files, events, ...)")
     try:
-        spec = LinkedSpec.model_validate(data)
+        return LinkedSpec.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise ValueError(f"{path}: {problems}") from None
-    named = {spec.events.table} | {t.table for t in (*spec.counted, *spec.lookups)}
-    if spec.cases:
-        named.add(spec.cases.table)
-    unknown = sorted(named - set(spec.files))
-    if unknown:
-        raise ValueError(f"{path}: tables {unknown} have no file under `files`")
-    return spec
+        raise ValueError(f"{path}: {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    said = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown field (misspelt?); see docs/formats.md#logs-of-linked-tables"
+        said.append(f"{where}: {message}" if where else message)
+    return "; ".join(said)
 
 
 def _canonical(name: str) -> str:
@@ -197,11 +311,18 @@ def _canonical(name: str) -> str:
 
 
 def linked_files(
-    path: Path, spec: LinkedSpec = BPI2014, given: dict[str, Path | None] | None = None
+    path: Path,
+    spec: LinkedSpec = BPI2014,
+    given: dict[str, Path | None] | None = None,
+    limits: Limits | None = None,
 ) -> dict[str, Path]:
     """The tables to read: from a folder holding them (found by the spec's file names, `_` or
-    space alike, any case, `.gz` too; regular files inside the folder only), or the events
-    file with the others `given` by table. Raises ValueError naming what is missing or refused."""
+    space alike, any case, `.gz` too), or the events file with the others `given` by table.
+    Each must be a regular file (no FIFO or device; in a folder, no link out of it) within the
+    size limit, checked from its metadata before anything reads or hashes it. A table the spec
+    does not list as optional must be there. Raises ValueError naming what is missing or
+    refused."""
+    limits = limits or Limits.from_settings()
     given = {k: v for k, v in (given or {}).items() if v is not None}
     unknown = sorted(set(given) - set(spec.files))
     if unknown:
@@ -211,26 +332,68 @@ def linked_files(
     if path.is_dir():
         names = {_canonical(p.name): p for p in path.iterdir()}
         for table, name in spec.files.items():
-            candidate = names.get(_canonical(name)) or names.get(_canonical(name) + ".gz")
+            candidate = safe_join(path, name) if ("/" in name or "\\" in name) else None
+            if candidate is None or not (candidate.exists() or candidate.is_symlink()):
+                candidate = names.get(_canonical(name)) or names.get(_canonical(name) + ".gz")
             if candidate is None:
-                continue
-            if not candidate.is_file() or not is_within(path, candidate.resolve()):
+                if table == events:
+                    raise ValueError(
+                        f"{path}: no {spec.files[events]} in the folder (the events); the folder "
+                        f"should hold {', '.join(spec.files.values())}"
+                    )
+                if table in spec.optional or table in given:
+                    continue
+                raise ValueError(
+                    f"{path}: no file {name!r} for table {table!r} (files.{table}); the folder "
+                    "holds " + (", ".join(sorted(p.name for p in names.values())[:20]) or "nothing")
+                )
+            if candidate.is_symlink() and not is_within(path, candidate):
                 raise ValueError(f"{candidate}: not a regular file inside {path}; refused")
+            check_file(candidate, limits, what=f"{table} table")
             found[table] = candidate
-        if events not in found:
-            raise ValueError(
-                f"{path}: no {spec.files[events]} in the folder (the events); the folder should "
-                f"hold {', '.join(spec.files.values())}"
-            )
     else:
+        check_file(path, limits, what=f"{events} table")
         found[events] = path
     for table, extra in given.items():
         if table in found and path.is_dir():
             raise ValueError(f"--{table} was given, but {path} holds {found[table].name} too")
-        if not Path(extra).is_file():
-            raise ValueError(f"{extra}: no such file (--{table})")
+        check_file(Path(extra), limits, what=f"--{table} table")
         found[table] = Path(extra)
     return found
+
+
+def _needed_columns(spec: LinkedSpec, table: str) -> list[str]:
+    """The columns read from `table` (its events columns come from the mapping)."""
+    columns: list[str] = []
+    if spec.cases and spec.cases.table == table:
+        columns += [spec.cases.id, *[a.column for a in spec.cases.attributes.values()]]
+    columns += [c.link for c in spec.counted if c.table == table]
+    for lookup in spec.lookups:
+        if lookup.table == table:
+            columns += [lookup.id, *lookup.attributes.values()]
+    return list(dict.fromkeys(columns))
+
+
+def check_tables(
+    files: dict[str, Path],
+    spec: LinkedSpec,
+    mapping: ColumnMapping | None = None,
+    limits: Limits | None = None,
+) -> None:
+    """Each table's header read from a bounded sample (a binary, NUL-filled or undecodable
+    file is refused at once) and checked for the columns the spec reads from it, before the
+    files are hashed or parsed. Raises ValueError naming the file and the columns."""
+    limits = limits or Limits.from_settings()
+    mapping = mapping or spec.mapping()
+    for table, path in files.items():
+        if table == spec.events.table:
+            wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource]
+            wanted = [c for c in [*wanted, *mapping.roles] if c]
+            present = csv_columns(path, mapping.sep, mapping.encoding, limits)
+        else:
+            wanted = _needed_columns(spec, table)
+            present = csv_columns(path, spec.separator, spec.encoding, limits)
+        _check_columns(path, wanted, present, spec.separator)
 
 
 def file_digests(files: dict[str, Path]) -> dict[str, str]:
@@ -247,20 +410,25 @@ def combined_sha256(digests: dict[str, str]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+ROW = "__row"  # each value's line in its file, kept through filtering for messages
+
+
 def _read_text_columns(
     path: Path, columns: list[str], spec: LinkedSpec, limits: Limits
 ) -> pd.DataFrame:
-    """Columns of a table as text (None where the file has no value)."""
-    _check_size(path, limits)
+    """Columns of a table as text (None where the file has no value), with ROW: the file
+    line of each row (header = line 1)."""
+    check_file(path, limits)
     present = csv_columns(path, spec.separator, spec.encoding, limits)
     _check_columns(path, columns, present, spec.separator)
     _check_inflated_size(path, limits)
+    block_size = min(1 << 22, limits.max_row_bytes)
+    encoding = "utf8" if spec.encoding.lower().replace("_", "-") in ("utf-8", "utf8") else None
     try:
         table = pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(
-                encoding="utf8" if spec.encoding.lower() in ("utf-8", "utf8") else spec.encoding,
-                block_size=1 << 22,
+                encoding=encoding or spec.encoding, block_size=block_size
             ),
             parse_options=pacsv.ParseOptions(delimiter=spec.separator),
             convert_options=pacsv.ConvertOptions(
@@ -270,36 +438,70 @@ def _read_text_columns(
                 strings_can_be_null=True,
             ),
         )
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise ValueError(f"{path}: cannot parse the table: {str(exc).splitlines()[0]}") from None
-    return table.to_pandas()
+    except (pa.ArrowInvalid, UnicodeDecodeError, OSError, EOFError) as exc:
+        raise ValueError(csv_error(path, exc, spec.encoding, block_size)) from None
+    frame = table.to_pandas()
+    frame[ROW] = np.arange(len(frame)) + 2
+    return frame
 
 
-def _times(values: pd.Series, column: str, path: Path, stamp: str) -> pd.Series:
-    parsed = pd.to_datetime(values, format=stamp, errors="coerce", utc=True)
-    bad = values.notna() & parsed.isna()
+def _times(
+    values: pd.Series, rows: np.ndarray, column: str, path: Path, formats: Formats, limits: Limits
+) -> pd.Series:
+    """A time column in UTC (NaT where missing), read as parse_times reads event times:
+    formats tried value by value, the year bounds, the file's rows named."""
+    micros = parse_times(
+        pa.array(values.to_numpy(dtype=object), pa.string(), from_pandas=True),
+        formats,
+        column=column,
+        source=str(path),
+        rows=rows,
+        limits=limits,
+        allow_missing=True,
+    )
+    stamps = pc.cast(micros, pa.timestamp("us", tz="UTC")).to_pandas()
+    return pd.Series(stamps.to_numpy(), index=values.index).astype("datetime64[ns, UTC]")
+
+
+# one convention per kind: `count` whole numbers from 0, `number` a decimal point
+# (3.8744, 1e3), `decimal` a decimal comma (3,8744, 1.234,5: points only between thousands
+# and only with a comma); infinities and NaN are no numbers
+NUMBER_PATTERNS = {
+    "count": (r"\+?\d{1,18}", "whole numbers from 0 (like 3)"),
+    "number": (
+        r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?",
+        "numbers with a decimal point (like 3.8744)",
+    ),
+    "decimal": (
+        r"[+-]?(?:\d+|\d{1,3}(?:\.\d{3})+(?=,))(?:,\d+)?",
+        "numbers with a decimal comma (like 3,8744)",
+    ),
+}
+
+
+def _numbers(values: pd.Series, rows: np.ndarray, column: str, path: Path, kind: str) -> pd.Series:
+    pattern, described = NUMBER_PATTERNS[kind]
+    text = values.str.strip()
+    bad = values.notna() & ~text.str.fullmatch(pattern).fillna(False).astype(bool)
+    if kind == "decimal":
+        text = text.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+    parsed = pd.to_numeric(text.where(~bad), errors="coerce")
+    bad |= values.notna() & ~np.isfinite(parsed.fillna(0.0))
     if bad.any():
-        rows = (np.flatnonzero(bad.to_numpy())[:5] + 2).tolist()
-        example = "like 07-01-2013 08:17:17" if stamp == STAMP else f"in the format {stamp}"
+        shown = [
+            f"row {int(r)}: {v!r}"
+            for r, v in zip(rows[bad.to_numpy()][:5], values[bad][:5], strict=True)
+        ]
+        other = {
+            "decimal": "; a decimal point? give the column kind number",
+            "number": "; a decimal comma? give the column kind decimal",
+            "count": "",
+        }[kind]
         raise ValueError(
-            f"{path}: {int(bad.sum())} value(s) of {column!r} are not timestamps {example}; "
-            f"first at row(s) {rows}"
+            f"{path}: {int(bad.sum())} value(s) of {column!r} are not {described} "
+            f"({', '.join(shown)}){other}"
         )
-    return parsed
-
-
-def _numbers(values: pd.Series, column: str, path: Path, *, decimal_comma: bool) -> pd.Series:
-    text = values.str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
-    parsed = pd.to_numeric(text if decimal_comma else values, errors="coerce")
-    bad = values.notna() & parsed.isna()
-    if bad.any():
-        rows = (np.flatnonzero(bad.to_numpy())[:5] + 2).tolist()
-        raise ValueError(
-            f"{path}: {int(bad.sum())} value(s) of {column!r} are not numbers"
-            + (" with a decimal comma (3,8744)" if decimal_comma else "")
-            + f"; first at row(s) {rows}"
-        )
-    return parsed
+    return parsed.astype("Int64") if kind == "count" else parsed
 
 
 @dataclass
@@ -315,10 +517,12 @@ def read_linked(
     spec: LinkedSpec = BPI2014,
     digests: dict[str, str] | None = None,
     limits: Limits | None = None,
+    mapping: ColumnMapping | None = None,
 ) -> LinkedLog:
-    """The events of the spec's events table and the case attributes the others give."""
+    """The events of the spec's events table (read with `mapping` if given, else the spec's)
+    and the case attributes the others give."""
     limits = limits or Limits.from_settings()
-    mapping = spec.mapping()
+    mapping = mapping or spec.mapping()
     events, mapping = read_log(files[spec.events.table], mapping, limits=limits)
     case_ids = pd.Index(events["case_id"].cat.categories, name="case_id")
     cases = pd.DataFrame(index=case_ids)
@@ -330,12 +534,14 @@ def read_linked(
         frame = _read_text_columns(path, list(dict.fromkeys(columns)), spec, limits)
         frame = frame.dropna(subset=[table.id]).drop_duplicates(table.id, keep="first")
         frame = frame.set_index(table.id)
+        rows = frame[ROW].to_numpy()
         for name, attribute in table.attributes.items():
             values, column = frame[attribute.column], attribute.column
             if attribute.kind == "time":
-                values = _times(values, column, path, spec.timestamp_format)
+                formats = spec.formats(table.table, attribute.format)
+                values = _times(values, rows, column, path, formats, limits)
             elif attribute.kind in ("decimal", "count", "number"):
-                values = _numbers(values, column, path, decimal_comma=attribute.kind == "decimal")
+                values = _numbers(values, rows, column, path, attribute.kind)
             cases[ATTRIBUTE_PREFIX + name] = values.reindex(case_ids)
         tables[table.table] = {
             "file": path.name,
@@ -362,6 +568,8 @@ def read_linked(
         columns = list(dict.fromkeys([lookup.id, *lookup.attributes.values()]))
         frame = _read_text_columns(path, columns, spec, limits)
         frame = frame.dropna(subset=[lookup.id]).drop_duplicates(lookup.id).set_index(lookup.id)
+        # the spec checked that `via` is a case attribute; without the cases table's file
+        # (an optional table) there is nothing to look up by
         via = cases.get(ATTRIBUTE_PREFIX + lookup.via)
         if via is not None:
             for name, column in lookup.attributes.items():

@@ -17,6 +17,7 @@ from itsmreview.coverage.eventlog import (
     XES_DEFAULT,
     ColumnMapping,
     check_encoding,
+    check_file,
     file_sha256,
     log_format,
     read_log,
@@ -24,6 +25,7 @@ from itsmreview.coverage.eventlog import (
 from itsmreview.coverage.linked import (
     BPI2014,
     LinkedSpec,
+    check_tables,
     combined_sha256,
     file_digests,
     linked_files,
@@ -120,6 +122,16 @@ def import_log(
             raise InvalidInput(str(exc)) from None
     elif preset == "bpi2014" and (path.is_dir() or linked):
         spec = BPI2014
+        if mapping is not None:
+            # reading options given with the preset (--encoding, --sep, --na) read every table
+            resolve_mapping(path, preset, mapping)
+            spec = BPI2014.model_copy(
+                update={
+                    "encoding": mapping.encoding,
+                    "separator": mapping.sep,
+                    "missing": list(dict.fromkeys([*BPI2014.missing, *mapping.na_values])),
+                }
+            )
     elif linked:
         raise InvalidInput("linked tables (incidents, interactions, changes) need --preset bpi2014")
     elif path.is_dir():
@@ -130,10 +142,14 @@ def import_log(
     if spec is not None:
         try:
             tables = linked_files(path, spec, linked)
+            check_tables(tables, spec, events_mapping(spec, mapping))
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-    if tables is None and not path.is_file():
-        raise InvalidInput(f"{path}: no such file")
+    else:
+        try:  # kind and size from the metadata, before the file is hashed or read
+            check_file(path)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
     if tables is not None:
         return _import_linked(
             path,
@@ -145,6 +161,7 @@ def import_log(
             actor_id=actor_id,
             data_dir=data_dir,
             progress=progress,
+            mapping=events_mapping(spec, mapping),
         )
     report = progress or (lambda _stage, _fraction: None)
     mapping = resolve_mapping(path, preset, mapping)
@@ -191,6 +208,12 @@ def import_log(
     )
 
 
+def events_mapping(spec: LinkedSpec, mapping: ColumnMapping | None) -> ColumnMapping:
+    """How a linked log's events table is read: the spec's mapping, or the preset mapping
+    given with the reading options (--encoding, --sep, --na) applied."""
+    return mapping if mapping is not None and spec.events_preset else spec.mapping()
+
+
 def _import_linked(
     path: Path,
     files: dict[str, Path],
@@ -202,6 +225,7 @@ def _import_linked(
     actor_id: int | None,
     data_dir: Path | None,
     progress: Progress | None,
+    mapping: ColumnMapping | None = None,
 ) -> ImportResult:
     """A log of linked tables (BPI 2014): events from the activity table, case attributes
     from the others (coverage.linked)."""
@@ -217,7 +241,7 @@ def _import_linked(
         return ImportResult(existing, created=False)
     report("reading the tables", 0.2)
     try:
-        found = read_linked(files, spec, digests)
+        found = read_linked(files, spec, digests, mapping=mapping)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
     default_name = path.name if path.is_dir() else path.name.split(".")[0]

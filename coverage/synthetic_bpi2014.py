@@ -13,8 +13,11 @@ them as it reads the real ones.
 - `Detail_Change.csv`: changes; an incident names the change that caused it (`Related
   Change`).
 
-Files are `;`-separated and Latin-1, with day-first timestamps (`07-01-2013 08:17:17`),
-decimal commas (`3,8744`) and `#N/B` where the source has no value.
+Files are `;`-separated and Latin-1, with decimal commas (`3,8744`) and `#N/B` where the
+source has no value. Times are day first, written as each public table writes them:
+activities `07-01-2013 08:17:17`, incidents `05/02/2012 13:32:57`, interactions
+`9-9-2011 9:23` (no leading zeros, no seconds), changes `05/02/2012 13:32` (slashes, no
+seconds), so the demo, the tests and the benchmark meet every form the preset reads.
 
 >>> tables = generate_bpi2014(incidents=40, seed=5)
 >>> sorted(tables), len(tables["incidents"])
@@ -29,9 +32,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from itsmreview.coverage.linked import BPI2014_NAMES, STAMP
+from itsmreview.coverage.linked import BPI2014_NAMES
 
 FILES = BPI2014_NAMES  # the public files' names, as the bpi2014 preset finds them
+# each public table writes its times its own way, all day first
+STAMP = "%d-%m-%Y %H:%M:%S"  # activities: 07-01-2013 08:17:17
+INCIDENT_STAMP = "%d/%m/%Y %H:%M:%S"  # incidents: 05/02/2012 13:32:57
 MISSING = "#N/B"
 # sizes of the public files, for a full-size set
 FULL = {"incidents": 46_607, "activities": 466_737, "interactions": 147_004, "changes": 30_275}
@@ -178,6 +184,16 @@ def _stamp(moments) -> list[str]:
     return [m.strftime(STAMP) for m in moments]
 
 
+def _short(moment: datetime) -> str:
+    """Interactions: no leading zeros, no seconds (9-9-2011 9:23)."""
+    return f"{moment.day}-{moment.month}-{moment.year} {moment.hour}:{moment.minute:02d}"
+
+
+def _slash_minutes(moment: datetime) -> str:
+    """Changes: slashes, no seconds (05/02/2012 13:32)."""
+    return moment.strftime("%d/%m/%Y %H:%M")
+
+
 def _decimal_comma(values: np.ndarray, places: int = 4) -> list[str]:
     return [f"{v:.{places}f}".replace(".", ",") for v in values]
 
@@ -285,10 +301,10 @@ def generate_bpi2014(
                 km,
                 "Closed",
                 str(reassignments),
-                opened[i].strftime(STAMP),
+                opened[i].strftime(INCIDENT_STAMP),
                 "",
-                resolved.strftime(STAMP),
-                closed.strftime(STAMP),
+                resolved.strftime(INCIDENT_STAMP),
+                closed.strftime(INCIDENT_STAMP),
                 _decimal_comma(np.array([handle]))[0],
                 _pick(rng, CLOSURE_CODES, 1)[0],
                 str(len(my_interactions)),
@@ -352,8 +368,8 @@ def _interaction(rng, interaction_id, touched, ci_name, ci_type, impact, inciden
         str(impact),
         "incident" if not first_call else _pick(rng, CATEGORIES, 1)[0],
         km,
-        touched.strftime(STAMP),
-        (touched + timedelta(minutes=float(rng.integers(2, 60)))).strftime(STAMP),
+        _short(touched),
+        _short(touched + timedelta(minutes=float(rng.integers(2, 60)))),
         _pick(rng, CLOSURE_CODES, 1)[0],
         "Y" if first_call else "N",
         str(int(rng.lognormal(mean=np.log(400), sigma=0.7))),
@@ -386,15 +402,15 @@ def _changes(rng: np.random.Generator, change_ids: list[str]) -> pd.DataFrame:
                 risk[i],
                 "Y" if emergency[i] else "N",
                 "Y" if risk[i] != "Minor Change" else "N",
-                start.strftime(STAMP),
-                end.strftime(STAMP),
-                start.strftime(STAMP) if downtime else "",
-                end.strftime(STAMP) if downtime else "",
-                start.strftime(STAMP),
-                (end + timedelta(minutes=float(rng.integers(-60, 240)))).strftime(STAMP),
-                (end + timedelta(days=2)).strftime(STAMP),
-                opened[i].strftime(STAMP),
-                (end + timedelta(days=float(rng.integers(0, 10)))).strftime(STAMP),
+                _slash_minutes(start),
+                _slash_minutes(end),
+                _slash_minutes(start) if downtime else "",
+                _slash_minutes(end) if downtime else "",
+                _slash_minutes(start),
+                _slash_minutes(end + timedelta(minutes=float(rng.integers(-60, 240)))),
+                _slash_minutes(end + timedelta(days=2)),
+                _slash_minutes(opened[i]),
+                _slash_minutes(end + timedelta(days=float(rng.integers(0, 10)))),
                 _pick(rng, {"Problem": 0.5, "Incident": 0.3, "Interaction": 0.2}, 1)[0],
                 str(int(rng.poisson(0.8))),
                 str(int(rng.poisson(0.6))),

@@ -105,8 +105,10 @@ def test_a_bad_table_is_refused_with_its_place_and_nothing_is_stored(session, ta
     incidents.loc[5, "Close Time"] = "2013/01/07 08:17"
     incidents.to_csv(folder / FILES["incidents"], sep=";", index=False, encoding="latin-1")
     with pytest.raises(
-        InvalidInput, match=r"Detail_Incident.csv: 1 value\(s\) of 'Close Time'.*row\(s\) \[7\]"
-    ):  # noqa: E501
+        InvalidInput,
+        match=r"Detail_Incident.csv: 1 timestamp\(s\) in column 'Close Time'.*"
+        r"\(row 7: '2013/01/07 08:17'\)",
+    ):
         import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d")
     session.rollback()
     assert session.exec(select(func.count()).select_from(EventLog)).one() == 0
@@ -201,8 +203,8 @@ def test_outcome_coverage_follows_the_cases_and_values_tasks_declare(session, ta
     assert [g["value"] for g in gaps] == list(
         priority[~priority.isin(set(priority[chosen]))].value_counts().index
     )
-    opened = pd.to_datetime(incidents["Open Time"], format="%d-%m-%Y %H:%M:%S")
-    resolved = pd.to_datetime(incidents["Resolved Time"], format="%d-%m-%Y %H:%M:%S")
+    opened = pd.to_datetime(incidents["Open Time"], format="mixed", dayfirst=True)
+    resolved = pd.to_datetime(incidents["Resolved Time"], format="mixed", dayfirst=True)
     hours = (resolved - opened).dt.total_seconds() / 3600
     target = priority.map({"1": 8, "2": 16, "3": 48, "4": 96, "5": 240})
     met = (hours <= target).map({True: "met", False: "breached"})
@@ -613,3 +615,55 @@ def test_configured_sla_targets_give_the_sla_outcome(configured, tables, monkeyp
     with session_scope() as session, pytest.raises(InvalidInput, match="ITSMREVIEW_SLA_HOURS"):
         coverage_report(session=session, log_name="b14")
     get_settings.cache_clear()
+
+
+REAL_FORMAT = Path(__file__).resolve().parents[1] / "fixtures" / "bpi2014"
+
+
+def test_the_published_formats_of_every_table_import_as_pandas_reads_them(session, tmp_path):
+    """tests/fixtures/bpi2014: a few rows of each public table as published (written by the
+    project: the real headers, `;`, Latin-1, `#N/B`/`#MULTIVALUE`, decimal commas), each
+    table writing its times its own way: activities `07-01-2013 08:17:17`, incidents
+    `05/02/2012 13:32:57` (and a few without seconds or zeros), interactions `9-9-2011 9:23`."""
+    log = import_log(REAL_FORMAT, session=session, preset="bpi2014", data_dir=tmp_path / "d").log
+    session.commit()
+    raw = {
+        k: pd.read_csv(REAL_FORMAT / n, sep=";", encoding="latin-1", dtype=str)
+        for k, n in FILES.items()
+    }
+    # independent: pandas reads each day-first form, with and without seconds
+    activities = raw["activities"]
+    stamps = pd.to_datetime(activities["DateStamp"], format="mixed", dayfirst=True, utc=True)
+    assert (log.n_events, log.n_cases) == (len(activities), activities["Incident ID"].nunique())
+    assert log.first_timestamp.replace(tzinfo=None) == stamps.min().to_pydatetime().replace(
+        tzinfo=None
+    )
+    events = pq.read_table(Path(log.events_path) / "events.parquet").to_pandas()
+    expected = (
+        activities.assign(timestamp=stamps)
+        .reset_index()
+        .sort_values(["Incident ID", "timestamp", "index"], kind="stable")
+    )
+    assert events["case_id"].astype(str).tolist() == expected["Incident ID"].tolist()
+    assert events["activity"].astype(str).tolist() == expected["IncidentActivity_Type"].tolist()
+    assert (events["timestamp"].to_numpy() == expected["timestamp"].to_numpy()).all()
+    cases = _cases(log).set_index("case_id")
+    incidents = raw["incidents"].set_index("Incident ID").loc[cases.index]
+    for attribute, column in (
+        ("open_time", "Open Time"),
+        ("resolved_time", "Resolved Time"),
+        ("close_time", "Close Time"),
+    ):
+        want = pd.to_datetime(incidents[column], format="mixed", dayfirst=True, utc=True)
+        assert (cases[f"attr:{attribute}"] == want).all(), column
+    hours = incidents["Handle Time (Hours)"].str.replace(".", "").str.replace(",", ".")
+    assert cases["attr:handle_time_hours"].tolist() == pytest.approx(hours.astype(float).tolist())
+    assert cases.loc["IM0000005", "attr:ci_name"] == "Gebäude-Drucker"
+    assert cases.loc["IM0000006", "attr:handle_time_hours"] == 1234.5
+    interactions = raw["interactions"]
+    per_case = interactions.groupby("Related Incident").size().reindex(cases.index, fill_value=0)
+    assert (cases["attr:interactions"] == per_case).all()
+    changes = raw["changes"].set_index("Change ID")
+    related = incidents["Related Change"].map(changes["Change Type"])
+    assert cases["attr:change_type"].fillna("-").tolist() == related.fillna("-").tolist()
+    assert log.mapping["linked"]["incidents"]["rows"] == len(raw["incidents"])
