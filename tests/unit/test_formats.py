@@ -347,3 +347,37 @@ def test_malformed_foreign_files(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(FormatError, match=message):
         read_tasks(path, detect_format(path))
+
+
+@pytest.mark.realdata
+def test_real_taubench_instructions_keep_their_trailing_space(real_file):
+    """tau-bench v1 task 34 of the real results ends its instruction with a space: the task
+    made from it keeps it (text exactly as the file has it)."""
+    from itsmreview.catalog.formats.common import ORIGINAL
+    from itsmreview.catalog.formats.trajectories import taubench_task
+
+    path = real_file("transcripts", "taubench_gpt4o_airline_even.json")
+    results = json.loads(path.read_text(encoding="utf-8"))
+    padded = [r for r in results if r["info"]["task"]["instruction"].endswith(" ")]
+    assert padded, "the real file no longer holds a padded instruction"
+    for result in padded:
+        (transcript, *_) = read_transcripts(path, "taubench")[str(result["task_id"])]
+        task = taubench_task(transcript[ORIGINAL], str(result["task_id"]), "agent", None)
+        assert task["instruction"] == result["info"]["task"]["instruction"]
+        (stored,) = parse_bundle([{**task, "transcripts": []}], "real")
+        assert stored.instruction == result["info"]["task"]["instruction"]
+
+
+def test_instructions_are_kept_verbatim_by_taubench_and_harbor(tmp_path):
+    from itsmreview.catalog.formats.trajectories import taubench_task
+
+    text = "  Cancel order #W1.\n\nThen confirm by mail.  \n"
+    result = {"task_id": 7, "info": {"task": {"user_id": "u1", "instruction": text}}}
+    task = taubench_task(result, "7", "agent", None)
+    assert task["instruction"] == text and task["title"].startswith("Cancel order #W1.")
+    folder = harbor_task(tmp_path)
+    (folder / "instruction.md").write_text(text)
+    (native,) = read_tasks(folder, "harbor")
+    assert native["instruction"] == text
+    (stored,) = parse_bundle([native], "h")
+    assert stored.instruction == text

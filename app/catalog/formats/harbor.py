@@ -82,7 +82,7 @@ def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
         )[:512],
         "persona": str(metadata.get("persona") or persona),
         "track": str(metadata.get("track") or "single-agent"),
-        "instruction": instruction.strip() or str(name),
+        "instruction": instruction if instruction.strip() else str(name),  # as written
         "environment": text_block(
             *[(f"environment/{k}", v or "(binary or large file)") for k, v in environment.items()]
         ),

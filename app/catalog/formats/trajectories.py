@@ -180,7 +180,7 @@ def taubench_task(result: dict, task_id: str, persona: str, log: str | None) -> 
     task = (result.get("info") or {}).get("task")
     if not isinstance(task, dict) or not str(task.get("instruction") or "").strip():
         return None
-    instruction = str(task["instruction"]).strip()
+    instruction = str(task["instruction"])  # as the file has it: spaces at its ends too
     actions = task.get("actions") or []
     outputs = task.get("outputs") or []
     expected = {"actions": actions, "outputs": outputs}
@@ -196,7 +196,7 @@ def taubench_task(result: dict, task_id: str, persona: str, log: str | None) -> 
         verifier += "\nThe agent's replies must contain: " + ", ".join(map(str, outputs))
     native = {
         "id": task_id,
-        "title": instruction.split(". ")[0][:200],
+        "title": instruction.strip().split(". ")[0][:200],
         "persona": persona,
         "track": "simulated-actors",
         "instruction": instruction,
