@@ -350,6 +350,13 @@ def _store_log(
     return ImportResult(log, created=True)
 
 
+def discard_files(log: EventLog) -> None:
+    """Remove the files an import wrote for `log` when its transaction will not commit (a
+    step after the import failed), so a refused import leaves the data folder as it was."""
+    if log.events_path:
+        shutil.rmtree(log.events_path, ignore_errors=True)
+
+
 STAGING_PREFIX = ".import-"
 OWNER_FILE = ".owner"  # host and process id of the import that wrote the folder
 STALE_FOREIGN_SECONDS = 24 * 3600  # a folder of another host's import counts as dead after this

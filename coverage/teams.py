@@ -8,13 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.coverage import queries
 from itsmreview.coverage.metrics import LogTables, TaskSource
 from itsmreview.coverage.models import TeamMapping
 from itsmreview.errors import InvalidInput, NotFound
-from itsmreview.files import parse_yaml, read_text_bounded
+from itsmreview.files import _BoundedLoader, read_text_bounded
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from sqlmodel import Session
@@ -26,11 +27,54 @@ MAX_NAME = 256  # a group, team or level name
 SOURCE_KINDS = ("expert", "external")
 
 
+def _name(value, field: str, where: str) -> str:
+    """A group, team or level name: text, at most MAX_NAME characters, no control characters
+    (a NUL or a terminal escape sequence would be stored and printed as it is)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        raise InvalidInput(f"{where}: the {field} is {kind}, not a name; write it as text")
+    text = value.strip()
+    bad = next((ch for ch in text if ord(ch) < 32 or 127 <= ord(ch) < 160), None)
+    if bad is not None:
+        shown = text[:40].encode("unicode_escape").decode("ascii")
+        raise InvalidInput(
+            f"{where}: the {field} '{shown}' holds a control character ({bad!r}); names are "
+            "plain text"
+        )
+    if len(text) > MAX_NAME:
+        raise InvalidInput(
+            f"{where}: the {field} is longer than {MAX_NAME} characters ({text[:40]!r}...)"
+        )
+    return text
+
+
 def _entry(group, team, level, where: str) -> tuple[str, str, str]:
-    group, team = str(group or "").strip(), str(team or "").strip()
+    group, team = _name(group, "group", where), _name(team, "team", where)
     if not group or not team:
         raise InvalidInput(f"{where}: a group and its team are both needed")
-    return group, team, str(level or "").strip()
+    return group, team, _name(level, "level", where)
+
+
+class _TextLoader(_BoundedLoader):
+    """YAML whose plain values are all text: a group named ON, NO or 0012 stays that name
+    (YAML 1.1 would make them True, False and 10)."""
+
+    yaml_implicit_resolvers: dict = {}
+
+
+def _parse_yaml_text(text: str, source: str):
+    loader = _TextLoader(text)
+    loader.name = source
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{source}: invalid YAML: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"{source}: {exc}") from None
+    finally:
+        loader.dispose()
 
 
 def parse_mapping(text: str, source: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -54,7 +98,7 @@ def parse_mapping(text: str, source: str) -> tuple[dict[str, str], dict[str, str
             level = record.get("level") or record.get("role")
             rows.append(_entry(record.get("group"), record.get("team"), level, f"{source}:{line}"))
     else:
-        data = parse_yaml(text, source)
+        data = _parse_yaml_text(text, source)
         if isinstance(data, dict):
             items = [
                 {"group": g, **(v if isinstance(v, dict) else {"team": v})} for g, v in data.items()
@@ -127,15 +171,19 @@ def set_team_mapping(
         )
     if source_kind not in SOURCE_KINDS:
         raise InvalidInput(f"source {source_kind!r} is not one of {', '.join(SOURCE_KINDS)}")
-    teams = {str(g).strip(): str(t).strip() for g, t in teams.items() if str(t or "").strip()}
-    levels = {g: str(v).strip() for g, v in (levels or {}).items() if g in teams and v}
+    checked = {}
+    for index, (group, team) in enumerate(teams.items(), start=1):
+        where = f"mapping entry {index}"
+        if _name(team, "team", where):
+            checked[_name(group, "group", where)] = _name(team, "team", where)
+    teams = checked
+    levels = {
+        g: _name(v, "level", f"level of {g!r}")
+        for g, v in (levels or {}).items()
+        if g in teams and v
+    }
     if not teams:
         raise InvalidInput("give at least one group its team")
-    too_long = [v for v in (*teams, *teams.values(), *levels.values()) if len(v) > MAX_NAME]
-    if too_long:
-        raise InvalidInput(
-            f"names are at most {MAX_NAME} characters: {too_long[0][:40]!r}... is longer"
-        )
     digest = content_digest({"attribute": attribute, "teams": teams, "levels": levels})
     newest = queries.newest_team_mapping(session=session, log_name=log_name, attribute=attribute)
     known = set(group_table(session=session, log_name=log_name, attribute=attribute)["group"])

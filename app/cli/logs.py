@@ -19,13 +19,15 @@ app.add_typer(log_app, name="log")
 
 
 def _mapping_from_options(
-    preset, case, activity, timestamp, timestamp_format, resource, roles, sep, na, encoding
+    path, preset, case, activity, timestamp, timestamp_format, resource, roles, sep, na, encoding
 ):
     from dataclasses import replace
 
-    from itsmreview.coverage.eventlog import PRESETS, ColumnMapping
+    from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, standard_mapping
 
     given = [case, activity, timestamp]
+    formats = tuple(timestamp_format or ())
+    timestamp_format = formats[0] if len(formats) == 1 else (formats or None)
     reading = {"sep": sep, "encoding": encoding, "na_values": tuple(na) if na else None}
     reading = {k: v for k, v in reading.items() if v is not None}
     if preset:
@@ -37,6 +39,17 @@ def _mapping_from_options(
                 "--role), not both. --sep, --encoding and --na may go with a preset."
             )
         return replace(PRESETS[preset], **reading) if reading and preset in PRESETS else None
+    standard = path.name.lower().endswith((".xes", ".xes.gz", ".parquet"))
+    if standard and (any(given) or timestamp_format or resource or roles):
+        # XES and parquet: the standard keys for whatever is not given
+        return standard_mapping(
+            case=case,
+            activity=activity,
+            timestamp=timestamp,
+            timestamp_format=timestamp_format,
+            resource=resource,
+            roles=tuple(roles or ()),
+        )
     if not any(given):
         if reading or timestamp_format or resource or roles:
             fail("a column mapping needs --case, --activity and --timestamp (or --preset)")
@@ -74,7 +87,11 @@ def log_import(
     activity: Annotated[str | None, typer.Option(help="Activity column.")] = None,
     timestamp: Annotated[str | None, typer.Option(help="Timestamp column.")] = None,
     timestamp_format: Annotated[
-        str | None, typer.Option(help="strftime format, e.g. '%d/%m/%Y %H:%M' (default ISO 8601).")
+        list[str] | None,
+        typer.Option(
+            help="strftime format, e.g. '%d/%m/%Y %H:%M' (default ISO 8601); repeat it for a "
+            "column that mixes forms (each value read by the first that fits)."
+        ),
     ] = None,
     resource: Annotated[str | None, typer.Option(help="Resource column.")] = None,
     role: Annotated[
@@ -117,8 +134,23 @@ def log_import(
     from itsmreview.coverage.service import import_log
 
     mapping = _mapping_from_options(
-        preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
+        path,
+        preset,
+        case,
+        activity,
+        timestamp,
+        timestamp_format,
+        resource,
+        role,
+        sep,
+        na,
+        encoding,
     )
+    groups = levels = None
+    if teams is not None:
+        from itsmreview.coverage.teams import read_mapping_file
+
+        groups, levels = read_mapping_file(teams)  # a bad file is refused before the import
     ensure_schema()
     linked_tables = {"incidents": incidents, "interactions": interactions, "changes": changes}
     with progress_bar("importing") as progress, open_session() as session:
@@ -132,18 +164,23 @@ def log_import(
             linked=linked_tables,
             linked_spec=linked,
         )
-        if teams is not None:
+        if groups is not None:
             from itsmreview.cli.base import operator
-            from itsmreview.coverage.teams import read_mapping_file, set_team_mapping
+            from itsmreview.coverage.service import discard_files
+            from itsmreview.coverage.teams import set_team_mapping
 
-            groups, levels = read_mapping_file(teams)
-            set_team_mapping(
-                session=session,
-                actor=operator(),
-                log_name=result.log.name,
-                teams=groups,
-                levels=levels,
-            )
+            try:
+                set_team_mapping(
+                    session=session,
+                    actor=operator(),
+                    log_name=result.log.name,
+                    teams=groups,
+                    levels=levels,
+                )
+            except BaseException:
+                if result.created:  # the transaction rolls back: its files go too
+                    discard_files(result.log)
+                raise
     log = result.log
     info = {
         "name": log.name,
@@ -293,6 +330,14 @@ def log_teams(
         return
     typer.echo(f"{int(mapped.sum())} of {len(table)} groups mapped ({share:.1%} of events)")
     for row in table.itertuples():
-        typer.echo(f"  {row.group:<32} {row.events:>9,} events  {row.team or '-'}")
+        typer.echo(f"  {_shown(row.group):<32} {row.events:>9,} events  {_shown(row.team) or '-'}")
     if unknown:
-        typer.echo(f"not in the log (kept): {', '.join(unknown)}")
+        typer.echo(f"not in the log (kept): {', '.join(map(_shown, unknown))}")
+
+
+def _shown(text: str) -> str:
+    """Text from a log or a mapping file with control characters escaped, so a terminal
+    escape sequence in a group's name is printed, not obeyed."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)

@@ -271,7 +271,7 @@ def test_a_team_mapping_is_versioned_recorded_and_read_by_coverage(session, tabl
         source_kind="external",
     )
     assert same.id == first.id  # nothing changed: no new version
-    with pytest.raises(InvalidInput, match="names are at most 256 characters"):
+    with pytest.raises(InvalidInput, match="the team is longer than 256 characters"):
         set_team_mapping(session=session, actor=lead, log_name="b14", teams={"g": "x" * 300})
     teams[groups[5]] = "Service desk"
     second, _ = set_team_mapping(session=session, actor=lead, log_name="b14", teams=teams)
