@@ -298,8 +298,13 @@ def spec_from_file(path: Path | str) -> LinkedSpec:
 def _problems(exc: ValidationError) -> str:
     said = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"])
+        where = ".".join(str(p) for p in error["loc"] if p != "[key]")
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "string_pattern_mismatch":
+            message = (
+                f"{error['input']!r} is not a usable name: letters, digits and _, starting "
+                "with a letter, at most 64"
+            )
         if error["type"] == "extra_forbidden":
             message = "unknown field (misspelt?); see docs/formats.md#logs-of-linked-tables"
         said.append(f"{where}: {message}" if where else message)
