@@ -4,8 +4,13 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Peer programs that need another Python than ours (Harbor needs 3.12+) live in a venv of their own;
+# the tests run them as subprocesses (ITSMREVIEW_PEERS_PYTHON names another interpreter).
+PEERS_VENV ?= .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
+PEERS := "harbor>=0.25"
 
-.PHONY: venv demo test lint bench bench-scale clean
+.PHONY: venv peers demo test wheel-check lint bench bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,13 +20,28 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Without a Python 3.12+ the peer tests skip (and fail in CI, which has one).
+$(PEERS_STAMP): Makefile
+	@py=""; for c in python3.13 python3.12 $(HOME)/.pyenv/versions/3.13*/bin/python3 $(HOME)/.pyenv/versions/3.12*/bin/python3; do \
+	  if $$c -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null; then py=$$c; break; fi; done; \
+	if [ -z "$$py" ]; then echo "peers: no Python 3.12+ found; Harbor's loader tests will skip"; exit 0; fi; \
+	test -x $(PEERS_VENV)/bin/python || $$py -m venv $(PEERS_VENV); \
+	$(PEERS_VENV)/bin/python -m pip install --quiet $(PEERS) && touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
+
 demo: venv
 	$(BIN)/itsmreview demo
 
-test: venv
+test: venv peers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	PYTHONSAFEPATH=1 $(BIN)/pytest
+	PYTHON=$(BIN)/python .ci/wheel-check
+
+# The wheel built from this checkout, installed into a clean venv: --help, every module, the demo.
+wheel-check: venv
+	PYTHON=$(BIN)/python .ci/wheel-check
 
 bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/run.py
@@ -36,4 +56,4 @@ bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .ruff_cache
