@@ -4,6 +4,7 @@ bounded before they start."""
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -87,20 +88,48 @@ def walk_files(folder: Path, *, max_files: int) -> Iterator[Path]:
 def read_text_bounded(
     path: Path, limit_bytes: int, *, what: str = "file", setting: str | None = None
 ) -> str:
-    """The UTF-8 text of `path`, refused before reading when it is larger than `limit_bytes`.
-    Raises ValueError with the size, the limit and the setting that raises it, if any."""
-    size = path.stat().st_size
-    if size > limit_bytes:
-        raise ValueError(
-            f"{path}: the {what} is {size:,} bytes, over the limit of {limit_bytes:,}; split it"
-            + (f", or raise {setting} if it really is this large" if setting else "")
-        )
+    """The UTF-8 text of `path`, refused before reading when it is not a regular file (a
+    FIFO, a device, a folder: reading one could block forever or never end) or is larger
+    than `limit_bytes`. Raises ValueError with the kind, or the size, the limit and the
+    setting that raises it, if any; OSError when it cannot be opened."""
+    # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        return path.read_text(encoding="utf-8")
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(
+                f"{path}: is {_kind(info.st_mode)}, not a regular file; give the {what} itself"
+            )
+        if info.st_size > limit_bytes:
+            raise ValueError(
+                f"{path}: the {what} is {info.st_size:,} bytes, over the limit of "
+                f"{limit_bytes:,}; split it"
+                + (f", or raise {setting} if it really is this large" if setting else "")
+            )
+    except BaseException:
+        os.close(handle)
+        raise
+    with os.fdopen(handle, "rb") as source:
+        data = source.read(limit_bytes + 1)
+    if len(data) > limit_bytes:  # it grew after the check
+        raise ValueError(f"{path}: the {what} is over the limit of {limit_bytes:,} bytes; split it")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
         ) from None
+
+
+def _kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 MAX_DEPTH = 64  # nesting of objects and lists; real task files stay under 15

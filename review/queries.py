@@ -1745,3 +1745,17 @@ def version_status_rows(*, session: Session, round_id: int, tasks) -> list:
             .where(RoundTask.round_id == round_id, TaskVersion.id.in_(tasks))
         ).all()
     )
+
+
+def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
+    """Insert machine check results (column -> value each) in a few statements; returns their
+    ids in the order of `rows`."""
+    from itsmreview.review.models import MachineCheck
+
+    if not rows:
+        return []
+    table = MachineCheck.__table__
+    result = session.connection().execute(
+        insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
+    )
+    return [row[0] for row in result]

@@ -169,12 +169,9 @@ def import_path(
     caller's transaction; with `dry_run` nothing is kept. Raises InvalidInput or NotFound."""
     path = Path(path)
     fmt, tasks = read_path(path, session=session, fmt=fmt, log=log, task=task, persona=persona)
-    savepoint = session.begin_nested() if dry_run else None
-    try:
-        report = import_tasks(tasks, session=session, source_format=fmt, actor_id=actor_id)
-    finally:
-        if savepoint is not None:
-            savepoint.rollback()
+    report = import_tasks(
+        tasks, session=session, source_format=fmt, actor_id=actor_id, dry_run=dry_run
+    )
     return FileImport(fmt, report, unresolved_links(tasks, session=session), dry_run)
 
 

@@ -4,6 +4,7 @@ import pandas as pd
 from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
 from itsmreview.db import distinct_walk, frame_of, in_ids
 from sqlalchemy import func, or_
+from sqlalchemy import literal as literal_text
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -27,6 +28,49 @@ def version_by_hash(*, session: Session, task_id: int, content_hash: str) -> Tas
             TaskVersion.task_id == task_id, TaskVersion.content_hash == content_hash
         )
     ).first()
+
+
+def _in_names(session: Session, column, names: list[str]):
+    """column IN (names) with the whole list as ONE bind parameter (a text array on
+    PostgreSQL, a JSON array read by `json_each` on SQLite), whatever its length."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy import String, any_, literal
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        return column == any_(literal(names, ARRAY(String)))
+    import json
+
+    listed = func.json_each(literal_text(json.dumps(names))).table_valued("value")
+    return column.in_(select(listed.c.value))
+
+
+NAMES_PER_QUERY = 10_000
+
+
+def tasks_by_external_ids(*, session: Session, external_ids: list[str]) -> dict[str, Task]:
+    """external id -> stored task, for those of `external_ids` in the catalog (a query per
+    NAMES_PER_QUERY ids)."""
+    names = sorted(set(external_ids))
+    out: dict[str, Task] = {}
+    for start in range(0, len(names), NAMES_PER_QUERY):
+        chunk = names[start : start + NAMES_PER_QUERY]
+        rows = session.exec(select(Task).where(_in_names(session, Task.external_id, chunk)))
+        out.update({task.external_id: task for task in rows})
+    return out
+
+
+def version_keys_of_tasks(*, session: Session, task_ids: list[int]) -> list[tuple]:
+    """(task id, version id, version number, content hash) of every version of these tasks."""
+    out: list[tuple] = []
+    ids = sorted(set(task_ids))
+    for start in range(0, len(ids), NAMES_PER_QUERY):
+        chunk = ids[start : start + NAMES_PER_QUERY]
+        out += session.exec(
+            select(
+                TaskVersion.task_id, TaskVersion.id, TaskVersion.version, TaskVersion.content_hash
+            ).where(in_ids(session, TaskVersion.task_id, chunk))
+        ).all()
+    return out
 
 
 def transcripts_of(*, session: Session, task_version_id: int) -> list[Transcript]:

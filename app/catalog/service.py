@@ -14,7 +14,7 @@ from itsmreview.catalog.models import (
 from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.state import simulator_backbone, simulator_user_type
 from itsmreview.db import analyze, utcnow
-from itsmreview.ledger.service import append_entry
+from itsmreview.ledger.service import append_entries
 from itsmreview.sequences import declared_sequences
 from sqlmodel import Session
 
@@ -56,16 +56,65 @@ def import_tasks(
     source_format: str = "native",
     actor_id: int | None = None,
     author_id: int | None = None,
+    dry_run: bool = False,
 ) -> ImportReport:
     """Store each task as a new task or a new version; unchanged content is a no-op.
 
-    Runs in the caller's transaction: the caller commits the whole batch or nothing.
+    Runs in the caller's transaction: the caller commits the whole batch or nothing. The
+    stored tasks and versions are read in one query a BATCH of tasks, rows are written a batch
+    at a time and the batch's ledger entries appended at once. With `dry_run` nothing is
+    written: the report says what an import would do.
     """
     report = ImportReport()
+    batch: list[NativeTask] = []
     for item in tasks:
+        batch.append(item)
+        if len(batch) == BATCH:
+            _import_batch(batch, session, source_format, actor_id, author_id, dry_run, report)
+            batch = []
+    if batch:
+        _import_batch(batch, session, source_format, actor_id, author_id, dry_run, report)
+    if dry_run:
+        return report
+    session.flush()
+    if len(report.created) + len(report.new_versions) >= ANALYZE_AFTER:
+        analyze(session, "tasks", "task_versions", "task_version_variants", "transcripts")
+    return report
+
+
+BATCH = 1_000  # tasks looked up, written and chained into the ledger together
+
+
+def _import_batch(
+    items: list[NativeTask],
+    session: Session,
+    source_format: str,
+    actor_id: int | None,
+    author_id: int | None,
+    dry_run: bool,
+    report: ImportReport,
+) -> None:
+    stored = queries.tasks_by_external_ids(session=session, external_ids=[i.id for i in items])
+    hashes: dict[int, set[str]] = {}
+    newest: dict[int, int] = {}
+    for task_id, _, number, content_hash in queries.version_keys_of_tasks(
+        session=session, task_ids=[t.id for t in stored.values()]
+    ):
+        hashes.setdefault(task_id, set()).add(content_hash)
+        newest[task_id] = max(newest.get(task_id, 0), number)
+    planned: list[tuple[NativeTask, str, Task, int]] = []
+    written: dict[str, tuple[set[str], int]] = {}  # tasks of this batch, if named twice
+    for item in items:
         digest = item.content_hash()
-        task = queries.task_by_external_id(session=session, external_id=item.id)
-        if task is None:
+        task = stored.get(item.id)
+        known, number = written.get(item.id) or (
+            (hashes.get(task.id, set()), newest.get(task.id, 0)) if task else (set(), 0)
+        )
+        if digest in known:
+            report.unchanged.append(item.id)
+            continue
+        if task is None and item.id not in written:
+            report.created.append(item.id)
             task = Task(
                 external_id=item.id,
                 title=item.title,
@@ -73,20 +122,22 @@ def import_tasks(
                 track=item.track,
                 author_id=author_id,
             )
-            session.add(task)
-            session.flush()
-            number = 1
-            report.created.append(item.id)
+            stored[item.id] = task
+            if not dry_run:
+                session.add(task)
         else:
-            if queries.version_by_hash(session=session, task_id=task.id, content_hash=digest):
-                report.unchanged.append(item.id)
-                continue
-            latest = queries.latest_version(session=session, task_id=task.id)
-            number = (latest.version if latest else 0) + 1
-            task.title, task.persona, task.track = item.title, item.persona, item.track
-            task.status = TaskStatus.draft  # the newest version is not reviewed yet
-            task.updated_at = utcnow()
             report.new_versions.append(item.id)
+            if not dry_run:
+                task.title, task.persona, task.track = item.title, item.persona, item.track
+                task.status = TaskStatus.draft  # the newest version is not reviewed yet
+                task.updated_at = utcnow()
+        written[item.id] = ({*known, digest}, number + 1)
+        planned.append((item, digest, task, number + 1))
+    if dry_run or not planned:
+        return
+    session.flush()  # new tasks get their ids, in one statement per table
+    versions = []
+    for item, digest, task, number in planned:
         dumped = item.stored()
         simulators = [t.get("simulator") or {} for t in dumped["transcripts"]]
         authoring = {
@@ -115,8 +166,11 @@ def import_tasks(
             edited_by_id=author_id,
             **authoring,
         )
-        session.add(version)
-        session.flush()
+        versions.append((version, dumped))
+    session.add_all([version for version, _ in versions])
+    session.flush()
+    entries = []
+    for (version, dumped), (item, digest, _, number) in zip(versions, planned, strict=True):
         for key, sequence in declared_sequences(dumped["source"]).items():
             session.add(
                 TaskVersionVariant(task_version_id=version.id, sequence_key=key, sequence=sequence)
@@ -134,31 +188,30 @@ def import_tasks(
                 )
             )
         artifact = f"{item.id}@v{number}"
-        append_entry(
-            session=session,
-            artifact_type="task",
-            artifact_id=artifact,
-            action="import",
-            source_kind="system",
-            actor_id=actor_id,
-            reference=f"format {source_format}",
-            payload={"content_hash": digest},
+        entries.append(
+            {
+                "artifact_type": "task",
+                "artifact_id": artifact,
+                "action": "import",
+                "source_kind": "system",
+                "actor_id": actor_id,
+                "reference": f"format {source_format}",
+                "payload": {"content_hash": digest},
+            }
         )
-        for declared in dumped["provenance"]:
-            append_entry(
-                session=session,
-                artifact_type="task",
-                artifact_id=artifact,
-                field=declared["field"],
-                action="declare-provenance",
-                source_kind=declared["source"],
-                reference=declared.get("reference", ""),
-                actor_id=actor_id,
-            )
-    session.flush()
-    if len(report.created) + len(report.new_versions) >= ANALYZE_AFTER:
-        analyze(session, "tasks", "task_versions", "task_version_variants", "transcripts")
-    return report
+        entries += [
+            {
+                "artifact_type": "task",
+                "artifact_id": artifact,
+                "field": declared["field"],
+                "action": "declare-provenance",
+                "source_kind": declared["source"],
+                "reference": declared.get("reference", ""),
+                "actor_id": actor_id,
+            }
+            for declared in dumped["provenance"]
+        ]
+    append_entries(session=session, entries=entries)
 
 
 ANALYZE_AFTER = 1000  # tasks written in one import: refresh the planner's statistics
