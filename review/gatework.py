@@ -76,7 +76,7 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
     rubric = definition_by_id(session=session, rubric_id=review_round.rubric_id)
     config = gate_config(review_round, rubric)
     tasks = queries.pending_tasks(round_id=review_round.id, applying=True)
-    batch = queries.batch_rows(session=session, round_id=review_round.id)
+    batch = _hold_changed(session, review_round, rubric)
     for _, _, rating_id, entry in batch:  # the ratings' entries, in the order submitted
         if entry is not None:
             append_entry(session=session, **{"artifact_id": str(rating_id), **entry})
@@ -107,6 +107,45 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         )
     queries.delete_batch(session=session, round_id=review_round.id)
     return decisions
+
+
+def _hold_changed(session: Session, review_round: ReviewRound, rubric) -> list[tuple]:
+    """The batch's rows whose rating still is what its submit committed to (the queued
+    entry's `content_sha256`, and packed scores equal to its score rows). A rating changed
+    since is held: taken out of the batch, left queued with the reason, logged; it reaches
+    neither the gate nor the ledger, and `ledger verify` names it."""
+    # review.service imports this module: its rating_content is imported when first needed
+    from itsmreview.ledger.chain import content_digest
+    from itsmreview.review.scorevector import pack
+    from itsmreview.review.service import rating_content
+
+    batch = queries.batch_rows(session=session, round_id=review_round.id)
+    ratings, scores = queries.ratings_with_scores(
+        session=session, rating_ids=[row[2] for row in batch if row[3] is not None]
+    )
+    keys = [d.key for d in rubric.dimensions]
+    held: dict[int, str] = {}
+    for _, _, rating_id, entry in batch:
+        if entry is None or rating_id not in ratings:
+            continue
+        rating, values = ratings[rating_id], scores.get(rating_id, {})
+        committed = (entry.get("payload") or {}).get("content_sha256")
+        if committed and content_digest(rating_content(rating, values)) != committed:
+            held[rating_id] = (
+                f"rating {rating_id} changed after its submit: its content no longer matches "
+                f"the content_sha256 {committed[:12]}... its queued ledger entry commits to"
+            )
+        elif rating.score_vector is not None and bytes(rating.score_vector) != pack(keys, values):
+            held[rating_id] = (
+                f"rating {rating_id} changed after its submit: its packed scores differ from "
+                "its score rows"
+            )
+    if not held:
+        return batch
+    for reason in held.values():
+        log.error("gate of round %s: %s; held in the queue, not applied", review_round.name, reason)
+    queries.hold_queued(session=session, round_id=review_round.id, reasons=held)
+    return [row for row in batch if row[2] not in held]
 
 
 def apply_batch(*, engine: Engine, round_id: int, limit: int = BATCH) -> int | None:

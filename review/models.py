@@ -247,6 +247,9 @@ class GatePending(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     applying: bool = False  # taken by the batch being applied (never seen committed as True)
     entry: dict | None = Field(default=None, sa_type=JSON)  # its ledger entry, chained when applied
+    # why the gate refuses to apply it (the rating changed since its submit committed to it);
+    # a held rating stays queued, out of the gate and the ledger, and `ledger verify` names it
+    held_reason: str | None = Field(default=None, sa_type=Text)
 
 
 class CheckStatus(StrEnum):

@@ -1601,11 +1601,13 @@ def take_batch(
     """Take the round's first `limit` queued ratings (or those of one task version, or all)
     for the batch being applied; returns how many. Only this transaction marks rows, so the
     batch is the same for every statement after, whatever is queued meanwhile."""
-    query = update(GatePending).where(GatePending.round_id == round_id)
+    query = update(GatePending).where(
+        GatePending.round_id == round_id, GatePending.held_reason.is_(None)
+    )
     if limit is not None:
         first = (
             select(GatePending.id)
-            .where(GatePending.round_id == round_id)
+            .where(GatePending.round_id == round_id, GatePending.held_reason.is_(None))
             .order_by(GatePending.id)
             .limit(limit)
         )
@@ -1630,6 +1632,32 @@ def batch_rows(*, session: Session, round_id: int) -> list[tuple]:
             .order_by(GatePending.id)
         ).all()
     )
+
+
+def ratings_with_scores(*, session: Session, rating_ids: list[int]) -> tuple[dict, dict]:
+    """{id: Rating} of these ratings and {rating id: {dimension: value}} of their scores."""
+    if not rating_ids:
+        return {}, {}
+    ratings = {r.id: r for r in session.exec(select(Rating).where(Rating.id.in_(rating_ids)))}
+    scores: dict[int, dict] = {}
+    for rating_id, dimension, value in session.exec(
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
+            RatingScore.rating_id.in_(rating_ids)
+        )
+    ).all():
+        scores.setdefault(rating_id, {})[dimension] = value
+    return ratings, scores
+
+
+def hold_queued(*, session: Session, round_id: int, reasons: dict[int, str]) -> None:
+    """Take these ratings out of the batch being applied and keep them queued, held with
+    the reason (`take_batch` passes them over from then on)."""
+    for rating_id, reason in reasons.items():
+        session.exec(
+            update(GatePending)
+            .where(GatePending.round_id == round_id, GatePending.rating_id == rating_id)
+            .values(applying=False, held_reason=reason)
+        )
 
 
 def queued_rating_ids(*, session: Session) -> set[int]:

@@ -247,3 +247,229 @@ def versions_by_ids(*, session: Session, round_id: int) -> list[tuple[Task, Task
             .where(TaskVersion.id.in_(in_round))
         ).all()
     )
+
+
+# --- the audit: objects read in batches keyed by the entries that commit to them -----------
+
+
+def ratings_by_ids(*, session: Session, ids: list[int]) -> tuple[dict, dict]:
+    """{id: Rating} of these ratings (any status) and {rating id: {dimension: value}}."""
+    if not ids:
+        return {}, {}
+    ratings = {r.id: r for r in session.exec(select(Rating).where(Rating.id.in_(ids))).all()}
+    scores: dict[int, dict] = {}
+    for rating_id, dimension, value in session.exec(
+        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
+            RatingScore.rating_id.in_(ids)
+        )
+    ).all():
+        scores.setdefault(rating_id, {})[dimension] = value
+    return ratings, scores
+
+
+def rows_by_ids(*, session: Session, model, ids: list[int]) -> dict:
+    """{id: row} of one table's rows with these ids."""
+    if not ids:
+        return {}
+    return {row.id: row for row in session.exec(select(model).where(model.id.in_(ids))).all()}
+
+
+def versions_by_names(
+    *, session: Session, names: list[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], tuple], dict[int, list]]:
+    """{(external id, version): (Task, TaskVersion)} of these versions, with their
+    transcripts by version id."""
+    if not names:
+        return {}, {}
+    wanted = set(names)
+    pairs = {
+        (task.external_id, version.version): (task, version)
+        for task, version in session.exec(
+            select(Task, TaskVersion)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .where(
+                Task.external_id.in_(sorted({n for n, _ in wanted})),
+                TaskVersion.version.in_(sorted({v for _, v in wanted})),
+            )
+        ).all()
+        if (task.external_id, version.version) in wanted
+    }
+    transcripts: dict[int, list] = {}
+    ids = [version.id for _, version in pairs.values()]
+    if ids:
+        for transcript in session.exec(
+            select(Transcript).where(Transcript.task_version_id.in_(ids)).order_by(Transcript.id)
+        ).all():
+            transcripts.setdefault(transcript.task_version_id, []).append(transcript)
+    return pairs, transcripts
+
+
+def team_mappings_of_versions(*, session: Session, versions: list[int]) -> list:
+    """Every team mapping version numbered one of `versions` (a few per log attribute)."""
+    from itsmreview.coverage.models import TeamMapping
+
+    if not versions:
+        return []
+    return list(session.exec(select(TeamMapping).where(TeamMapping.version.in_(versions))).all())
+
+
+def event_logs_named(*, session: Session, names: list[str]) -> list:
+    from itsmreview.coverage.models import EventLog
+
+    if not names:
+        return []
+    return list(session.exec(select(EventLog).where(EventLog.name.in_(names))).all())
+
+
+def _artifact_ids(kind: str):
+    """(table, the artifact id its ledger entries name as a SQL expression, extra condition,
+    the entry's committing actions as a condition) of a kind of object the ledger covers."""
+    from itsmreview.coverage.models import EventLog, TeamMapping
+    from itsmreview.review.models import MachineCheck, ResolutionProposal
+    from sqlalchemy import String, cast, true
+
+    action = LedgerEntry.action
+    if kind == "rating":
+        return (
+            Rating,
+            cast(Rating.id, String),
+            Rating.status == "submitted",
+            action.in_(("submit", "revise", "model-rate", "commit")),
+        )
+    if kind == "adjudication":
+        return (
+            Adjudication,
+            cast(Adjudication.id, String),
+            true(),
+            action.in_(("adjudicate", "commit")),
+        )
+    if kind == "machine_check":
+        return MachineCheck, cast(MachineCheck.id, String), true(), action.like("check:%")
+    if kind == "resolution_proposal":
+        return (
+            ResolutionProposal,
+            cast(ResolutionProposal.id, String),
+            ResolutionProposal.status != "proposed",
+            action.in_(("accepted", "dismissed")),
+        )
+    if kind == "team_mapping":
+        return (
+            TeamMapping,
+            TeamMapping.log_name
+            + ":"
+            + TeamMapping.attribute
+            + "@v"
+            + cast(TeamMapping.version, String),
+            true(),
+            action == "map-teams",
+        )
+    if kind == "event_log":
+        return (
+            EventLog,
+            EventLog.name + "@" + cast(EventLog.version, String),
+            true(),
+            action == "import",
+        )
+    if kind == "export":
+        return Export, Export.name, true(), action == "export"
+    raise ValueError(f"no objects of kind {kind!r} are covered")
+
+
+def without_entry(
+    *, session: Session, kind: str, up_to: int, batch: int = 5_000
+) -> Iterator[tuple[int, str]]:
+    """(row id, artifact id) of each object of a covered kind that no committing ledger entry
+    up to seq `up_to` names, in id batches (one anti-join each, on the artifact id index)."""
+    model, ident, condition, committing = _artifact_ids(kind)
+    named = (
+        select(LedgerEntry.seq)
+        .where(
+            LedgerEntry.artifact_type == kind,
+            LedgerEntry.artifact_id == ident,
+            LedgerEntry.seq <= up_to,
+            committing,
+        )
+        .exists()
+    )
+    after = 0
+    while True:
+        rows = session.exec(
+            select(model.id, ident.label("artifact_id"))
+            .where(model.id > after, condition, ~named)
+            .order_by(model.id)
+            .limit(batch)
+        ).all()
+        if not rows:
+            return
+        yield from ((int(i), str(a)) for i, a in rows)
+        after = rows[-1][0]
+
+
+def version_states(*, session: Session, batch: int = 5_000) -> Iterator[list]:
+    """Batches of every task version as (version id, external id, version, version status,
+    task status, whether it is its task's newest), in version-id order."""
+    newest = (
+        select(TaskVersion.task_id, func.max(TaskVersion.version).label("version"))
+        .group_by(TaskVersion.task_id)
+        .subquery()
+    )
+    after = 0
+    while True:
+        rows = session.exec(
+            select(
+                TaskVersion.id,
+                Task.external_id,
+                TaskVersion.version,
+                TaskVersion.status,
+                Task.status,
+                newest.c.version == TaskVersion.version,
+            )
+            .join(Task, Task.id == TaskVersion.task_id)
+            .join(newest, newest.c.task_id == TaskVersion.task_id)
+            .where(TaskVersion.id > after)
+            .order_by(TaskVersion.id)
+            .limit(batch)
+        ).all()
+        if not rows:
+            return
+        yield [tuple(r) for r in rows]
+        after = rows[-1][0]
+
+
+def version_entries(*, session: Session, names: list[str], up_to: int) -> list[tuple]:
+    """(artifact id, action, seq) of the import, commit and status entries of these task
+    versions (`ID@vN`) up to seq `up_to`, oldest first."""
+    if not names:
+        return []
+    return list(
+        session.exec(
+            select(LedgerEntry.artifact_id, LedgerEntry.action, LedgerEntry.seq)
+            .where(
+                LedgerEntry.artifact_type == "task",
+                LedgerEntry.artifact_id.in_(names),
+                LedgerEntry.seq <= up_to,
+                or_(
+                    LedgerEntry.action.in_(("import", "commit")),
+                    LedgerEntry.action.like("status:%"),
+                ),
+            )
+            .order_by(LedgerEntry.seq)
+        ).all()
+    )
+
+
+def queued_entries(*, session: Session, rating_ids: list[int]) -> dict[int, tuple]:
+    """rating id -> (its queued ledger entry's fields, why the gate holds it or None) of
+    these ratings still in the gate's queue."""
+    from itsmreview.review.models import GatePending
+
+    if not rating_ids:
+        return {}
+    return {
+        rating_id: (entry or {}, held)
+        for rating_id, entry, held in session.exec(
+            select(GatePending.rating_id, GatePending.entry, GatePending.held_reason).where(
+                GatePending.rating_id.in_(rating_ids)
+            )
+        ).all()
+    }

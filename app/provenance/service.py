@@ -6,234 +6,26 @@ Sits above catalog, review and ledger (it reads all three), so none of them impo
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
-from itsmreview.catalog.native import NativeTask
-from itsmreview.catalog.service import version_to_native
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.errors import InvalidInput, NotFound
-from itsmreview.ledger import chain
 from itsmreview.ledger.prov import prov_document
-from itsmreview.ledger.service import append_entry, entry_record, verify_chain
+from itsmreview.ledger.service import append_entry, entry_record
 from itsmreview.provenance import queries
+from itsmreview.provenance.audit import AuditReport, verify_ledger
 from itsmreview.review import queries as review_queries
-from itsmreview.review.checks import check_content
-from itsmreview.review.reliability import adjudication_content
-from itsmreview.review.scorevector import pack
-from itsmreview.review.service import rating_content
 from sqlmodel import Session
 
 KINDS = ("logs", "external", "expert")
 ARTIFACT_KINDS = ("task", "log", "rubric", "world", "simulator", "verifier", "org")
 TASK_FIELDS = ("instruction", "environment", "ground_truth", "verifier", "transcripts")
-COMMITTING = ("import", "submit", "revise", "adjudicate", "gate", "commit", "export")
 DOI = re.compile(r"^10\.\d{4,9}/\S+$")
-
-
-@dataclass
-class AuditReport:
-    """What `verify_ledger` found. `problems` name each object, in the order found."""
-
-    entries: int = 0
-    head: tuple[int, str] | None = None
-    broken_at: int | None = None
-    chain_problem: str | None = None
-    expected_head_problem: str | None = None
-    problems: list[str] = field(default_factory=list)
-    objects_checked: int = 0
-    queued: int = 0  # ratings whose entry waits, with them, in the gate's queue
-
-    @property
-    def ok(self) -> bool:
-        return not (self.chain_problem or self.expected_head_problem or self.problems)
-
-    def as_dict(self) -> dict:
-        return {
-            "ok": self.ok,
-            "entries": self.entries,
-            "head": None if self.head is None else {"seq": self.head[0], "hash": self.head[1]},
-            "broken_at": self.broken_at,
-            "chain_problem": self.chain_problem,
-            "expected_head_problem": self.expected_head_problem,
-            "problems": self.problems,
-            "objects_checked": self.objects_checked,
-            "queued": self.queued,
-        }
-
-
-class _Commitments:
-    """What the ledger says each object's content is, gathered while the chain is read."""
-
-    def __init__(self) -> None:
-        self.ratings: dict[str, tuple[int, str]] = {}
-        self.versions: dict[str, tuple[int, str]] = {}
-        self.adjudications: dict[str, tuple[int, str]] = {}
-        self.gates: dict[str, tuple[int, str]] = {}
-        self.statuses: dict[int, tuple[int, str]] = {}
-        self.exports: dict[str, tuple[int, str]] = {}
-        self.checks: dict[str, tuple[int, str]] = {}
-
-    def note(self, entry) -> None:
-        payload = entry.payload or {}
-        kind, ident, action, seq = entry.artifact_type, entry.artifact_id, entry.action, entry.seq
-        digest = payload.get("content_sha256")
-        if kind == "rating" and digest:
-            self.ratings[ident] = (seq, digest)
-        elif kind == "task" and action in ("import", "commit") and payload.get("content_hash"):
-            self.versions[ident] = (seq, payload["content_hash"])
-        elif kind == "adjudication" and digest:
-            self.adjudications[ident] = (seq, digest)
-        elif kind == "review_round" and action in ("gate", "commit"):
-            # gate entries written before content commitments carry the setting itself
-            committed = digest or chain.content_digest(payload.get("to") or {})
-            self.gates[ident] = (seq, committed)
-        elif kind == "task" and action.startswith("status:") and "task_version_id" in payload:
-            self.statuses[int(payload["task_version_id"])] = (seq, action.split(":", 1)[1])
-        elif kind == "machine_check" and digest:
-            self.checks[ident] = (seq, digest)
-        elif kind == "export" and entry.reference.startswith("manifest sha256:"):
-            self.exports[ident] = (seq, entry.reference.split(":", 1)[1])
-
-
-def verify_ledger(
-    *,
-    session: Session,
-    expect_head: str | None = None,
-    progress: Callable[[str, int], None] | None = None,
-) -> AuditReport:
-    """Recompute the hash chain, check an expected head (`SEQ:HASH`, kept outside the
-    database), and recompute the content of every rating, task version, adjudication, gate,
-    machine check and export from the stored rows against the entry that committed to it;
-    name each object that differs, and each rated or decided object that no entry covers.
-
-    Streams the ledger and the objects in batches (memory does not grow with the ledger).
-    Reads through `session`, expunging what it loaded after each batch.
-    """
-    commitments = _Commitments()
-    try:
-        checked = verify_chain(
-            session=session, expect_head=expect_head, on_entry=commitments.note, progress=progress
-        )
-    except ValueError as exc:  # a malformed expected head
-        raise InvalidInput(str(exc)) from None
-    report = AuditReport(
-        entries=checked.entries,
-        head=checked.head,
-        broken_at=checked.broken_at,
-        chain_problem=checked.problem,
-        expected_head_problem=checked.expected_head_problem,
-    )
-    _check_objects(session, commitments, report, progress)
-    return report
-
-
-def _mismatch(report: AuditReport, what: str, seq: int) -> None:
-    report.problems.append(f"{what}: content differs from what ledger entry {seq} commits to")
-
-
-def _check_uncovered_ratings(session, uncovered: list, report: AuditReport) -> None:
-    """Ratings the chain as read named no entry for: still queued for the gate (their
-    entries are chained when it applies them), chained while the audit read (checked
-    against that entry), or uncovered."""
-    if not uncovered:
-        return
-    queued = review_queries.queued_rating_ids(session=session)
-    for rating_id, what, digest in uncovered:
-        if rating_id in queued:
-            report.queued += 1
-            continue
-        found = queries.rating_commitment(session=session, rating_id=rating_id)
-        if found is None:
-            report.problems.append(f"{what}: no ledger entry commits to it")
-        elif found[1] != digest:
-            _mismatch(report, what, found[0])
-
-
-def _check_objects(session, commitments: _Commitments, report: AuditReport, progress) -> None:
-    rubric_keys = queries.rubric_dimension_keys(session=session)
-    uncovered: list[tuple[int, str, str]] = []  # decided once every rating has been read
-    for ratings, scores in queries.ratings_batches(session=session):
-        for rating in ratings:
-            report.objects_checked += 1
-            what = f"rating {rating.id} (task version {rating.task_version_id})"
-            keys = rubric_keys.get(rating.rubric_id, [])
-            if rating.score_vector is not None and bytes(rating.score_vector) != pack(
-                keys, scores.get(rating.id, {})
-            ):
-                report.problems.append(f"{what}: its packed scores differ from its score rows")
-            committed = commitments.ratings.get(str(rating.id))
-            digest = chain.content_digest(rating_content(rating, scores.get(rating.id, {})))
-            if committed is None:
-                uncovered.append((rating.id, what, digest))
-            elif digest != committed[1]:
-                _mismatch(report, what, committed[0])
-        if progress:
-            progress("ratings", report.objects_checked)
-    _check_uncovered_ratings(session, uncovered, report)
-    for pairs, transcripts in queries.versions_batches(session=session):
-        for task, version in pairs:
-            report.objects_checked += 1
-            name = f"{task.external_id}@v{version.version}"
-            native = version_to_native(task, version, transcripts.get(version.id, []))
-            try:
-                digest = NativeTask.model_validate(native).content_hash()
-            except ValueError:
-                digest = "invalid"
-            committed = commitments.versions.get(name)
-            if committed is None:
-                report.problems.append(f"task version {name}: no ledger entry commits to it")
-            elif digest != committed[1] or version.content_hash != committed[1]:
-                _mismatch(report, f"task version {name}", committed[0])
-            decided = commitments.statuses.get(version.id)
-            if version.status not in ("draft", "in_review"):
-                if decided is None:
-                    report.problems.append(
-                        f"task version {name}: status {version.status} was never recorded in "
-                        "the ledger"
-                    )
-                elif decided[1] != version.status:
-                    report.problems.append(
-                        f"task version {name}: status is {version.status}, but ledger entry "
-                        f"{decided[0]} recorded {decided[1]}"
-                    )
-    for adjudication in queries.adjudications(session=session):
-        report.objects_checked += 1
-        what = f"adjudication {adjudication.id} (task version {adjudication.task_version_id})"
-        committed = commitments.adjudications.get(str(adjudication.id))
-        if committed is None:
-            report.problems.append(f"{what}: no ledger entry commits to it")
-        elif chain.content_digest(adjudication_content(adjudication)) != committed[1]:
-            _mismatch(report, what, committed[0])
-    for review_round in queries.rounds(session=session):
-        report.objects_checked += 1
-        committed = commitments.gates.get(review_round.name)
-        approval = review_round.approval or {}
-        if committed is None:
-            if approval:
-                report.problems.append(
-                    f"round {review_round.name}: its gate was set with no ledger entry"
-                )
-        elif chain.content_digest(approval) != committed[1]:
-            _mismatch(report, f"gate of round {review_round.name}", committed[0])
-    for check in queries.machine_checks(session=session):
-        report.objects_checked += 1
-        what = f"machine check {check.id} ({check.check} of task version {check.task_version_id})"
-        committed = commitments.checks.get(str(check.id))
-        if committed is None:
-            report.problems.append(f"{what}: no ledger entry commits to it")
-        elif chain.content_digest(check_content(check)) != committed[1]:
-            _mismatch(report, what, committed[0])
-    for export in queries.exports(session=session):
-        report.objects_checked += 1
-        committed = commitments.exports.get(export.name)
-        if committed is not None and committed[1] != export.content_hash:
-            _mismatch(report, f"export {export.name}", committed[0])
 
 
 def ledger_head(*, session: Session) -> dict | None:

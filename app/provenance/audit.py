@@ -1,0 +1,589 @@
+"""`ledger verify`: the chain, and the database against it in both directions.
+
+1. Every entry that commits to an object names one that exists and whose content is what the
+   entry commits to (read while the chain streams, in batches of objects keyed by the
+   entries: a few queries per batch, memory flat however long the ledger).
+2. Every object of a covered table has an entry that commits to it (one anti-join per table,
+   on the entries' artifact id index), and a rating still queued for the gate is what its
+   queued entry commits to.
+3. Statuses are verified: a task version's status is the decision its newest status entry
+   recorded (draft or in review when none), a task's status is its newest version's.
+
+Sits above catalog, review, coverage and ledger; none of them imports it.
+"""
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from itsmreview.catalog.native import NativeTask
+from itsmreview.catalog.service import version_to_native
+from itsmreview.errors import InvalidInput
+from itsmreview.ledger import chain
+from itsmreview.ledger.service import verify_chain
+from itsmreview.provenance import queries
+from itsmreview.review.checks import check_content
+from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
+from itsmreview.review.reliability import adjudication_content
+from itsmreview.review.scorevector import pack
+from itsmreview.review.service import rating_content
+from sqlmodel import Session
+
+BATCH = 2_000  # committing entries of one kind whose objects are read in one go
+
+MISSING = "missing object"  # an entry commits to an object that is not there
+UNCOVERED = "object without entry"  # an object no entry commits to
+MISMATCH = "content mismatch"  # the object differs from what its entry commits to
+STATUS = "status mismatch"  # a stored status is not the one the ledger recorded
+HELD = "queued rating changed"  # a rating changed between its submit and the gate
+
+RATING_ACTIONS = ("submit", "revise", "model-rate", "commit")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One object that does not match the ledger: which (kind, id, as named), which entry
+    (seq; None for an object no entry covers), the kind of problem and what differs."""
+
+    kind: str
+    ident: str
+    problem: str
+    seq: int | None
+    detail: str
+    label: str = ""
+
+    def text(self) -> str:
+        return f"{self.label or f'{self.kind} {self.ident}'}: {self.detail}"
+
+
+@dataclass
+class AuditReport:
+    """What `verify_ledger` found. `findings` name each object, in the order found."""
+
+    entries: int = 0
+    head: tuple[int, str] | None = None
+    broken_at: int | None = None
+    chain_problem: str | None = None
+    expected_head_problem: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    objects_checked: int = 0
+    queued: int = 0  # ratings whose entry waits, with them, in the gate's queue
+
+    @property
+    def problems(self) -> list[str]:
+        return [f.text() for f in self.findings]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.chain_problem or self.expected_head_problem or self.findings)
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": self.ok,
+            "entries": self.entries,
+            "head": None if self.head is None else {"seq": self.head[0], "hash": self.head[1]},
+            "broken_at": self.broken_at,
+            "chain_problem": self.chain_problem,
+            "expected_head_problem": self.expected_head_problem,
+            "problems": self.problems,
+            "findings": [asdict(f) for f in self.findings],
+            "objects_checked": self.objects_checked,
+            "queued": self.queued,
+        }
+
+
+def verify_ledger(
+    *,
+    session: Session,
+    expect_head: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> AuditReport:
+    """Recompute the hash chain, check an expected head (`SEQ:HASH`, kept outside the
+    database), and check the database against the ledger both ways: each committing entry's
+    object exists and matches (ratings human and model, task versions, adjudications, gates,
+    machine checks, proposals' decisions, team mappings, event logs, exports), each object of
+    those tables has its entry, queued ratings match their queued entries, and the statuses
+    of task versions and tasks are the ones the ledger's decisions give.
+
+    Streams the ledger and reads objects in batches (memory does not grow with the ledger).
+    Raises InvalidInput for a malformed expected head.
+    """
+    report = AuditReport()
+    audit = _Audit(session, report)
+    try:
+        checked = verify_chain(
+            session=session, expect_head=expect_head, on_entry=audit.note, progress=progress
+        )
+    except ValueError as exc:  # a malformed expected head
+        raise InvalidInput(str(exc)) from None
+    report.entries = checked.entries
+    report.head = checked.head
+    report.broken_at = checked.broken_at
+    report.chain_problem = checked.problem
+    report.expected_head_problem = checked.expected_head_problem
+    audit.finish(progress)
+    return report
+
+
+class _Audit:
+    def __init__(self, session: Session, report: AuditReport) -> None:
+        self.session = session
+        self.report = report
+        self.last_seq = 0
+        self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
+        self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment
+        self.exports: dict[str, list[tuple[int, str]]] = {}  # name -> its entries' digests
+        self._rubric_keys: dict[int, list[str]] | None = None
+
+    # -- direction 1: entries -> objects, while the chain streams ------------------------
+
+    def note(self, entry) -> None:
+        self.last_seq = entry.seq
+        kind, action, payload = entry.artifact_type, entry.action, entry.payload or {}
+        if kind == "rating":
+            if action not in RATING_ACTIONS:
+                return
+            item = payload.get("content_sha256")
+        elif kind == "task":
+            if action in ("import", "commit"):
+                item = payload.get("content_hash")
+            elif action.startswith("status:"):
+                item = None  # the version must exist; its newest status is checked apart
+            else:
+                return
+        elif kind in ("adjudication", "team_mapping"):
+            item = payload.get("content_sha256")
+        elif kind == "machine_check":
+            if not action.startswith("check:"):
+                return
+            item = payload.get("content_sha256")
+        elif kind == "resolution_proposal":
+            if action not in ("accepted", "dismissed"):
+                return
+            item = (payload.get("content_sha256"), action, payload.get("reason", ""))
+        elif kind == "event_log":
+            if action != "import":
+                return
+            item = payload
+        elif kind == "review_round":
+            if action in ("gate", "commit"):
+                # gate entries written before content commitments carry the setting itself
+                digest = payload.get("content_sha256")
+                self.gates[entry.artifact_id] = (
+                    entry.seq,
+                    digest or chain.content_digest(payload.get("to") or {}),
+                )
+            return
+        elif kind == "export":
+            if entry.reference.startswith("manifest sha256:"):
+                digest = entry.reference.split(":", 1)[1]
+                self.exports.setdefault(entry.artifact_id, []).append((entry.seq, digest))
+            return
+        else:
+            return
+        buffer = self.buffers[kind]
+        buffer.append((entry.seq, entry.artifact_id, item))
+        if len(buffer) >= BATCH:
+            self._flush(kind)
+
+    def _flush(self, kind: str) -> None:
+        items, self.buffers[kind] = self.buffers[kind], []
+        if items:
+            _CHECKS[kind](self, items)
+
+    def add(self, kind, ident, problem, seq, detail, label="") -> None:
+        self.report.findings.append(Finding(kind, str(ident), problem, seq, detail, label))
+
+    def missing(self, kind: str, ident: str, seq: int, label: str = "") -> None:
+        self.add(
+            kind,
+            ident,
+            MISSING,
+            seq,
+            f"ledger entry {seq} commits to it, but it does not exist (deleted, or the entry "
+            "names an object that never was)",
+            label or f"{kind.replace('_', ' ')} {ident}",
+        )
+
+    def mismatch(self, kind: str, ident: str, seq: int, label: str, what: str = "") -> None:
+        self.add(
+            kind,
+            ident,
+            MISMATCH,
+            seq,
+            f"{what or 'content'} differs from what ledger entry {seq} commits to",
+            label,
+        )
+
+    @property
+    def rubric_keys(self) -> dict[int, list[str]]:
+        if self._rubric_keys is None:
+            self._rubric_keys = queries.rubric_dimension_keys(session=self.session)
+        return self._rubric_keys
+
+    def _packed_differs(self, rating, scores: dict) -> bool:
+        keys = self.rubric_keys.get(rating.rubric_id, [])
+        return rating.score_vector is not None and bytes(rating.score_vector) != pack(keys, scores)
+
+    def check_ratings(self, items: list) -> None:
+        ids = _int_ids(self, "rating", items)
+        valid = set(ids.values())
+        ratings, scores = queries.ratings_by_ids(session=self.session, ids=list(ids))
+        for seq, ident, digest in items:
+            if ident not in valid:
+                continue
+            rating = ratings.get(int(ident))
+            if rating is None or rating.status != "submitted":
+                self.missing("rating", ident, seq)
+                continue
+            self.report.objects_checked += 1
+            label = f"rating {rating.id} (task version {rating.task_version_id})"
+            values = scores.get(rating.id, {})
+            if self._packed_differs(rating, values):
+                self.add(
+                    "rating",
+                    ident,
+                    MISMATCH,
+                    seq,
+                    "its packed scores differ from its score rows",
+                    label,
+                )
+            if digest and chain.content_digest(rating_content(rating, values)) != digest:
+                self.mismatch("rating", ident, seq, label)
+        self.session.expunge_all()
+
+    def check_versions(self, items: list) -> None:
+        names: dict[str, tuple[str, int]] = {}
+        for seq, ident, _ in items:
+            external_id, _, number = ident.rpartition("@v")
+            if external_id and number.isdigit():
+                names[ident] = (external_id, int(number))
+            else:
+                self.missing("task", ident, seq, f"task version {ident}")
+        pairs, transcripts = queries.versions_by_names(
+            session=self.session, names=list(set(names.values()))
+        )
+        for seq, ident, digest in items:
+            if ident not in names:
+                continue
+            found = pairs.get(names[ident])
+            label = f"task version {ident}"
+            if found is None:
+                self.missing("task", ident, seq, label)
+                continue
+            if digest is None:  # a status entry: that the version exists is all it needs here
+                continue
+            task, version = found
+            self.report.objects_checked += 1
+            native = version_to_native(task, version, transcripts.get(version.id, []))
+            try:
+                actual = NativeTask.model_validate(native).content_hash()
+            except ValueError:
+                actual = "invalid"
+            if actual != digest or version.content_hash != digest:
+                self.mismatch("task", ident, seq, label)
+        self.session.expunge_all()
+
+    def _check_by_id(self, kind: str, model, items: list, content, label) -> dict:
+        ids = _int_ids(self, kind, items)
+        valid = set(ids.values())
+        rows = queries.rows_by_ids(session=self.session, model=model, ids=list(ids))
+        for seq, ident, digest in items:
+            if ident not in valid:
+                continue
+            row = rows.get(int(ident))
+            if row is None:
+                self.missing(kind, ident, seq)
+                continue
+            self.report.objects_checked += 1
+            expected = digest[0] if isinstance(digest, tuple) else digest
+            if chain.content_digest(content(row)) != expected:
+                self.mismatch(kind, ident, seq, label(row))
+        return rows
+
+    def check_adjudications(self, items: list) -> None:
+        self._check_by_id(
+            "adjudication",
+            Adjudication,
+            items,
+            adjudication_content,
+            lambda a: f"adjudication {a.id} (task version {a.task_version_id})",
+        )
+        self.session.expunge_all()
+
+    def check_machine_checks(self, items: list) -> None:
+        self._check_by_id(
+            "machine_check",
+            MachineCheck,
+            items,
+            check_content,
+            lambda c: f"machine check {c.id} ({c.check} of task version {c.task_version_id})",
+        )
+        self.session.expunge_all()
+
+    def check_proposals(self, items: list) -> None:
+        def label(p) -> str:
+            return f"resolution proposal {p.id} (task version {p.task_version_id})"
+
+        rows = self._check_by_id(
+            "resolution_proposal",
+            ResolutionProposal,
+            items,
+            lambda p: {"description": p.description, "changes": p.changes},
+            label,
+        )
+        for seq, ident, (_, action, reason) in items:
+            row = rows.get(int(ident)) if ident.isdigit() else None
+            if row is None:
+                continue
+            if str(row.status) != action:
+                self.add(
+                    "resolution_proposal",
+                    ident,
+                    STATUS,
+                    seq,
+                    f"its decision is {row.status}, but ledger entry {seq} recorded {action}",
+                    label(row),
+                )
+            elif (row.reason or "") != (reason or ""):
+                self.mismatch("resolution_proposal", ident, seq, label(row), "its reason")
+        self.session.expunge_all()
+
+    def check_team_mappings(self, items: list) -> None:
+        versions = {
+            int(i.rpartition("@v")[2]) for _, i, _ in items if i.rpartition("@v")[2].isdigit()
+        }
+        rows = {
+            f"{m.log_name}:{m.attribute}@v{m.version}": m
+            for m in queries.team_mappings_of_versions(
+                session=self.session, versions=list(versions)
+            )
+        }
+        for seq, ident, digest in items:
+            mapping = rows.get(ident)
+            if mapping is None:
+                self.missing("team_mapping", ident, seq)
+                continue
+            self.report.objects_checked += 1
+            actual = chain.content_digest(
+                {"attribute": mapping.attribute, "teams": mapping.teams, "levels": mapping.levels}
+            )
+            if actual != digest or mapping.content_sha256 != digest:
+                self.mismatch("team_mapping", ident, seq, f"team mapping {ident}", "its teams")
+        self.session.expunge_all()
+
+    def check_event_logs(self, items: list) -> None:
+        names = {i.rpartition("@")[0] for _, i, _ in items}
+        rows = {
+            f"{log.name}@{log.version}": log
+            for log in queries.event_logs_named(session=self.session, names=sorted(names))
+        }
+        for seq, ident, payload in items:
+            log = rows.get(ident)
+            if log is None:
+                self.missing("event_log", ident, seq, f"event log {ident}")
+                continue
+            self.report.objects_checked += 1
+            recorded = (payload.get("cases"), payload.get("events"), payload.get("mapping"))
+            stored = (log.n_cases, log.n_events, log.mapping)
+            if chain.canonical_json(recorded) != chain.canonical_json(stored):
+                self.mismatch(
+                    "event_log", ident, seq, f"event log {ident}", "its cases, events or mapping"
+                )
+        self.session.expunge_all()
+
+    # -- direction 2 and the rest, once the chain is read ---------------------------------
+
+    def finish(self, progress) -> None:
+        for kind in self.buffers:
+            self._flush(kind)
+        if progress:
+            progress("objects named by entries", self.report.objects_checked)
+        self.check_gates()
+        self.check_exports()
+        self.check_uncovered_ratings()
+        for kind, what in (
+            ("adjudication", "adjudication"),
+            ("machine_check", "machine check"),
+            ("resolution_proposal", "decided resolution proposal"),
+            ("team_mapping", "team mapping"),
+            ("event_log", "event log"),
+            ("export", "export"),
+        ):
+            for _, ident in queries.without_entry(
+                session=self.session, kind=kind, up_to=self.last_seq
+            ):
+                self.add(
+                    kind, ident, UNCOVERED, None, "no ledger entry commits to it", f"{what} {ident}"
+                )
+        self.check_statuses()
+        if progress:
+            progress("objects", self.report.objects_checked)
+
+    def check_uncovered_ratings(self) -> None:
+        """Ratings no entry read named: queued for the gate (checked against their queued
+        entry), chained while the audit read (checked against that entry), or uncovered."""
+        found = list(
+            queries.without_entry(session=self.session, kind="rating", up_to=self.last_seq)
+        )
+        for start in range(0, len(found), BATCH):
+            ids = [i for i, _ in found[start : start + BATCH]]
+            queued = queries.queued_entries(session=self.session, rating_ids=ids)
+            ratings, scores = queries.ratings_by_ids(session=self.session, ids=ids)
+            for rating_id in ids:
+                rating = ratings.get(rating_id)
+                if rating is None:  # deleted since the anti-join read it
+                    continue
+                label = f"rating {rating_id} (task version {rating.task_version_id})"
+                values = scores.get(rating_id, {})
+                digest = chain.content_digest(rating_content(rating, values))
+                if rating_id in queued:
+                    entry, held = queued[rating_id]
+                    committed = (entry.get("payload") or {}).get("content_sha256")
+                    if held or committed != digest or self._packed_differs(rating, values):
+                        self.add(
+                            "rating",
+                            rating_id,
+                            HELD,
+                            None,
+                            "queued for the gate, but changed since its submit committed to "
+                            "it"
+                            + (f" (the gate holds it: {held})" if held else "")
+                            + "; it is not applied",
+                            label,
+                        )
+                    else:
+                        self.report.queued += 1
+                    continue
+                later = queries.rating_commitment(session=self.session, rating_id=rating_id)
+                if later is None:
+                    self.add(
+                        "rating", rating_id, UNCOVERED, None, "no ledger entry commits to it", label
+                    )
+                elif later[1] != digest:
+                    self.mismatch("rating", str(rating_id), later[0], label)
+            self.session.expunge_all()
+
+    def check_gates(self) -> None:
+        rounds = {r.name: r for r in queries.rounds(session=self.session)}
+        for name, (seq, _) in self.gates.items():
+            if name not in rounds:
+                self.missing("review_round", name, seq, f"round {name}")
+        for review_round in rounds.values():
+            self.report.objects_checked += 1
+            committed = self.gates.get(review_round.name)
+            approval = review_round.approval or {}
+            label = f"gate of round {review_round.name}"
+            if committed is None:
+                if approval:
+                    self.add(
+                        "review_round",
+                        review_round.name,
+                        UNCOVERED,
+                        None,
+                        "its gate was set with no ledger entry",
+                        label,
+                    )
+            elif chain.content_digest(approval) != committed[1]:
+                self.mismatch("review_round", review_round.name, committed[0], label)
+        self.session.expunge_all()
+
+    def check_exports(self) -> None:
+        stored: dict[str, set[str]] = {}
+        for export in queries.exports(session=self.session):
+            stored.setdefault(export.name, set()).add(export.content_hash)
+        for name, entries in self.exports.items():
+            for seq, digest in entries:
+                if name not in stored:
+                    self.missing("export", name, seq)
+                elif digest not in stored[name]:
+                    self.mismatch("export", name, seq, f"export {name}", "its manifest sha256")
+        for name, hashes in stored.items():
+            self.report.objects_checked += len(hashes)
+            committed = {digest for _, digest in self.exports.get(name, [])}
+            for digest in sorted(hashes - committed) if committed else ():
+                self.add(
+                    "export",
+                    name,
+                    MISMATCH,
+                    None,
+                    f"its manifest sha256 {digest[:12]}... is not one any ledger entry recorded",
+                    f"export {name}",
+                )
+        self.session.expunge_all()
+
+    def check_statuses(self) -> None:
+        """Every task version has its import entry and the status its newest decision gave
+        it; every task the status of its newest version (derived, so verified, not
+        trusted)."""
+        for batch in queries.version_states(session=self.session):
+            names = [f"{external_id}@v{number}" for _, external_id, number, *_ in batch]
+            imported: set[str] = set()
+            decided: dict[str, tuple[int, str]] = {}
+            for ident, action, seq in queries.version_entries(
+                session=self.session, names=names, up_to=self.last_seq
+            ):
+                if action.startswith("status:"):
+                    decided[ident] = (seq, action.split(":", 1)[1])
+                else:
+                    imported.add(ident)
+            for name, (_, external_id, number, status, task_status, newest) in zip(
+                names, batch, strict=True
+            ):
+                self.report.objects_checked += 1
+                label = f"task version {name}"
+                if name not in imported:
+                    self.add("task", name, UNCOVERED, None, "no ledger entry commits to it", label)
+                recorded = decided.get(name)
+                if recorded is not None and recorded[1] != status:
+                    self.add(
+                        "task",
+                        name,
+                        STATUS,
+                        recorded[0],
+                        f"status is {status}, but ledger entry {recorded[0]} recorded "
+                        f"{recorded[1]}",
+                        label,
+                    )
+                elif recorded is None and status not in ("draft", "in_review"):
+                    self.add(
+                        "task",
+                        name,
+                        STATUS,
+                        None,
+                        f"status {status} was never recorded in the ledger",
+                        label,
+                    )
+                if newest and task_status != status:
+                    seq = recorded[0] if recorded else None
+                    self.add(
+                        "task",
+                        external_id,
+                        STATUS,
+                        seq,
+                        f"status is {task_status}, but its newest version v{number} is {status} "
+                        "(a task's status is its newest version's)",
+                        f"task {external_id}",
+                    )
+
+
+def _int_ids(audit: _Audit, kind: str, items: list) -> dict[int, str]:
+    """{id: artifact id} of the entries naming a row id; an entry naming anything else
+    names an object that cannot exist."""
+    ids = {}
+    for seq, ident, _ in items:
+        if ident.isdigit():
+            ids[int(ident)] = ident
+        else:
+            audit.missing(kind, ident, seq)
+    return ids
+
+
+_CHECKS: dict[str, Callable[[_Audit, list], None]] = {
+    "rating": _Audit.check_ratings,
+    "task": _Audit.check_versions,
+    "adjudication": _Audit.check_adjudications,
+    "machine_check": _Audit.check_machine_checks,
+    "resolution_proposal": _Audit.check_proposals,
+    "team_mapping": _Audit.check_team_mappings,
+    "event_log": _Audit.check_event_logs,
+}
