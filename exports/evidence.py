@@ -4,6 +4,7 @@ adjudications, coverage, rubrics and the ledger slice. Each function returns
 
 import csv
 import math
+import re
 from collections.abc import Iterable
 
 import pandas as pd
@@ -236,3 +237,40 @@ def rubrics_file(rubrics: list) -> dict[str, str]:
 
 def ledger_line(entry, names: dict[int | None, str]) -> str:
     return jsonl([entry_record(entry, names.get(entry.actor_id))])
+
+
+SYNTHETIC = re.compile(r"\bsynthetic\b|\bgenerated\b|\bsimulated\b", re.IGNORECASE)
+
+
+def log_origin(entries: Iterable) -> dict:
+    """Where a source log came from, by its ledger entries (import first): `synthetic` when a
+    source recorded for it (`itsmreview ledger add --about log:NAME`) calls it synthetic,
+    generated or simulated, `real` when one of kind `logs` does not, else `not recorded`.
+    Returns origin, the newest recorded statement and the file it was imported from.
+
+    >>> from types import SimpleNamespace as E
+    >>> log_origin([E(action="import", source_kind="logs", reference="a.csv sha256:1",
+    ...               payload={}, field=None)])["origin"]
+    'not recorded'
+    >>> log_origin([E(action="add-source", source_kind="external", field="origin",
+    ...               reference="Synthetic log (seed 3)", payload={})])["origin"]
+    'synthetic'
+    """
+    imported, statements = None, []
+    for entry in entries:
+        if entry.action == "import":
+            imported = entry.reference
+        elif entry.action == "add-source":
+            note = str((entry.payload or {}).get("note") or "").strip()
+            text = entry.reference + (f" ({note})" if note else "")
+            statements.append((entry.source_kind, text))
+    if any(SYNTHETIC.search(text) for _, text in statements):
+        origin = "synthetic"
+    elif any(kind == "logs" for kind, _ in statements):
+        origin = "real"
+    else:
+        origin = "not recorded"
+    out = {"origin": origin, "imported_from": imported}
+    if statements:
+        out["statement"] = statements[-1][1]
+    return out

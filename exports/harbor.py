@@ -1,46 +1,233 @@
-"""Harbor task folders (as imported) and a `dataset.toml` with each folder's sha256 digest."""
+"""Harbor task folders and a `dataset.toml` that Harbor itself loads.
+
+Harbor (harbor 0.25, `harbor.models.dataset.manifest.DatasetManifest`) names datasets and
+tasks `org/name`, finds a local task by the `[task].name` of its `task.toml`, and pins each
+task by the content hash of its folder (`harbor.publisher.packager.Packager`): sha256 over
+one line `relative/path\\0sha256(file)\\n` per file, sorted by path. The export writes the
+stored task folders with `[task].name` set to the task's Harbor name (kept when it already is
+`org/name`, else `ORG/<task id>`), shell scripts executable, and only Harbor's own fields in
+`dataset.toml`, in the layout Harbor's `to_toml` writes (so `harbor sync` leaves it as it
+is). What only itsmreview needs (task ids, versions, content hashes, the licence) goes to the
+sidecar `itsmreview.json`.
+"""
 
 import hashlib
+import json
+import re
+import tomllib
 
-from itsmreview.catalog.formats.common import ORIGINAL_FORMAT
+from itsmreview.catalog.formats.common import ORIGINAL, ORIGINAL_FORMAT, FormatError
 from itsmreview.catalog.formats.harbor import planned_files
-from itsmreview.exports.bundle import Staging
+from itsmreview.exports.bundle import Staging, canonical
 
 ROOT = "tasks/harbor"
+SIDECAR = "itsmreview.json"
+PART = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*")  # one side of Harbor's ORG_NAME_PATTERN
+EXECUTABLE_DIRS = ("tests/", "solution/", "environment/")
 
 
-def folder_digest(files: list[tuple[str, str]]) -> str:
-    """sha256 over the sorted (relative path, sha256 of content) lines of one task folder."""
-    lines = sorted(f"{name}\0{hashlib.sha256(text.encode()).hexdigest()}" for name, text in files)
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+def is_org(text: str) -> bool:
+    """Whether `text` is usable as the org (or the name) half of a Harbor `org/name`.
+
+    >>> is_org("itsm"), is_org("-x"), is_org("a..b"), is_org("a/b")
+    (True, False, False, False)
+    """
+    return bool(PART.fullmatch(text)) and ".." not in text and len(text) <= 128
 
 
-def write(tasks: list[dict], staging: Staging, *, dataset: str) -> int:
-    """Write the Harbor tasks' folders under tasks/harbor/ and their dataset.toml; returns how
-    many. Names stored in a task that would leave the folder are refused (FormatError)."""
-    chosen = [t for t in tasks if t.get(ORIGINAL_FORMAT) == "harbor"]
+def is_harbor_name(text: str) -> bool:
+    """Whether `text` is a Harbor `org/name`.
+
+    >>> is_harbor_name("itsm/reset-password"), is_harbor_name("reset-password")
+    (True, False)
+    """
+    org, slash, name = text.partition("/")
+    return bool(slash) and is_org(org) and is_org(name)
+
+
+def slug(text: str) -> str:
+    """A Harbor name part for any text: runs of other characters become one `-`.
+
+    >>> slug("Pilot round #2 (Dec.)")
+    'Pilot-round-2-Dec'
+    """
+    cleaned = re.sub(r"[^a-zA-Z0-9._-]+", "-", text)
+    cleaned = re.sub(r"\.{2,}", ".", cleaned).strip("-._")
+    return cleaned[:128].strip("-._") or "task"
+
+
+def content_hash(files: list[tuple[str, str]]) -> str:
+    """Harbor's content hash of one task folder: sha256 over `path\\0sha256(bytes)\\n` per
+    file, sorted by relative POSIX path (harbor.publisher.packager.Packager).
+
+    >>> content_hash([("task.toml", "")])[:12]
+    'a92f9491a6d1'
+    """
+    outer = hashlib.sha256()
+    for name, text in sorted(files):
+        outer.update(f"{name}\0{hashlib.sha256(text.encode()).hexdigest()}\n".encode())
+    return outer.hexdigest()
+
+
+def is_executable(name: str, text: str) -> bool:
+    """Scripts keep their executable bit: a file under tests/, solution/ or environment/
+    that is a shell script or starts with `#!` (the catalog keeps text, not file modes)."""
+    return name.startswith(EXECUTABLE_DIRS) and (name.endswith(".sh") or text.startswith("#!"))
+
+
+def harbor_name(task: dict, org: str) -> str:
+    """The task's Harbor name: its stored `[task].name` when that is `org/name`, else
+    `org/<task id>`."""
+    stored = _task_table(task).get("name")
+    if isinstance(stored, str) and is_harbor_name(stored):
+        return stored
+    return f"{org}/{slug(str(task['id']))}"
+
+
+def _task_table(task: dict) -> dict:
+    try:
+        config = tomllib.loads(task[ORIGINAL]["task.toml"])
+    except tomllib.TOMLDecodeError:
+        return {}
+    table = config.get("task")
+    return table if isinstance(table, dict) else {}
+
+
+def named_toml(text: str, name: str, *, where: str) -> str:
+    """`text` (a task.toml) with `[task].name` set to `name`, everything else as written.
+    Raises FormatError when the file defines its `task` table in a way this cannot edit
+    (an inline table, dotted keys) or the edit would change anything else.
+
+    >>> named_toml('version = "1.0"\\n', "itsm/x", where="t")
+    'version = "1.0"\\n\\n[task]\\nname = "itsm/x"\\n'
+    """
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{where}: its task.toml is invalid TOML ({exc})") from None
+    value = _toml(name)
+    lines = text.splitlines(keepends=True)
+    header = next(
+        (i for i, line in enumerate(lines) if re.match(r"\s*\[task\]\s*(#.*)?$", line)), None
+    )
+    if header is None:
+        edited = text + ("" if text.endswith("\n") or not text else "\n")
+        edited += ("\n" if edited else "") + f"[task]\nname = {value}\n"
+    else:
+        end = next(
+            (i for i in range(header + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines)
+        )
+        named = next(
+            (i for i in range(header + 1, end) if re.match(r"\s*name\s*=", lines[i])), None
+        )
+        if named is None:
+            lines.insert(header + 1, f"name = {value}\n")
+        else:
+            lines[named] = f"name = {value}\n"
+        edited = "".join(lines)
+    expected = dict(before, task=dict(before.get("task") or {}, name=name))
+    try:
+        after = tomllib.loads(edited)
+    except tomllib.TOMLDecodeError:
+        after = None
+    if after != expected:
+        raise FormatError(
+            f"{where}: cannot set [task].name in its task.toml (the task table is written "
+            "inline or with dotted keys); write it as a [task] table with name = "
+            f"{value} and re-import the task"
+        )
+    return edited
+
+
+def write(
+    tasks: list[dict],
+    records: list[dict],
+    staging: Staging,
+    *,
+    dataset: str,
+    org: str,
+    description: str,
+    license: dict,
+) -> int:
+    """Write the Harbor tasks' folders under tasks/harbor/, their dataset.toml and the
+    sidecar itsmreview.json; returns how many. Names stored in a task that would leave the
+    folder, and two tasks with one Harbor name, are refused (FormatError)."""
+    chosen = [
+        (t, r) for t, r in zip(tasks, records, strict=True) if t.get(ORIGINAL_FORMAT) == "harbor"
+    ]
     if not chosen:
         return 0
     root = staging.path(f"{ROOT}/dataset.toml").parent
+    names: dict[str, str] = {}
+    renamed = []
+    for task, _ in chosen:
+        name = harbor_name(task, org)
+        if name in names:
+            raise FormatError(
+                f"tasks {names[name]!r} and {task['id']!r} both become Harbor task {name!r}; "
+                "rename one of them (or give one a [task].name of its own) and export again"
+            )
+        names[name] = task["id"]
+        where = f"task {task['id']!r}"
+        original = dict(task[ORIGINAL])
+        original["task.toml"] = named_toml(original["task.toml"], name, where=where)
+        renamed.append((dict(task, **{ORIGINAL: original}), name))
     per_folder: dict[str, list[tuple[str, str]]] = {}
-    for target, text in planned_files(chosen, root):
+    for target, text in planned_files([t for t, _ in renamed], root):
         relative = target.relative_to(root).as_posix()
         folder, _, name = relative.partition("/")
         per_folder.setdefault(folder, []).append((name, text))
-        staging.write_text(f"{ROOT}/{relative}", text)
-    lines = ["[dataset]", f"name = {_toml(dataset)}", ""]
-    for folder in sorted(per_folder):
-        lines += [
-            "[[tasks]]",
-            f"name = {_toml(folder)}",
-            f"path = {_toml(folder)}",
-            f'digest = "sha256:{folder_digest(per_folder[folder])}"',
-            "",
-        ]
-    staging.write_text(f"{ROOT}/dataset.toml", "\n".join(lines))
+        staging.write_text(f"{ROOT}/{relative}", text, executable=is_executable(name, text))
+    entries = []
+    for (task, name), (_, record) in zip(renamed, chosen, strict=True):
+        folder = task[ORIGINAL]["folder"]
+        entries.append(
+            {
+                "name": name,
+                "digest": f"sha256:{content_hash(per_folder[folder])}",
+                "folder": folder,
+                "id": task["id"],
+                "version": record["version"],
+                "content_hash": record["content_hash"],
+            }
+        )
+    entries.sort(key=lambda e: e["name"])
+    staging.write_text(f"{ROOT}/dataset.toml", dataset_toml(dataset, description, entries))
+    staging.write_text(
+        f"{ROOT}/{SIDECAR}",
+        canonical(
+            {
+                "dataset": dataset,
+                "license": license,
+                "note": "itsmreview's record of this Harbor dataset; Harbor ignores this file",
+                "tasks": entries,
+            },
+            indent=1,
+        ),
+    )
     return len(chosen)
 
 
+def dataset_toml(dataset: str, description: str, entries: list[dict]) -> str:
+    """Harbor's own fields only, laid out as `DatasetManifest.to_toml` lays them out."""
+    lines = [
+        "[dataset]",
+        f"name = {_toml(dataset)}",
+        f"description = {_toml(description)}",
+        "authors = []",
+        'keywords = [ "itsm", "itsmreview",]',
+        "",
+    ]
+    for entry in entries:
+        lines += [
+            "[[tasks]]",
+            f"name = {_toml(entry['name'])}",
+            f"digest = {_toml(entry['digest'])}",
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def _toml(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
+    """A TOML basic string (JSON's escapes are TOML's, minus `\\/`, which JSON never writes)."""
+    return json.dumps(text, ensure_ascii=False)

@@ -1,8 +1,13 @@
-"""A Hugging Face dataset folder: `README.md` (dataset card with YAML `configs`) and
-`data/train.jsonl`, which `datasets.load_dataset(folder)` reads. Nested task parts
-(transcripts, provenance, roles) are JSON text, so every row has the same columns and types."""
+"""A Hugging Face dataset folder that stands on its own: `README.md` (the dataset card, YAML
+`configs`), `data/train.jsonl` (the tasks, config `default`), `data/task_summary.jsonl` (config
+`task_summary`), and `evidence/` (a copy of the export's evidence; `evidence/ratings.jsonl` is
+config `ratings`), so pushing the folder to the Hub keeps the evidence with the tasks. Nested
+task parts (transcripts, provenance, roles) are JSON text, so every row has the same columns
+and types. Text from outside (names, personas, log names) is escaped in the card's body."""
 
 import json
+import re
+import string
 
 from itsmreview.catalog.formats.common import ORIGINAL_FORMAT
 from itsmreview.exports.bundle import jsonl
@@ -64,6 +69,22 @@ def row(task: dict, record: dict) -> dict:
     }
 
 
+MARKDOWN_LIMIT = 50  # tasks listed in the card; all of them are in config task_summary
+_PUNCTUATION = frozenset(string.punctuation) - {"&", "<", ">"}
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def escape(text: object) -> str:
+    r"""Markdown (and HTML) source that renders as `text` on one line: control characters
+    become spaces, `&`, `<` and `>` entities, other ASCII punctuation is backslash-escaped.
+
+    >>> escape("<b>x</b> *y*\n| [z](http://e)")
+    '&lt;b&gt;x&lt;\\/b&gt; \\*y\\* \\| \\[z\\]\\(http\\:\\/\\/e\\)'
+    """
+    flat = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", str(text))
+    return "".join(_HTML.get(c) or ("\\" + c if c in _PUNCTUATION else c) for c in flat)
+
+
 def size_category(count: int) -> str:
     for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
         if count < limit:
@@ -71,13 +92,145 @@ def size_category(count: int) -> str:
     return "100K<n<1M"
 
 
-def card(*, name: str, count: int, summary: dict) -> str:
-    personas = ", ".join(f"{p} ({n})" for p, n in sorted(summary["personas"].items()))
-    logs = ", ".join(sorted(summary["logs"])) or "none"
+def license_yaml(license: dict) -> str:
+    """The card's licence metadata: an SPDX id as the Hub's lower-case id, or `other` with
+    its name."""
+    if license["spdx"].lower() != "other" and not license["spdx"].startswith("LicenseRef-"):
+        return f"license: {license['spdx'].lower()}"
+    return f"license: other\nlicense_name: {slug_name(license.get('name') or license['spdx'])}"
+
+
+def slug_name(text: str) -> str:
+    """The Hub's `license_name` form: lower-case letters, digits, `.` and `-`.
+
+    >>> slug_name("Acme Data Licence 1.0")
+    'acme-data-licence-1.0'
+    """
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.") or "unnamed"
+
+
+def _figure(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _origin_lines(logs: list[dict]) -> str:
+    if not logs:
+        return "No task of this set names a source event log."
+    lines = []
+    for log in logs:
+        what = {
+            "synthetic": "**synthetic** (generated, not a real organisation's operations)",
+            "real": "**real** operational event log",
+            "not recorded": "origin **not recorded** in the ledger",
+        }[log["origin"]]
+        line = f"- `{escape(log['name'])}`"
+        if log.get("version"):
+            line += f" (version {log['version']}, {log['cases']:,} cases, {log['events']:,} events)"
+        line += f": {what}"
+        if log.get("statement"):
+            line += f"; the ledger says: {escape(log['statement'])}"
+        if log.get("imported_from"):
+            line += f"; imported from {escape(log['imported_from'])}"
+        lines.append(line + ".")
+    return "\n".join(lines)
+
+
+def _agreement_lines(agreement: dict[str, list[dict]]) -> str:
+    if not any(agreement.values()):
+        return "No agreement figures (no round with ratings)."
+    out = []
+    for round_name, items in sorted(agreement.items()):
+        out += [
+            f"Round `{escape(round_name)}`:",
+            "",
+            "| dimension | alpha | 95% CI | units |",
+            "|---|---|---|---|",
+        ]
+        for item in items:
+            interval = (
+                "n/a"
+                if item.get("ci_low") is None
+                else f"{_figure(item['ci_low'])} to {_figure(item['ci_high'])}"
+            )
+            out.append(
+                f"| {escape(item.get('label') or item['item'])} | {_figure(item.get('alpha'))} "
+                f"| {interval} | {item.get('units') or 0} |"
+            )
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def _summary_lines(summary: list[dict], dimensions: list[str]) -> str:
+    if not summary:
+        return "No task was rated."
+    shown = summary[:MARKDOWN_LIMIT]
+    header = ["task", "version", "ratings", *[f"median {d}" for d in dimensions], "verdicts"]
+    out = [
+        "| " + " | ".join(escape(h) for h in header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in shown:
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted(row["verdicts"].items())) or "-"
+        cells = [
+            escape(row["task"]),
+            str(row["version"]),
+            str(row["ratings"]),
+            *[_figure(row["median"].get(d)) for d in dimensions],
+            escape(verdicts),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    if len(summary) > len(shown):
+        out.append(
+            f"\nThe first {len(shown)} of {len(summary)} tasks; all of them are in config "
+            "`task_summary` (`data/task_summary.jsonl`)."
+        )
+    return "\n".join(out)
+
+
+def summary_rows(summary: list[dict], dimensions: list[str]) -> list[dict]:
+    """The per-task summary flattened for `datasets`: one column per dimension's median,
+    verdict counts as JSON text."""
+    return [
+        {
+            "task": row["task"],
+            "version": row["version"],
+            "ratings": row["ratings"],
+            **{f"median_{d}": row["median"].get(d) for d in dimensions},
+            "verdicts_json": json.dumps(row["verdicts"], sort_keys=True),
+        }
+        for row in summary
+    ]
+
+
+def card(
+    *,
+    name: str,
+    count: int,
+    personas: dict[str, int],
+    license: dict,
+    logs: list[dict],
+    agreement: dict[str, list[dict]],
+    summary: list[dict],
+    dimensions: list[str],
+) -> str:
+    """The dataset card. Nothing in it depends on where the export is written."""
+    persona_text = ", ".join(f"{escape(p)} ({n})" for p, n in sorted(personas.items()))
     fields = "\n".join(f"- `{key}`: {text}" for key, text in FIELDS.items())
+    kinds = {log["origin"] for log in logs}
+    if kinds == {"synthetic"}:
+        source_claim = "synthetic event logs (generated, not real operations)"
+    elif kinds == {"real"}:
+        source_claim = "real operational event logs"
+    elif logs:
+        source_claim = "event logs whose origin is stated per log below"
+    else:
+        source_claim = "no event log"
+    licence_text = f"`{escape(license['spdx'])}`" + (
+        f" ({escape(license['name'])})" if license.get("name") else ""
+    )
     return f"""---
-pretty_name: {json.dumps(name)}
-license: other
+pretty_name: {json.dumps(name, ensure_ascii=False)}
+{license_yaml(license)}
 language:
 - en
 tags:
@@ -88,21 +241,32 @@ size_categories:
 - {size_category(count)}
 configs:
 - config_name: default
+  default: true
   data_files:
   - split: train
     path: data/train.jsonl
+- config_name: task_summary
+  data_files:
+  - split: train
+    path: data/task_summary.jsonl
+- config_name: ratings
+  data_files:
+  - split: train
+    path: evidence/ratings.jsonl
 ---
 
-# Dataset Card for {name}
+# Dataset Card for {escape(name)}
 
 ## Dataset Summary
 
 {count} IT-service-management benchmark tasks for AI agents, each approved by practitioners in
-an itsmreview review round. Personas: {personas}. Source event logs: {logs}.
+an itsmreview review round. Personas: {persona_text or "none"}.
 
 ## Dataset Structure
 
-One row per task (its approved version), split `train`.
+Config `default`: one row per task (its approved version), split `train`. Config
+`task_summary`: per task, the number of human ratings, the median of each rubric dimension and
+the verdicts. Config `ratings`: every rating (raters pseudonymised).
 
 ### Data Fields
 
@@ -112,41 +276,71 @@ One row per task (its approved version), split `train`.
 
 ### Source Data
 
-Tasks were derived from real operational event logs (process variants, roles and example
-cases named in `source_log`, `variants`, `case_ids`) and from external practice and experts,
-as `provenance_json` records per field.
+Tasks were derived from {source_claim} (process variants, roles and example cases named in
+`source_log`, `variants`, `case_ids`) and from external practice and experts, as
+`provenance_json` records per field. Each source log, as the provenance ledger records it:
+
+{_origin_lines(logs)}
 
 ### Annotations
 
-Domain experts rated each task on a structured rubric next to the log variant it came from;
-the approval gate, the ratings (pseudonymised), Krippendorff's alpha with bootstrap intervals
-and each task's decision with its reasons are in the export's `evidence/` folder, and
-`manifest.json` holds the sha256 of every file (`itsmreview export verify`).
+Domain experts rated each task on a structured rubric next to the log variant it came from.
+Krippendorff's alpha per rubric dimension, with bootstrap 95% intervals:
+
+{_agreement_lines(agreement)}
+
+Per task:
+
+{_summary_lines(summary, dimensions)}
+
+The approval gate and each task's decision with its reasons, the ratings, adjudications,
+coverage, rubrics and the ledger slice are in this folder's `evidence/`; the export's
+`manifest.json` (beside the `tasks/` folder) holds the sha256 of every file
+(`itsmreview export verify`).
 
 ## Considerations for Using the Data
 
 Approval means the raters judged the task realistic under the rubric in
-`evidence/rubrics.json`; read the agreement report before relying on it.
+`evidence/rubrics.json`; read the agreement figures above before relying on it.
 
 ## Licensing Information
 
-Set by the exporting team; the source logs keep their own licences.
+The task set: {licence_text}. The source logs keep their own licences.
 
 ## Citation Information
 
-Cite the ledger head in `manifest.json` (`ledger_head`) with the export.
+Cite the ledger head in the export's `manifest.json` (`ledger_head`) with the export.
 """
 
 
-def render(tasks: list[dict], records: list[dict], *, name: str) -> dict[str, str]:
+def render(
+    tasks: list[dict],
+    records: list[dict],
+    *,
+    name: str,
+    license: dict,
+    logs: list[dict],
+    agreement: dict[str, list[dict]],
+    summary: list[dict],
+    dimensions: list[str],
+) -> dict[str, str]:
+    """{relative path: text} of the card, the task rows and the per-task summary (the
+    evidence is copied in by the caller)."""
     rows = [row(t, r) for t, r in zip(tasks, records, strict=True)]
-    summary = {
-        "personas": {},
-        "logs": {r["source_log"] for r in rows if r["source_log"]},
-    }
+    personas: dict[str, int] = {}
     for r in rows:
-        summary["personas"][r["persona"]] = summary["personas"].get(r["persona"], 0) + 1
+        personas[r["persona"]] = personas.get(r["persona"], 0) + 1
     return {
-        f"{ROOT}/README.md": card(name=name, count=len(rows), summary=summary),
+        f"{ROOT}/README.md": card(
+            name=name,
+            count=len(rows),
+            personas=personas,
+            license=license,
+            logs=logs,
+            agreement=agreement,
+            summary=summary,
+            dimensions=dimensions,
+        ),
         f"{ROOT}/data/train.jsonl": jsonl(rows),
+        f"{ROOT}/data/task_summary.jsonl": jsonl(summary_rows(summary, dimensions)),
     }

@@ -167,6 +167,21 @@ def ledger_entries_of(*, session: Session, artifact_types: tuple[str, ...]) -> I
     )
 
 
+def log_entries(*, session: Session, artifact_id: str) -> list[LedgerEntry]:
+    """The ledger entries of one log version (`name@version`): its import and the sources
+    recorded for it, in chain order."""
+    return list(
+        session.exec(
+            select(LedgerEntry)
+            .where(
+                LedgerEntry.artifact_type == "event_log",
+                LedgerEntry.artifact_id == artifact_id,
+            )
+            .order_by(LedgerEntry.seq)
+        ).all()
+    )
+
+
 def ledger_head(*, session: Session, excluding: tuple[str, ...] = ()) -> tuple[int, str] | None:
     return ledger_queries.head(session=session, excluding=excluding)
 

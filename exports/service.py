@@ -1,5 +1,7 @@
 """Exporting an approved task set with the evidence that approved it, and verifying one."""
 
+import re
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +22,9 @@ from itsmreview.exports.bundle import (
     Staging,
     VerifyReport,
     canonical,
+    executables,
     file_digests,
+    file_sizes,
     sha256_file,
     verify_folder,
     write_zip,
@@ -38,6 +42,10 @@ FORMATS = ("native", "harbor", "hf", "tau2")
 Progress = Callable[[str, float], None]
 LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
 RATING_BATCH = 1000  # task versions whose ratings are read, written and decided together
+DEFAULT_NAME = "itsmreview-export"
+NAME_LIMIT = 100  # characters of an export's name
+SPDX = re.compile(r"LicenseRef-[A-Za-z0-9.-]{1,64}|[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")
+FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass
@@ -152,12 +160,69 @@ def _gate_state(session: Session, review_round, counts: dict | None = None) -> d
     }
 
 
+def check_name(name: str) -> str:
+    """An export's name, stripped: 1 to NAME_LIMIT characters without control characters.
+    Raises InvalidInput saying what is wrong."""
+    cleaned = (name or "").strip()
+    if not cleaned:
+        raise InvalidInput("--name is empty; name the export, e.g. --name pilot-2026-12")
+    if len(cleaned) > NAME_LIMIT:
+        raise InvalidInput(f"--name is {len(cleaned)} characters long; use at most {NAME_LIMIT}")
+    bad = next((c for c in cleaned if ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise InvalidInput(
+            f"--name {cleaned[:40]!r}: holds the control character {bad!r} (a line break or "
+            "tab); write the name on one line"
+        )
+    return cleaned
+
+
+def check_license(spdx: str | None, name: str | None) -> dict:
+    """The licence an export states: an SPDX identifier (`MIT`, `CC-BY-4.0`), or `other` /
+    `LicenseRef-...` with a name. Without one, `other`, named as not specified. Raises
+    InvalidInput for a malformed identifier or a missing name."""
+    label = (name or "").strip()
+    if label and (len(label) > 200 or any(ord(c) < 32 for c in label)):
+        raise InvalidInput("--license-name: one line of at most 200 characters")
+    if spdx is None or not spdx.strip():
+        if label:
+            return {"spdx": "other", "name": label}
+        return {"spdx": "other", "name": "not specified at export"}
+    spdx = spdx.strip()
+    if not SPDX.fullmatch(spdx):
+        raise InvalidInput(
+            f"--license {spdx[:60]!r} is not an SPDX licence identifier (e.g. MIT, "
+            "Apache-2.0, CC-BY-4.0), `other` or `LicenseRef-NAME`"
+        )
+    if (spdx.lower() == "other" or spdx.startswith("LicenseRef-")) and not label:
+        raise InvalidInput(f"--license {spdx} needs --license-name TEXT: say which licence")
+    return {"spdx": spdx, **({"name": label} if label else {})}
+
+
+def check_org(org: str | None) -> str:
+    """The Harbor org of the exported names (default: the export_org setting)."""
+    from itsmreview.settings import get_settings
+
+    chosen = (org if org is not None else get_settings().export_org).strip()
+    if not harbor.is_org(chosen):
+        raise InvalidInput(
+            f"--org {chosen[:60]!r}: a Harbor org is letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit, without '..' (set ITSMREVIEW_EXPORT_ORG or pass "
+            "--org)"
+        )
+    return chosen
+
+
 def export_set(
     out: Path | str,
     *,
     session: Session,
     actor: User,
     formats: Sequence[str] = ("native",),
+    name: str | None = None,
+    license: str | None = None,
+    license_name: str | None = None,
+    org: str | None = None,
     round_name: str | None = None,
     log: str | None = None,
     persona: str | None = None,
@@ -174,13 +239,22 @@ def export_set(
     the folder `out` (staged, then renamed into place), and record the export in the
     `exports` table and the ledger. Leads only.
 
+    `name` (default: the round's name, else "itsmreview-export"), the licence and the Harbor
+    `org` go into the card, the manifest and `dataset.toml`; nothing written depends on where
+    `out` is or what it is called.
+
     Raises NotFound when no approved task matches (nothing is written), Conflict when `out`
     is a non-empty folder (without `force`) or a round's agreement does not reach its gate
-    (without `allow_tentative`, which needs a `reason`), InvalidInput for a bad format.
+    (without `allow_tentative`, which needs a `reason`), InvalidInput for a bad format, name,
+    licence or org.
     """
     require_role(actor, Role.lead)
     report = progress or (lambda _stage, _fraction: None)
     formats = parse_formats(formats)
+    if name is not None:
+        name = check_name(name)
+    licence = check_license(license, license_name)
+    org = check_org(org)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise Conflict(f"{out} exists and is not a folder; choose another destination")
@@ -201,6 +275,9 @@ def export_set(
             + (f" matches {filters}" if filters else "")
             + "; tasks are approved by a review round's gate (`itsmreview round list`)"
         )
+    if name is None:
+        single = round_name or (chosen.rounds[0].name if len(chosen.rounds) == 1 else None)
+        name = check_name(single) if single else DEFAULT_NAME
     report("checking the gate", 0.08)
     counts = {
         r.name: reliability.round_counts(
@@ -231,13 +308,17 @@ def export_set(
             with_names=with_names,
             bootstrap=bootstrap,
             report=report,
+            export_name=name,
+            licence=licence,
+            org=org,
         )
         report("writing the manifest", 0.9)
         head = _evidence_head(session)
         manifest = {
             "format_version": 1,
             "platform": {"name": "itsmreview", "version": __version__},
-            "name": out.name,
+            "name": name,
+            "license": licence,
             "exported_at": (at or utcnow()).isoformat(),
             "filters": {
                 "formats": formats,
@@ -253,12 +334,16 @@ def export_set(
             "rubrics": files.pop("_rubrics"),
             "ledger_head": head,
             "files": file_digests(staging.root, staging.files()),
+            "sizes": file_sizes(staging.root, staging.files()),
+            "executables": executables(staging.root, staging.files()),
         }
+        if "harbor" in formats:
+            manifest["harbor"] = {"org": org, "dataset": f"{org}/{harbor.slug(name)}"}
         staging.write_text(MANIFEST, canonical(manifest, indent=1))
         manifest_sha = sha256_file(staging.root / MANIFEST)
         session.add(
             Export(
-                name=out.name,
+                name=name,
                 format=",".join(formats),
                 task_filter=manifest["filters"],
                 task_count=len(chosen.pairs),
@@ -271,7 +356,7 @@ def export_set(
         append_entry(
             session=session,
             artifact_type="export",
-            artifact_id=out.name,
+            artifact_id=name,
             action="export",
             source_kind="expert",
             actor_id=actor.id,
@@ -292,7 +377,11 @@ def export_set(
     except BaseException:
         staging.discard()
         raise
-    zip_path = write_zip(out, out.with_name(out.name + ".zip")) if make_zip else None
+    zip_path = (
+        write_zip(out, out.with_name(out.name + ".zip"), prefix=harbor.slug(name))
+        if make_zip
+        else None
+    )
     report("done", 1.0)
     return ExportResult(
         out,
@@ -324,6 +413,9 @@ def _write_files(
     with_names: bool,
     bootstrap: int,
     report: Callable[[str, float], None],
+    export_name: str,
+    licence: dict,
+    org: str,
 ) -> dict:
     version_ids = chosen.version_ids
     versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
@@ -348,11 +440,18 @@ def _write_files(
         rows = [dict(t, **{native.EXPORT_KEY: r}) for t, r in zip(natives, records, strict=True)]
         for path, text in native.render(rows).items():
             staging.write_text(path, text)
-    if "hf" in formats:
-        for path, text in hf.render(natives, records, name=staging.destination.name).items():
-            staging.write_text(path, text)
     if "harbor" in formats:
-        counts["harbor"] = harbor.write(natives, staging, dataset=staging.destination.name)
+        counts["harbor"] = harbor.write(
+            natives,
+            records,
+            staging,
+            dataset=f"{org}/{harbor.slug(export_name)}",
+            org=org,
+            description=f"{export_name}: ITSM tasks approved in an itsmreview review round. "
+            f"Licence: {licence['spdx']}"
+            + (f" ({licence['name']})" if licence.get("name") else ""),
+            license=licence,
+        )
     if "tau2" in formats:
         written = tau2.render(natives)
         counts["tau2"] = sum(1 for t in natives if t.get("original_format") == "tau2")
@@ -467,7 +566,9 @@ def _write_files(
         name = (version.source or {}).get("log")
         if name:
             by_log.setdefault(name, []).append((task.external_id, version.source))
-    coverage = {}
+    coverage, origins = {}, []
+    for log_name in sorted(by_log):
+        origins.append(_log_origin(session, log_name))
     for log_name, pairs in sorted(by_log.items()):
         try:
             result, unresolved = coverage_of(session=session, log_name=log_name, rows=pairs)
@@ -484,6 +585,22 @@ def _write_files(
     ledger_entries = _write_ledger_slice(
         staging, session=session, chosen=chosen, rating_ids=rating_ids, logs=by_log, agents=agents
     )
+    if "hf" in formats:
+        report("writing the Hugging Face folder", 0.85)
+        rendered = hf.render(
+            natives,
+            records,
+            name=export_name,
+            license=licence,
+            logs=origins,
+            agreement=per_round,
+            summary=summary,
+            dimensions=dimensions,
+        )
+        for path, text in rendered.items():
+            staging.write_text(path, text)
+        for path in [p for p in staging.files() if p.startswith("evidence/")]:
+            shutil.copyfile(staging.root / path, staging.path(f"{hf.ROOT}/{path}"))
     counts.update(
         {
             "ratings": ratings_out.rows,
@@ -497,6 +614,24 @@ def _write_files(
         "_rubrics": [
             {"name": r.name, "version": r.version, "content_hash": r.content_hash} for r in rubrics
         ],
+    }
+
+
+def _log_origin(session: Session, log_name: str) -> dict:
+    """What the ledger says about where a source log came from (real, synthetic or not
+    recorded), with its size and the file it was imported from."""
+    from itsmreview.coverage import queries as coverage_queries
+
+    log = coverage_queries.latest_log(session=session, name=log_name)
+    if log is None:
+        return {"name": log_name, "origin": "not recorded", "statement": "not imported"}
+    entries = queries.log_entries(session=session, artifact_id=f"{log.name}@{log.version}")
+    return {
+        "name": log.name,
+        "version": log.version,
+        "cases": log.n_cases,
+        "events": log.n_events,
+        **evidence.log_origin(entries),
     }
 
 
@@ -570,24 +705,38 @@ def export_choices(*, session: Session, actor: User) -> dict[str, list[str]]:
 
 
 def export_folder(name: str) -> Path:
-    """Where the Exports page writes an export named `name`: a single folder name under the
-    data folder's exports/. Raises InvalidInput for any other name."""
-    from itsmreview.files import UnsafePath, safe_join
+    """Where the Exports page writes an export named `name`: one folder name (letters,
+    digits, '.', '_', '-', at most NAME_LIMIT characters) under the data folder's exports/.
+    Raises InvalidInput for any other name, saying what is wrong."""
     from itsmreview.settings import get_settings
 
-    root = get_settings().data_dir / "exports"
-    try:
-        target = safe_join(root, name.strip())
-    except UnsafePath as exc:
-        raise InvalidInput(f"export name: {exc}") from None
-    if target.parent != root or target.name.startswith("."):
-        raise InvalidInput(f"export name {name!r}: use one folder name, e.g. pilot-2026-12")
-    return target
+    cleaned = (name or "").strip()
+    if not cleaned:
+        raise InvalidInput("export name is empty; use one folder name, e.g. pilot-2026-12")
+    if len(cleaned) > NAME_LIMIT:
+        raise InvalidInput(
+            f"export name is {len(cleaned)} characters long; use at most {NAME_LIMIT}"
+        )
+    if "/" in cleaned or "\\" in cleaned or ".." in cleaned:
+        raise InvalidInput(
+            f"export name {cleaned[:40]!r} leaves its folder (a '/', '\\' or '..'); use one "
+            "folder name, e.g. pilot-2026-12"
+        )
+    if not FOLDER_NAME.fullmatch(cleaned) or ".." in cleaned:
+        bad = sorted({c for c in cleaned if not (c.isascii() and (c.isalnum() or c in "._-"))})
+        shown = ", ".join(repr(c) for c in bad[:5]) or "a leading '.', '_' or '-', or '..'"
+        raise InvalidInput(
+            f"export name {cleaned[:40]!r}: not a plain folder name ({shown}); use letters, "
+            "digits, '.', '_' and '-', e.g. pilot-2026-12"
+        )
+    return get_settings().data_dir / "exports" / cleaned
 
 
 def export_named(name: str, *, session: Session, actor: User, **options) -> ExportResult:
-    """`export_set` into the data folder's exports/NAME (the Exports page)."""
-    return export_set(export_folder(name), session=session, actor=actor, **options)
+    """`export_set` into the data folder's exports/NAME under the name NAME (the Exports
+    page)."""
+    folder = export_folder(name)
+    return export_set(folder, session=session, actor=actor, name=folder.name, **options)
 
 
 def list_exports(*, session: Session, actor: User) -> pd.DataFrame:

@@ -43,6 +43,30 @@ def export_create(
     format: Annotated[
         str, typer.Option("--format", help="Comma-separated: native, harbor, hf, tau2.")
     ] = "native",
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="The export's name in the card, manifest and dataset.toml (default: the "
+            "round's name, else itsmreview-export); OUT's name is never used."
+        ),
+    ] = None,
+    license: Annotated[
+        str | None,
+        typer.Option(
+            "--license",
+            help="SPDX identifier of the set's licence (MIT, CC-BY-4.0, ...), or other / "
+            "LicenseRef-NAME with --license-name.",
+        ),
+    ] = None,
+    license_name: Annotated[
+        str | None, typer.Option("--license-name", help="The licence's name, for --license other.")
+    ] = None,
+    org: Annotated[
+        str | None,
+        typer.Option(
+            help="Harbor org of task and dataset names (org/name); default: ITSMREVIEW_EXPORT_ORG."
+        ),
+    ] = None,
     round_name: Annotated[
         str | None, typer.Option("--round", help="Only tasks approved in this round.")
     ] = None,
@@ -84,6 +108,10 @@ def export_create(
             session=session,
             actor=operator(),
             formats=format,
+            name=name,
+            license=license,
+            license_name=license_name,
+            org=org,
             round_name=round_name,
             log=log,
             persona=persona,

@@ -3,6 +3,7 @@ from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, utcnow
 from itsmreview.exports.service import (
     FORMATS,
+    NAME_LIMIT,
     export_choices,
     export_named,
     list_exports,
@@ -58,7 +59,12 @@ with st.form("export"):
     # proposed once: a default that changed each second gave the field a new identity, and
     # a name typed in one second was dropped by a run in the next
     proposed = st.session_state.setdefault("export-proposed", f"export-{utcnow():%Y%m%d-%H%M%S}")
-    name = st.text_input("Export name", value=proposed, key="export-name")
+    name = st.text_input(
+        "Export name (letters, digits, ., _ and -)",
+        value=proposed,
+        key="export-name",
+        max_chars=NAME_LIMIT,
+    )
     with_names = st.checkbox("Raters by name (default: rater-01, rater-02, ...)")
     reason = ""
     if weak:

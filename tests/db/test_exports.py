@@ -4,17 +4,14 @@ gives the same bytes, `export verify` names every changed, missing or extra file
 
 import json
 import os
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from itsmreview.accounts.service import create_user
 from itsmreview.catalog.importing import import_path
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.cli import app
-from itsmreview.coverage import queries as coverage_queries
-from itsmreview.coverage.service import import_log
-from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope
 from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.exports.bundle import verify_folder
@@ -22,126 +19,18 @@ from itsmreview.exports.models import Export
 from itsmreview.exports.service import export_set
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review.assignment import claim_next
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
-from itsmreview.review.service import create_round, submit_rating
 from sqlmodel import select
 from typer.testing import CliRunner
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
-TAU2_TASK = {
-    "id": "tau2-1",
-    "description": {"purpose": "Mobile data does not work abroad"},
-    "user_scenario": {"instructions": {"reason_for_call": "No data in Spain", "domain": "telecom"}},
-    "initial_state": {"roaming": False},
-    "evaluation_criteria": {
-        "actions": [{"name": "enable_roaming", "arguments": {"line": "L1"}}],
-        "env_assertions": [],
-    },
-}
 
 
-def _harbor(root: Path) -> Path:
-    folder = root / "harbor-reset"
-    (folder / "tests").mkdir(parents=True)
-    (folder / "task.toml").write_text('[task]\nname = "harbor-reset"\n')
-    (folder / "instruction.md").write_text("Reset the VPN token of user 4711.\n")
-    (folder / "tests" / "test.sh").write_text("#!/bin/sh\ngrep -q reset /state\n")
-    return folder
-
-
-def _rate(session, experts, scores_of):
-    """Each expert claims and rates every task; scores_of(expert, version) -> (score, verdict)."""
-    rubric = load_rubric()
-    for expert in experts:
-        while (assignment := claim_next(session=session, actor=expert)) is not None:
-            score, verdict = scores_of(expert.username, assignment.task_version_id)
-            submit_rating(
-                session=session,
-                actor=expert,
-                assignment_id=assignment.id,
-                scores={d.key: score for d in rubric.dimensions},
-                verdict=verdict,
-            )
-
-
-@pytest.fixture
-def reviewed(configured, tmp_path):
-    """A round of five tasks rated by three experts who nearly agree (e3 rates native-b one
-    point higher): native-a, native-b, harbor and tau2 approved; native-bad rejected;
-    native-a then re-imported as an unreviewed v2."""
-    log_path = write_csv(generate_log(150, seed=3), tmp_path / "synth.csv")
-    with session_scope() as session:
-        lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
-        experts = [
-            create_user(session=session, username=f"e{i}", role="expert", password="expert-pass")[0]
-            for i in range(1, 4)
-        ]
-        log = import_log(log_path, session=session, preset="bpi2013", name="synth").log
-        variants = coverage_queries.variants_frame(session=session, log_id=log.id)
-        sequence = list(variants["sequence"].iloc[0])
-    source = {"log": "synth", "variants": [sequence]}
-    natives = [
-        {
-            "id": f"native-{n}",
-            "title": f"Task {n}",
-            "persona": "L1 service desk agent",
-            "track": "single-agent",
-            "instruction": f"Handle incident {n}",
-            "source": source,
-        }
-        for n in ("a", "b", "bad")
-    ]
-    bundle = tmp_path / "bundle.json"
-    bundle.write_text(json.dumps({"tasks": natives}))
-    tau2_file = tmp_path / "tau2.json"
-    tau2_file.write_text(json.dumps([TAU2_TASK]))
-    with session_scope() as session:
-        import_path(bundle, session=session)
-        import_path(_harbor(tmp_path / "harbor"), session=session)
-        import_path(tau2_file, session=session)
-        versions = {
-            t.external_id: v.id
-            for t, v in session.exec(select(Task, TaskVersion).join(TaskVersion)).all()
-        }
-        rubric = ensure_rubric(load_rubric(), session=session)
-        create_round(
-            session=session,
-            actor=lead,
-            name="R1",
-            rubric=rubric,
-            task_version_ids=sorted(versions.values()),
-            k=3,
-        )
-    by_version = {v: k for k, v in versions.items()}
-    grades = {
-        "native-a": (5, "accept"),
-        "native-b": (4, "accept"),
-        "harbor-reset": (5, "accept"),
-        "tau2-1": (4, "accept"),
-        "native-bad": (1, "reject"),
-    }
-    with session_scope() as session:
-        _rate(
-            session,
-            [session.merge(e) for e in experts],
-            lambda who, v: (
-                (5, "accept")
-                if (who, by_version[v]) == ("e3", "native-b")
-                else grades[by_version[v]]
-            ),
-        )
-    natives[0]["instruction"] = "Handle incident a, now with the CMDB record"
-    bundle.write_text(json.dumps({"tasks": natives[:1]}))
-    with session_scope() as session:
-        import_path(bundle, session=session)  # native-a v2: newer, unreviewed
-    return {"lead": lead, "tmp": tmp_path, "bundle": bundle, "tau2": tau2_file}
+def manifest_of(out: Path) -> dict:
+    return json.loads((out / "manifest.json").read_text())
 
 
 def _export(reviewed, out, **options):
-    with session_scope() as session:
-        lead = session.merge(reviewed["lead"])
-        return export_set(out, session=session, actor=lead, at=AT, bootstrap=200, **options)
+    return reviewed["export"](out, **options)
 
 
 def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
@@ -177,10 +66,26 @@ def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
     assert lines[1]["instruction"] == "Handle incident a"  # the approved v1, not the newer v2
     assert result.manifest["counts"]["tasks"] == 4 and result.manifest["counts"]["ratings"] == 12
     assert result.manifest["tentative"] is None
-    assert (out / "tasks/harbor/harbor-reset/tests/test.sh").is_file()
+    script = out / "tasks/harbor/harbor-reset/tests/test.sh"
+    assert script.is_file() and script.stat().st_mode & 0o777 == 0o755
+    assert (out / "tasks/harbor/harbor-reset/instruction.md").stat().st_mode & 0o777 == 0o644
+    assert manifest_of(out)["executables"] == [
+        "tasks/harbor/harbor-reset/solution/solve.sh",
+        "tasks/harbor/harbor-reset/tests/test.sh",
+    ]
     toml = (out / "tasks/harbor/dataset.toml").read_text()
-    assert 'name = "harbor-reset"' in toml and 'digest = "sha256:' in toml
-    assert json.loads((out / "tasks/tau2/tasks.json").read_text()) == [TAU2_TASK]
+    assert 'name = "itsmreview/R1"' in toml  # the round's name, not the folder's ("set")
+    assert 'name = "itsmreview/harbor-reset"' in toml and 'digest = "sha256:' in toml
+    assert "path =" not in toml
+    task_toml = (out / "tasks/harbor/harbor-reset/task.toml").read_text()
+    assert task_toml == '[task]\nname = "itsmreview/harbor-reset"\n'
+    sidecar = json.loads((out / "tasks/harbor/itsmreview.json").read_text())
+    assert [(t["id"], t["name"], t["version"]) for t in sidecar["tasks"]] == [
+        ("harbor-reset", "itsmreview/harbor-reset", 1)
+    ]
+    assert json.loads((out / "tasks/tau2/tasks.json").read_text()) == json.loads(
+        reviewed["tau2"].read_text()
+    )
     ratings = (out / "evidence/ratings.csv").read_text()
     assert "rater-01" in ratings and "native-bad" not in ratings
     for name in ("e1", "e2", "e3", "lead"):  # pseudonymised everywhere
@@ -218,7 +123,9 @@ def test_every_format_reimports_to_the_same_tasks(reviewed):
         session.rollback()
     # native-a's export is its v1, which the catalog holds: re-importing it is a no-op
     assert sorted(native.report.unchanged) == ["harbor-reset", "native-a", "native-b", "tau2-1"]
-    assert harbor.report.unchanged == ["harbor-reset"] and tau2.report.unchanged == ["tau2-1"]
+    assert tau2.report.unchanged == ["tau2-1"]
+    # Harbor knows a task by its org/name: the re-imported task is that name, same content
+    assert harbor.report.created == ["itsmreview/harbor-reset"]
 
 
 def test_the_hugging_face_folder_loads_with_datasets(reviewed, monkeypatch):
@@ -241,14 +148,43 @@ def test_the_hugging_face_folder_loads_with_datasets(reviewed, monkeypatch):
 
 
 def test_two_exports_of_one_state_are_byte_identical(reviewed):
-    first, second = reviewed["tmp"] / "a" / "set", reviewed["tmp"] / "b" / "set"
-    _export(reviewed, first, formats=["native", "harbor", "hf", "tau2"], make_zip=True)
-    _export(reviewed, second, formats=["native", "harbor", "hf", "tau2"], make_zip=True)
+    """Folders named differently, at different times: only the manifest's time differs."""
+    everything = ["native", "harbor", "hf", "tau2"]
+    first, second = reviewed["tmp"] / "a" / "set", reviewed["tmp"] / "elsewhere" / "OUT"
+    _export(reviewed, first, formats=everything, make_zip=True)
+    with session_scope() as session:
+        export_set(
+            second,
+            session=session,
+            actor=session.merge(reviewed["lead"]),
+            at=datetime(2027, 3, 4, tzinfo=UTC),
+            bootstrap=200,
+            formats=everything,
+            make_zip=True,
+        )
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for name in files:
-        assert (first / name).read_bytes() == (second / name).read_bytes(), name
-    assert (first.parent / "set.zip").read_bytes() == (second.parent / "set.zip").read_bytes()
+        if name != Path("manifest.json"):
+            assert (first / name).read_bytes() == (second / name).read_bytes(), name
+        assert (first / name).stat().st_mode == (second / name).stat().st_mode, name
+    one, two = manifest_of(first), manifest_of(second)
+    assert one.pop("exported_at") != two.pop("exported_at")
+    assert one == two and one["name"] == "R1"
+    for path in first.rglob("*"):
+        if path.is_file():
+            assert "OUT" not in path.read_text() and '"set"' not in path.read_text(), path
+    with (
+        zipfile.ZipFile(first.parent / "set.zip") as one_zip,
+        zipfile.ZipFile(second.parent / "OUT.zip") as two_zip,
+    ):
+        assert one_zip.namelist() == two_zip.namelist()
+        assert one_zip.namelist()[0].startswith("R1/")
+        for entry in one_zip.infolist():
+            if not entry.filename.endswith("manifest.json"):
+                assert one_zip.read(entry) == two_zip.read(entry.filename), entry.filename
+        script = one_zip.getinfo("R1/tasks/harbor/harbor-reset/tests/test.sh")
+        assert (script.external_attr >> 16) & 0o777 == 0o755
 
 
 def test_ratings_read_a_batch_at_a_time_give_the_same_files(reviewed, monkeypatch):
