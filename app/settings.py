@@ -123,6 +123,12 @@ class Settings(BaseSettings):
         "other processes (its own submits wake it at once).",
     )
 
+    export_org: str = Field(
+        default="itsmreview",
+        description="Harbor org of exported task and dataset names (`org/name`) when a task "
+        "has no `org/name` of its own; `itsmreview export --org` overrides it.",
+    )
+
     def resolved_database_url(self) -> str:
         if self.database_url:
             return normalise_database_url(self.database_url)
