@@ -411,9 +411,9 @@ def csv_error(path: Path, exc: BaseException, encoding: str, block_size: int) ->
         )
     if "straddl" in text:
         line = _long_line(path, block_size)
-        where = f" (line {line:,})" if line else ""
+        where = f"line {line:,}: " if line else ""
         return (
-            f"{path}: a row{where} is longer than {block_size:,} bytes (a quote left open, or "
+            f"{path}: a row is longer than {block_size:,} bytes ({where}a quote left open, or "
             "binary data); fix the row, or raise ITSMREVIEW_MAX_LOG_ROW_BYTES"
         )
     if isinstance(exc, (OSError, EOFError)) and not isinstance(exc, pa.ArrowException):
@@ -424,7 +424,7 @@ def csv_error(path: Path, exc: BaseException, encoding: str, block_size: int) ->
     if counts:
         shown = counts.group(3)[:80].encode("unicode_escape").decode("ascii")
         return (
-            f"{path}: a row has {counts.group(2)} fields where the header has "
+            f"{path}: a CSV row has {counts.group(2)} fields where the header has "
             f"{counts.group(1)} (the row starts {shown!r}); check the separator and the quoting "
             "of that row"
         )

@@ -259,7 +259,7 @@ def test_an_over_long_row_names_its_file_and_line(session, snow, tmp_path, limit
         session,
         tmp_path,
         where,
-        r"incident.csv: a row \(line 3\) is longer than 4,096 bytes.*MAX_LOG_ROW_BYTES",
+        r"incident.csv: a row is longer than 4,096 bytes \(line 3: .*MAX_LOG_ROW_BYTES",
         linked_spec=spec,
     )
 
@@ -274,7 +274,7 @@ def test_an_extra_field_in_a_row_is_said_in_words(session, tmp_path):
         session,
         tmp_path,
         log,
-        r"log.csv: a row has 4 fields where the header has 3 \(the row starts 'c1,a,",
+        r"log.csv: a CSV row has 4 fields where the header has 3 \(the row starts 'c1,a,",
         mapping=mapping,
     )
 
