@@ -335,12 +335,56 @@ def propose_resolution(
     return proposal
 
 
+def _carry_review(
+    session: Session,
+    task: Task,
+    before: TaskVersion,
+    accepted: TaskVersion,
+    proposal: ResolutionProposal,
+    actor_id: int,
+) -> None:
+    """The version made by accepting a proposal carries on the review of the version it
+    follows: it joins each open round that holds that version (in its place in the priority
+    order), in review, instead of falling back to a draft outside every round while its task
+    still waits for a decision. Rounds where the version needs revision took it already
+    (`requeue_revisions`, a repair iteration); a version never in a round stays a draft."""
+    if before.status == TaskStatus.draft:
+        return
+    for round_id in queries.open_rounds_of_versions(session=session, task_version_ids=[before.id]):
+        place = queries.round_task_row(
+            session=session, round_id=round_id, task_version_id=before.id
+        )
+        if place is None or queries.round_task_row(
+            session=session, round_id=round_id, task_version_id=accepted.id
+        ):
+            continue
+        review_round = session.get(ReviewRound, round_id)
+        session.add(
+            RoundTask(round_id=round_id, task_version_id=accepted.id, priority=place.priority)
+        )
+        accepted.status = TaskStatus.in_review
+        task.status = TaskStatus.in_review
+        task.updated_at = utcnow()
+        session.flush()
+        append_entry(
+            session=session,
+            artifact_type="task",
+            artifact_id=f"{task.external_id}@v{accepted.version}",
+            action="requeue",
+            source_kind="system",
+            actor_id=actor_id,
+            reference=f"round {review_round.name}",
+            payload={"accepted_proposal": proposal.id, "follows_task_version_id": before.id},
+        )
+
+
 def decide_proposal(
     *, session: Session, actor: User, proposal_id: int, accept: bool, reason: str = ""
 ) -> ResolutionProposal:
     """A lead accepts a proposal, which makes the task's next version with it among the
-    task's alternatives (that version re-enters the round if the last one needs revision),
-    or dismisses it."""
+    task's alternatives, or dismisses it. The new version takes the place of the task's
+    newest version in its open rounds (a repair iteration where that one needs revision),
+    in review: an acceptance never turns a task under review into a draft."""
     require_role(actor, Role.lead)
     proposal = session.get(ResolutionProposal, proposal_id)
     if proposal is None:
@@ -382,10 +426,11 @@ def decide_proposal(
             source_format=newest.source_format,
             actor_id=actor.id,
         )
-        proposal.accepted_version_id = catalog_queries.latest_version(
-            session=session, task_id=task.id
-        ).id
+        accepted = catalog_queries.latest_version(session=session, task_id=task.id)
+        proposal.accepted_version_id = accepted.id
         requeue_revisions(session=session, external_ids=[task.external_id], actor_id=actor.id)
+        if accepted.id != newest.id:
+            _carry_review(session, task, newest, accepted, proposal, actor.id)
     session.flush()
     append_entry(
         session=session,

@@ -93,3 +93,15 @@ def forget_old_sessions(*, session: Session, before) -> None:
             or_(LoginSession.expires_at < before, LoginSession.ended_at < before)
         )
     )
+
+
+def acting_rows(*, session: Session, user_ids: list[int]) -> dict[int, object]:
+    """user id -> (username, active, role, session_epoch) as stored now, read in the caller's
+    transaction: on PostgreSQL the rows stay share-locked until it ends, so a concurrent
+    deactivation, role change or password reset waits for it, or it sees theirs."""
+    query = select(User.id, User.username, User.active, User.role, User.session_epoch).where(
+        User.id.in_(user_ids)
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update(read=True)
+    return {row.id: row for row in session.exec(query).all()}

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from itsmreview.accounts import queries
+from itsmreview.accounts import acting, queries
 from itsmreview.accounts.models import Role, User
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -38,6 +38,18 @@ def verify_password(password_hash: str, password: str) -> bool:
 
 def generate_password() -> str:
     return secrets.token_urlsafe(12)
+
+
+MODEL_NEVER_LOGS_IN = (
+    "{name} is a model rater: it rates through model reviews only and never logs in, so it "
+    "has no password and cannot be activated (`itsmreview users list` shows the people)"
+)
+
+
+def refuse_model(user: User) -> None:
+    """Raise InvalidInput when `user` is a model rater (no login, password or activation)."""
+    if Role(user.role) == Role.model:
+        raise InvalidInput(MODEL_NEVER_LOGS_IN.format(name=repr(user.username)))
 
 
 def person_role(role: Role | str) -> Role:
@@ -140,6 +152,9 @@ def authenticate(
             f"too many failed logins; wait {wait:.0f} s before trying again", wait_s=wait
         )
     user = queries.user_by_username(session=session, username=name)
+    if user is not None and Role(user.role) == Role.model:
+        # whatever its row says (a hand-set password, active): a model never logs in
+        raise PermissionDenied(MODEL_NEVER_LOGS_IN.format(name=repr(user.username)))
     valid = verify_password(user.password_hash if user else _DUMMY_HASH, password)
     if user is not None and user.active and valid:
         if _hasher.check_needs_rehash(user.password_hash):
@@ -172,7 +187,7 @@ def revalidate(*, session: Session, check: SessionCheck) -> User:
     Raises PermissionDenied when the user is gone, deactivated, or their sessions were ended
     (deactivation, role change, password reset) since the session began."""
     user = queries.user_by_id(session=session, user_id=check.user_id)
-    if user is None or not user.active:
+    if user is None or not user.active or Role(user.role) == Role.model:
         raise PermissionDenied("your account is no longer active; ask an admin")
     if user.session_epoch != check.epoch:
         raise PermissionDenied("your session has ended (your account was changed); log in again")
@@ -229,10 +244,17 @@ def end_session(*, session: Session, token: str) -> None:
 
 
 def require_role(user: User | None, *roles: Role) -> User:
-    """`user` if it has one of `roles` (admins pass every check). Raises PermissionDenied."""
+    """`user` if it has one of `roles` (admins pass every check). Raises PermissionDenied.
+    The user is checked again when the transaction that acts for them commits a write
+    (`acting`): still active, same role, same session epoch, or nothing is written."""
     if user is None:
         raise PermissionDenied("log in first")
+    if user.role == Role.model:
+        raise PermissionDenied(
+            f"{user.username} is a model rater; it acts only through model reviews"
+        )
     if user.role == Role.admin or user.role in roles:
+        acting.note(user)
         return user
     allowed = " or ".join(r.value for r in roles)
     raise PermissionDenied(f"this needs the {allowed} role; {user.username} is {user.role}")
@@ -272,6 +294,7 @@ def _record(session: Session, actor: User, user: User, action: str, payload: dic
     from itsmreview.ledger.service import append_entry
 
     user.session_epoch += 1  # every open session of the user ends
+    acting.epoch_moved(session, user.id)  # an admin's change of themself still commits
     session.add(user)
     queries.end_login_sessions(session=session, user_id=user.id, now=utcnow())
     session.flush()
@@ -290,6 +313,7 @@ def set_active(*, session: Session, actor: User, username: str, active: bool) ->
     """Deactivate (no login, open sessions end) or reactivate a user. Admins only; an admin
     cannot deactivate themself. Recorded in the ledger."""
     user = _managed_user(session, actor, username)
+    refuse_model(user)
     if not active and user.id == actor.id:
         raise Conflict("you cannot deactivate yourself; ask another admin")
     if user.active == active:
@@ -324,6 +348,7 @@ def reset_password(
     """Give a user a new password (generated unless given; returned once) and end their open
     sessions and login throttling. Admins only. Recorded in the ledger (never the password)."""
     user = _managed_user(session, actor, username)
+    refuse_model(user)
     generated = None
     if password is None:
         password = generated = generate_password()
@@ -355,7 +380,7 @@ def user_for_identity(*, session: Session, email: str | None) -> User:
     if not email:
         raise PermissionDenied("the identity provider sent no e-mail address")
     user = queries.user_by_email(session=session, email=email.strip().lower())
-    if user is None or not user.active:
+    if user is None or not user.active or Role(user.role) == Role.model:
         raise PermissionDenied(
             f"no itsmreview account for {email}; ask an admin to add you "
             "(itsmreview users add NAME --role ... --email ...)"

@@ -63,7 +63,19 @@ def current_user() -> User | None:
         if data:
             st.session_state[ENDED_KEY] = str(exc)
         return None
-    return User(**{k: v for k, v in st.session_state[USER_KEY].items() if k != "epoch"})
+    # the epoch travels with the user: a write checks it again when it commits
+    # (accounts.acting), so a tab drawn before the account changed writes nothing
+    data = st.session_state[USER_KEY]
+    return User(**{k: v for k, v in data.items() if k != "epoch"}, session_epoch=data["epoch"])
+
+
+def end_here(message: str) -> None:
+    """A write found this tab's session ended: forget the login here and say why on the
+    login form the next run shows."""
+    if token := st.session_state.pop(TOKEN_KEY, None):
+        st.session_state[REFUSED_KEY] = token
+    st.session_state.pop(USER_KEY, None)
+    st.session_state[ENDED_KEY] = message[:1].upper() + message[1:]
 
 
 def session_ended_message() -> str | None:
@@ -179,8 +191,9 @@ START_PAGES = {
 
 
 def start_page(user: User) -> str:
-    """The page a user lands on after logging in, relative to the entry script."""
-    return START_PAGES[Role(user.role)]
+    """The page a user lands on after logging in, relative to the entry script (the home
+    page for a role without one; `authenticate` never lets a model rater in)."""
+    return START_PAGES.get(Role(user.role), "views/home.py")
 
 
 _COOKIE_JS = r"""

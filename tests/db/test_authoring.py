@@ -392,7 +392,12 @@ def test_a_lead_accepts_a_proposed_resolution_into_the_next_version(session):
     assert newest.extra["alternatives"] == [
         {"id": f"proposal-{first.id}", "description": "Resolve.", "changes": [], "source": "expert"}
     ]
-    assert first.accepted_version_id == newest.id and task.status == "draft"
+    # the task was in review: its new version carries the review on, in the round
+    assert first.accepted_version_id == newest.id
+    assert (newest.status, task.status) == ("in_review", "in_review")
+    assert queries.round_task_row(
+        session=session, round_id=assignment.round_id, task_version_id=newest.id
+    )
     frame = queries.proposals_frame(session=session)
     assert dict(zip(frame["id"], frame["status"], strict=True)) == {
         first.id: "accepted",
