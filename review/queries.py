@@ -1777,13 +1777,29 @@ def version_status_rows(*, session: Session, round_id: int, tasks) -> list:
 
 def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
     """Insert machine check results (column -> value each) in a few statements; returns their
-    ids in the order of `rows`."""
+    ids in the order of `rows`. The ids are taken first (a block of the sequence on
+    PostgreSQL; on SQLite the next ones after the largest, under its write lock), so the rows
+    go in as one executemany, not one INSERT ... RETURNING a row."""
     from itsmreview.review.models import MachineCheck
 
     if not rows:
         return []
     table = MachineCheck.__table__
-    result = session.connection().execute(
-        insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
+    if session.get_bind().dialect.name == "postgresql":
+        ids = list(
+            session.execute(
+                text(
+                    "SELECT nextval(pg_get_serial_sequence('machine_checks', 'id')) "
+                    "FROM generate_series(1, :n)"
+                ),
+                {"n": len(rows)},
+            ).scalars()
+        )
+    else:
+        session.execute(update(table).where(literal(False)).values(id=table.c.id))  # the lock
+        last = session.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()
+        ids = list(range(last + 1, last + 1 + len(rows)))
+    session.connection().execute(
+        insert(table), [{**row, "id": id_} for id_, row in zip(ids, rows, strict=True)]
     )
-    return [row[0] for row in result]
+    return ids
