@@ -31,9 +31,11 @@ def ledger_verify(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Recompute the hash chain and the content every entry commits to (ratings, task
-    versions, adjudications, gates, statuses, exports); exit 1 naming each object that differs
-    or is not covered, or when --expect-head does not match. Prints the head it ends on."""
+    """Recompute the hash chain and check the database against it both ways: each entry's
+    object exists and is what the entry commits to (ratings, task versions, machine checks,
+    team mappings, proposals, adjudications, gates, logs, exports), each object has its
+    entry, statuses are the recorded decisions. Exit 1 naming each problem (object, entry,
+    what differs), or when --expect-head does not match. Prints the head it ends on."""
     from itsmreview.provenance.service import verify_ledger
 
     ensure_schema()
@@ -57,7 +59,10 @@ def ledger_verify(
     if report.expected_head_problem:
         fail(f"expected head: {report.expected_head_problem}")
     if report.problems:
-        fail(f"{len(report.problems)} object(s) do not match the ledger; head {head}")
+        fail(
+            f"{len(report.problems)} problem(s): the database does not match the ledger "
+            f"(missing objects, objects without entries, changed content or statuses); head {head}"
+        )
     if not as_json:
         typer.echo(
             f"ledger ok: {report.entries} entries, chain intact, {report.objects_checked} "
