@@ -155,7 +155,7 @@ def read_checks(path: Path | str) -> list[CheckIn]:
     if not items:
         raise ValueError(f"{path}: holds no check result")
     out, problems = [], []
-    for where, item in items:
+    for number, (where, item) in enumerate(items, start=1):
         try:
             out.append(CheckIn.model_validate(item))
         except ValidationError as exc:
@@ -163,14 +163,16 @@ def read_checks(path: Path | str) -> list[CheckIn]:
                 field = ".".join(str(p) for p in error["loc"]) or "(the record)"
                 message = error["msg"].removeprefix("Value error, ")
                 problems.append(f"  {where}.{field}: {message}")
-        if len(problems) >= 20:
+        if len(problems) >= MAX_PROBLEMS and number < len(items):
+            stop = f"  (stopped at {where} of {len(items):,} records: fix these, import again)"
+            problems.append(stop)
             break
     if problems:
-        raise ValueError(
-            f"{path}: problem(s) in check results (the first {len(problems)}):\n"
-            + "\n".join(problems[:20])
-        )
+        raise ValueError(f"{path}: problems in check results\n" + "\n".join(problems))
     return out
+
+
+MAX_PROBLEMS = 20  # listed before reading stops: a wrong file would list every record
 
 
 def _resolve(path, found: list[CheckIn], session: Session) -> list[tuple]:

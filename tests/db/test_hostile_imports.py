@@ -247,3 +247,14 @@ def test_a_new_version_named_twice_in_one_file_is_numbered_in_order(configured, 
     with session_scope() as session:
         versions = session.exec(select(TaskVersion.version, TaskVersion.instruction)).all()
     assert sorted(tuple(v) for v in versions) == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_file_of_bad_records_lists_the_first_twenty_and_stops(catalog):
+    path = _checks(catalog, [{**GOOD, "status": "maybe"}] * 10_000)
+    before = _state()
+    result = CliRunner().invoke(app, ["checks", "import", str(path)])
+    assert result.exit_code == 1
+    listed = [line for line in result.output.splitlines() if ".status: status 'maybe'" in line]
+    assert len(listed) == checks_module.MAX_PROBLEMS
+    assert "stopped at $[19] of 10,000 records" in result.output and len(result.output) < 4000
+    assert _state() == before
