@@ -177,18 +177,28 @@ else:
         data.disagreements[["external_id", "title", "reasons"]],
         {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
     )
-    with st.form("adjudicate"):
-        choice = st.selectbox(
-            "Task",
-            data.disagreements["task_version_id"].tolist(),
-            format_func=dict(
-                zip(data.disagreements["task_version_id"], data.disagreements["title"], strict=True)
-            ).get,
+    choice = st.selectbox(
+        "Task",
+        data.disagreements["task_version_id"].tolist(),
+        format_func=dict(
+            zip(data.disagreements["task_version_id"], data.disagreements["title"], strict=True)
+        ).get,
+        index=None,
+        placeholder="Choose the task you decide",
+        key="adjudicate-task",
+    )
+    # the form and its widgets belong to the chosen task: another task starts blank, never
+    # with the decision or reason typed for the last one
+    form = f"adjudicate-{choice if choice is not None else 'none'}"
+    with st.form(form):
+        decision = st.radio(
+            "Decision",
+            ["accept", "revise", "reject"],
+            horizontal=True,
             index=None,
-            placeholder="Choose the task you decide",
+            key=f"{form}-decision",
         )
-        decision = st.radio("Decision", ["accept", "revise", "reject"], horizontal=True, index=None)
-        reason = st.text_area("Reason (kept in the ledger)")
+        reason = st.text_area("Reason (kept in the ledger)", key=f"{form}-reason")
         submitted = st.form_submit_button("Record decision", type="primary")
     if submitted and (choice is None or decision is None):
         st.error("Choose the task and your decision; nothing was recorded.")
@@ -202,6 +212,8 @@ else:
             round_name=data.round_name,
         )
         if result is not FAILED:
+            for key in ("adjudicate-task", f"{form}-decision", f"{form}-reason"):
+                st.session_state.pop(key, None)  # recorded: the form starts blank
             announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
             st.rerun()
 

@@ -307,29 +307,90 @@ def _first_waiting_task_version() -> int:
         return int(board.disagreements["task_version_id"].iloc[0])
 
 
+def _waiting_task_versions() -> list[int]:
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.dashboard import dashboard
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        board = dashboard(session=session, actor=lead, bootstrap=0)
+        return [int(v) for v in board.disagreements["task_version_id"]]
+
+
 def test_dashboard_shows_agreement_and_a_lead_adjudicates(demo_configured):
     at = log_in("lead")
     assert any(h.value.startswith("Agreement in") for h in at.subheader)
     assert len(at.get("plotly_chart")) >= 3  # alpha, bias heatmap, progress
     waiting = int(next(m.value for m in at.metric if m.label == "Adjudication"))
     assert waiting >= 1
-    at.text_area[0].input("Checked the ground truth against the vendor contract.")
+    at.text_area(key="adjudicate-none-reason").input("Checked the vendor contract.")
     decision = next(r for r in at.radio if r.label == "Decision")
     task = next(b for b in at.selectbox if b.label == "Task")
     assert decision.value is None and task.value is None  # nothing is decided for the lead
-    at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
+    at.button(key="FormSubmitter:adjudicate-none-Record decision").click().run()
     assert [e.value for e in at.error] == [
         "Choose the task and your decision; nothing was recorded."
     ]
-    next(r for r in at.radio if r.label == "Decision").set_value("accept")
-    task = next(b for b in at.selectbox if b.label == "Task")
-    task.set_value(_first_waiting_task_version())
-    at.text_area[0].input("Checked the ground truth against the vendor contract.")
-    at.button(key="FormSubmitter:adjudicate-Record decision").click().run()
+    chosen = _first_waiting_task_version()
+    at.selectbox(key="adjudicate-task").set_value(chosen).run()
+    # the chosen task's form starts blank: nothing typed before is carried over
+    assert at.text_area(key=f"adjudicate-{chosen}-reason").value == ""
+    at.radio(key=f"adjudicate-{chosen}-decision").set_value("accept")
+    at.text_area(key=f"adjudicate-{chosen}-reason").input("Checked the vendor contract.")
+    at.button(key=f"FormSubmitter:adjudicate-{chosen}-Record decision").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert [n.startswith("Recorded: task is now") for n in toasts(at)] == [True]
     left = [int(m.value) for m in at.metric if m.label == "Adjudication"]
     assert left == ([waiting - 1] if waiting > 1 else [])
+
+
+def _adjudications() -> list[tuple[int, str, str]]:
+    """(task version, decision, reason) of every adjudication ledger entry, oldest first."""
+    from itsmreview.db import session_scope
+    from itsmreview.ledger.models import LedgerEntry
+    from itsmreview.review.models import Adjudication
+    from sqlmodel import select
+
+    with session_scope() as session:
+        entries = session.exec(
+            select(LedgerEntry)
+            .where(LedgerEntry.artifact_type == "adjudication")
+            .order_by(LedgerEntry.seq)
+        ).all()
+        return [
+            (
+                e.payload["task_version_id"],
+                e.payload["decision"],
+                session.get(Adjudication, int(e.artifact_id)).reason,
+            )
+            for e in entries
+        ]
+
+
+def test_the_next_adjudication_never_inherits_the_last_reason(demo_configured):
+    at = log_in("lead")
+    assert len(_waiting_task_versions()) >= 2  # the demo leaves two for a lead to decide
+    first = _first_waiting_task_version()
+    at.selectbox(key="adjudicate-task").set_value(first).run()
+    at.radio(key=f"adjudicate-{first}-decision").set_value("revise")
+    at.text_area(key=f"adjudicate-{first}-reason").input("The verifier misses the SLA clock.")
+    at.button(key=f"FormSubmitter:adjudicate-{first}-Record decision").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    # recorded: the form is blank again, no task chosen, no decision, no reason
+    assert at.selectbox(key="adjudicate-task").value is None
+    assert at.radio(key="adjudicate-none-decision").value is None
+    assert at.text_area(key="adjudicate-none-reason").value == ""
+    second = next(v for v in _waiting_task_versions() if v != first)
+    at.selectbox(key="adjudicate-task").set_value(second).run()
+    assert at.radio(key=f"adjudicate-{second}-decision").value is None
+    assert at.text_area(key=f"adjudicate-{second}-reason").value == ""
+    # pressing Record now records nothing under the second task (no decision, no reason)
+    at.button(key=f"FormSubmitter:adjudicate-{second}-Record decision").click().run()
+    assert [e.value for e in at.error] == [
+        "Choose the task and your decision; nothing was recorded."
+    ]
+    assert _adjudications() == [(first, "revise", "The verifier misses the SLA clock.")]
 
 
 def test_task_browser_filters_and_shows_a_task(demo_configured):
@@ -923,6 +984,66 @@ def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
     lead.button(key=next(b.key for b in lead.button if b.label == "Accept")).click().run()
     assert not lead.exception and not lead.error, [e.value for e in lead.error]
     assert toasts(lead) == [f"Accepted: {task} has a new version with it."]
+    # the task was under review: its new version carries the review on, never a draft
+    assert _newest_status(task) == ("in_review", "in_review", 2)
+
+
+def _newest_status(external_id: str) -> tuple[str, str, int]:
+    """(newest version's status, task's status, how many versions are in a round)."""
+    from itsmreview.catalog.models import Task, TaskVersion
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import RoundTask
+    from sqlmodel import select
+
+    with session_scope() as session:
+        task = session.exec(select(Task).where(Task.external_id == external_id)).one()
+        versions = session.exec(
+            select(TaskVersion).where(TaskVersion.task_id == task.id).order_by(TaskVersion.version)
+        ).all()
+        in_rounds = session.exec(
+            select(RoundTask.task_version_id).where(
+                RoundTask.task_version_id.in_([v.id for v in versions])
+            )
+        ).all()
+        return versions[-1].status, task.status, len(set(in_rounds))
+
+
+def _ratings_of(username: str) -> int:
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rating
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    with session_scope() as session:
+        user = user_by_username(session=session, username=username)
+        return session.exec(
+            select(func.count()).select_from(Rating).where(Rating.expert_id == user.id)
+        ).one()
+
+
+@pytest.mark.parametrize("change", ["deactivate", "set-role"])
+def test_a_submit_from_a_tab_drawn_before_the_account_changed_writes_nothing(
+    demo_configured, change
+):
+    from itsmreview.accounts.service import set_active, set_role
+
+    at = open_page(log_in("expert1"), "queue")
+    for radio in at.radio:
+        radio.set_value(radio.options[-1])
+    before = _ratings_of("expert1")
+    if change == "deactivate":
+        _as_admin(set_active, username="expert1", active=False)
+    else:
+        _as_admin(set_role, username="expert1", role="lead")
+    # (AppTest runs the whole script for a fragment's button, so the page's own check of the
+    # login answers first here; a browser runs the fragment alone: tests/e2e covers that)
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.exception, at.exception
+    assert _ratings_of("expert1") == before
+    shown = [w.value for w in at.warning] + [e.value for e in at.error]
+    assert any("no longer active" in t or "session has ended" in t for t in shown), shown
+    assert "itsmreview_user" not in at.session_state
 
 
 def test_the_lead_reads_authoring_figures_and_filters_tasks_by_difficulty(demo_configured):
