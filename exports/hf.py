@@ -218,7 +218,7 @@ def card(
     fields = "\n".join(f"- `{key}`: {text}" for key, text in FIELDS.items())
     kinds = {log["origin"] for log in logs}
     if kinds == {"synthetic"}:
-        source_claim = "synthetic event logs, generated rather than recorded from real operations,"
+        source_claim = "synthetic event logs (generated, not recorded from real operations)"
     elif kinds == {"real"}:
         source_claim = "real operational event logs"
     elif logs:

@@ -132,6 +132,12 @@ def export_create(
         f"exported {result.tasks} approved task(s) ({', '.join(result.formats)}) with "
         f"{counts['ratings']} rating(s) to {result.path}"
     )
+    for kind, source in (("harbor", "Harbor task folders"), ("tau2", "tau2-bench files")):
+        if kind in result.formats and counts.get(kind, 0) < result.tasks:
+            typer.echo(
+                f"{kind}: {counts.get(kind, 0)} of {result.tasks} task(s); only tasks imported "
+                f"from {source} have a {kind} form, the others are in the native and hf files"
+            )
     typer.echo(f"manifest sha256: {result.manifest_sha256}")
     if result.zip_path:
         typer.echo(f"zip: {result.zip_path}")
