@@ -111,6 +111,7 @@ def _fields(
 ) -> dict[str, Any]:
     if source_kind not in SOURCE_KINDS:
         raise ValueError(f"source_kind {source_kind!r} is not one of {', '.join(SOURCE_KINDS)}")
+    stored = dict(payload) if _flat(payload) else json.loads(chain.canonical_json(payload or {}))
     return {
         "artifact_type": artifact_type,
         "artifact_id": str(artifact_id),
@@ -119,8 +120,19 @@ def _fields(
         "reference": reference,
         "action": action,
         "actor_id": actor_id,
-        "payload": json.loads(chain.canonical_json(payload or {})),
+        "payload": stored,
     }
+
+
+_PLAIN = (str, int, type(None))
+
+
+def _flat(payload: dict[str, Any] | None) -> bool:
+    """Whether the payload is stored and hashed as it is (text keys, text, whole-number or
+    null values), so the JSON round trip that makes it so can be skipped."""
+    return bool(payload) and all(
+        type(key) is str and type(value) in _PLAIN for key, value in payload.items()
+    )
 
 
 def _defer(session: Session, items: list[dict[str, Any]]) -> None:

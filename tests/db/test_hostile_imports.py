@@ -258,3 +258,26 @@ def test_a_file_of_bad_records_lists_the_first_twenty_and_stops(catalog):
     assert len(listed) == checks_module.MAX_PROBLEMS
     assert "stopped at $[19] of 10,000 records" in result.output and len(result.output) < 4000
     assert _state() == before
+
+
+def test_appended_payloads_are_stored_as_hashed(configured):
+    """A flat payload is taken as it is (a copy: the caller may change its dict after), any
+    other through JSON (tuples become lists), so the stored entry verifies either way."""
+    from itsmreview.ledger.models import LedgerEntry
+    from itsmreview.ledger.service import append_entries
+
+    flat = {"task": "t0@v1", "n": 3, "none": None}
+    other = {"pair": (1, 2), "nested": {"b": [3]}, "ratio": 0.5, "yes": True}
+    entry = {"artifact_type": "x", "artifact_id": 1, "action": "a", "source_kind": "system"}
+    with session_scope() as session:
+        append_entries(
+            session=session, entries=[{**entry, "payload": flat}, {**entry, "payload": other}]
+        )
+        flat["n"] = 4
+    with session_scope() as session:
+        payloads = session.exec(select(LedgerEntry.payload).order_by(LedgerEntry.seq)).all()
+        assert [p[0] for p in payloads] == [
+            {"task": "t0@v1", "n": 3, "none": None},
+            {"pair": [1, 2], "nested": {"b": [3]}, "ratio": 0.5, "yes": True},
+        ]
+        assert verify_chain(session=session).ok
