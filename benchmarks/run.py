@@ -7,6 +7,7 @@ file, and pm4py's `format_dataframe` + `get_variants`.
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -19,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEP
 from measure import peak_mb  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-BPI2013 = ROOT.parent / "shared" / "data" / "logs" / "bpi2013_incidents.csv.gz"
+REAL_DATA = Path(os.environ.get("ITSMREVIEW_TEST_DATA") or ROOT.parent / "shared" / "data")
+BPI2013 = REAL_DATA / "logs" / "bpi2013_incidents.csv.gz"
 
 
 def child(task: str, path: str, warm_up: bool = True) -> dict:

@@ -1,7 +1,8 @@
 """Shared fixtures: real SQLite and PostgreSQL engines, settings, the real data folder.
 
-A test that needs PostgreSQL, Chromium or ../shared/data skips locally when they are
+A test that needs PostgreSQL, Chromium or the real data folder skips locally when they are
 missing, and fails instead when ITSMREVIEW_REQUIRE_ALL_TESTS=1 (as .ci/run sets it).
+ITSMREVIEW_TEST_DATA names the real data folder (default: ../shared/data beside the checkout).
 """
 
 import os
@@ -17,7 +18,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("ITSMREVIEW_TEST_DATA") or ROOT.parent / "shared" / "data")
 STRICT = os.environ.get("ITSMREVIEW_REQUIRE_ALL_TESTS") == "1"
 POSTGRES_URL = os.environ.get(
     "ITSMREVIEW_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -35,7 +36,11 @@ def need(condition: bool, reason: str) -> None:
 
 def shared_file(*parts: str) -> Path:
     path = SHARED_DATA.joinpath(*parts)
-    need(path.is_file(), f"real data file {path} is missing")
+    need(
+        path.is_file(),
+        f"real data file {path} is missing: set ITSMREVIEW_TEST_DATA to the folder that holds "
+        f"{'/'.join(parts)} (default ../shared/data beside the checkout)",
+    )
     return path
 
 
