@@ -281,3 +281,22 @@ def test_appended_payloads_are_stored_as_hashed(configured):
             {"pair": [1, 2], "nested": {"b": [3]}, "ratio": 0.5, "yes": True},
         ]
         assert verify_chain(session=session).ok
+
+
+def test_a_harbor_task_whose_instruction_is_a_fifo_is_refused_without_waiting(configured, tmp_path):
+    folder = tmp_path / "reset"
+    folder.mkdir()
+    (folder / "task.toml").write_text('[task]\nname = "reset"\n')
+    os.mkfifo(folder / "instruction.md")
+    before = _state()
+    done = subprocess.run(
+        [sys.executable, "-m", "itsmreview.cli", "tasks", "import", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONSAFEPATH": "1"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"{folder / 'instruction.md'}: is a FIFO (named pipe), not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert _state() == before

@@ -4,7 +4,7 @@ import tomllib
 from pathlib import Path
 
 from itsmreview.catalog.formats.common import ORIGINAL, ORIGINAL_FORMAT, FormatError, text_block
-from itsmreview.files import UnsafePath, is_within, safe_join, walk_files
+from itsmreview.files import UnsafePath, is_within, read_text_bounded, safe_join, walk_files
 
 TEXT_LIMIT = 200_000  # characters of one file kept in the task (binary files are listed only)
 MAX_FILES = 2_000  # files in one task folder
@@ -45,12 +45,10 @@ def _files(folder: Path) -> dict[str, str | None]:
 def _read_small(path: Path) -> str:
     if path.is_symlink() and not is_within(path.parent, path):
         raise FormatError(f"{path} is a link to {path.resolve()}, outside the task folder")
-    if path.stat().st_size > 4 * TEXT_LIMIT:
-        raise FormatError(f"{path}: {path.stat().st_size:,} bytes, over {4 * TEXT_LIMIT:,}")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:  # a regular file only (a FIFO would block), its size checked before reading
+        return read_text_bounded(path, 4 * TEXT_LIMIT, what="Harbor task file")
+    except ValueError as exc:
+        raise FormatError(str(exc)) from None
 
 
 def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
@@ -61,7 +59,7 @@ def read_task(folder: Path, *, persona: str, log: str | None) -> dict:
     except tomllib.TOMLDecodeError as exc:
         raise FormatError(f"{toml_path}: invalid TOML: {exc}") from None
     instruction_path = folder / "instruction.md"
-    if not instruction_path.is_file():
+    if not instruction_path.exists():
         raise FormatError(f"{folder}: instruction.md is missing (every Harbor task has one)")
     instruction = _read_small(instruction_path)
     task_table = config.get("task") if isinstance(config.get("task"), dict) else {}
