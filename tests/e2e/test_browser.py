@@ -383,3 +383,60 @@ def test_a_link_as_the_servers_first_request_opens_the_app_not_its_files(server,
     _wait_for_heading(browser, "Dashboard")
     time.sleep(1)
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
+
+
+@pytest.fixture
+def served(demo_database, tmp_path):
+    """The demo served from a copy, with that copy's path (to change and read it directly)."""
+    source, data_dir = demo_database
+    database = tmp_path / "demo.db"
+    shutil.copyfile(source, database)
+    with _serving(database, data_dir, tmp_path) as url:
+        yield url, database
+
+
+def _submitted_by(database: Path, username: str) -> int:
+    with sqlite3.connect(database) as connection:
+        return connection.execute(
+            "SELECT count(*) FROM ratings JOIN users ON users.id = ratings.expert_id "
+            "WHERE users.username = ? AND ratings.status = 'submitted'",
+            (username,),
+        ).fetchone()[0]
+
+
+def test_a_tab_open_when_its_expert_is_deactivated_submits_nothing(served, browser, tmp_path):
+    """The rubric is a fragment: its submit runs without the page's own check of the login,
+    so the write checks the session itself when it commits."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server, database = served
+    wait = WebDriverWait(browser, 45)
+    _log_in(browser, server, "expert1")
+    _wait_for_heading(browser, "My queue")
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your rating"))
+    wait.until(lambda b: b.switch_to.active_element.get_attribute("type") == "radio")
+    for key in "4343452344" + "1" + "4":  # ten dimensions, the verdict, the confidence
+        ActionChains(browser).send_keys(key).perform()
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Draft kept"))
+    assert browser.switch_to.active_element.text == "Submit rating"
+    before = _submitted_by(database, "expert1")
+    deactivated = subprocess.run(
+        [sys.executable, "-m", "itsmreview.cli", "users", "deactivate", "expert1"],
+        env=dict(os.environ, ITSMREVIEW_DATABASE_URL=f"sqlite:///{database}"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert deactivated.returncode == 0, deactivated.stderr
+    ActionChains(browser).send_keys(Keys.ENTER).perform()  # the tab that was already open
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "session has ended"))
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "sign in again" in body and "nothing was saved" in body
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']")))
+    time.sleep(1)  # a write that slipped through would have committed by now
+    assert _submitted_by(database, "expert1") == before
+    _screenshot(browser, tmp_path, "session-ended.png")
