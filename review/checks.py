@@ -289,10 +289,10 @@ BATCH = 10_000  # check results inserted and chained together
 def check_content(check: MachineCheck) -> dict:
     """What a machine check's ledger entry commits to: the stored result, every field that
     the gate or a reader uses."""
-    return _content(
-        {name: getattr(check, name) for name in ("task_version_id", "check", "status")}
-        | {name: getattr(check, name) for name in ("summary", "details", "tool", "ran_at")}
-    )
+    return _content({name: getattr(check, name) for name in _CONTENT})
+
+
+_CONTENT = ("task_version_id", "check", "status", "summary", "details", "tool", "ran_at")
 
 
 def _content(row: dict) -> dict:
