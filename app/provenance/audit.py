@@ -428,6 +428,9 @@ class _Audit:
         for start in range(0, len(found), BATCH):
             ids = [i for i, _ in found[start : start + BATCH]]
             queued = queries.queued_entries(session=self.session, rating_ids=ids)
+            chained = queries.rating_commitments_after(
+                session=self.session, rating_ids=ids, after=self.last_seq
+            )
             ratings, scores = queries.ratings_by_ids(session=self.session, ids=ids)
             for rating_id in ids:
                 rating = ratings.get(rating_id)
@@ -454,7 +457,7 @@ class _Audit:
                     else:
                         self.report.queued += 1
                     continue
-                later = queries.rating_commitment(session=self.session, rating_id=rating_id)
+                later = chained.get(rating_id)
                 if later is None:
                     self.add(
                         "rating", rating_id, UNCOVERED, None, "no ledger entry commits to it", label

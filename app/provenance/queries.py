@@ -22,70 +22,25 @@ def entries(*, session: Session, where=None) -> Iterator:
     return ledger_queries.entry_rows(session=session, where=where, batch=20_000)
 
 
-def ratings_batches(*, session: Session, batch: int = 5_000) -> Iterator[tuple[list, dict]]:
-    """Submitted ratings in id batches, each with {rating id: {dimension: value}}."""
-    after = 0
-    while True:
-        ratings = session.exec(
-            select(Rating)
-            .where(Rating.id > after, Rating.status == "submitted")
-            .order_by(Rating.id)
-            .limit(batch)
-        ).all()
-        if not ratings:
-            return
-        low, high = ratings[0].id, ratings[-1].id
-        scores: dict[int, dict] = {}
-        for rating_id, dimension, value in session.exec(
-            select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
-                RatingScore.rating_id.between(low, high)
-            )
-        ).all():
-            scores.setdefault(rating_id, {})[dimension] = value
-        yield list(ratings), scores
-        after = high
-        session.expunge_all()
-
-
-def rating_commitment(*, session: Session, rating_id: int) -> tuple[int, str | None] | None:
-    """(seq, content digest) of the newest ledger entry of a rating, None when it has none."""
-    entry = session.exec(
-        select(LedgerEntry.seq, LedgerEntry.payload)
-        .where(LedgerEntry.artifact_type == "rating", LedgerEntry.artifact_id == str(rating_id))
-        .order_by(LedgerEntry.seq.desc())
-        .limit(1)
-    ).first()
-    return None if entry is None else (entry[0], (entry[1] or {}).get("content_sha256"))
-
-
-def versions_batches(*, session: Session, batch: int = 2_000) -> Iterator[tuple[list, dict]]:
-    """(Task, TaskVersion) pairs in version-id batches, with {version id: [Transcript]}."""
-    after = 0
-    while True:
-        pairs = session.exec(
-            select(Task, TaskVersion)
-            .join(Task, Task.id == TaskVersion.task_id)
-            .where(TaskVersion.id > after)
-            .order_by(TaskVersion.id)
-            .limit(batch)
-        ).all()
-        if not pairs:
-            return
-        low, high = pairs[0][1].id, pairs[-1][1].id
-        transcripts: dict[int, list] = {}
-        for transcript in session.exec(
-            select(Transcript)
-            .where(Transcript.task_version_id.between(low, high))
-            .order_by(Transcript.id)
-        ).all():
-            transcripts.setdefault(transcript.task_version_id, []).append(transcript)
-        yield list(pairs), transcripts
-        after = high
-        session.expunge_all()
-
-
-def adjudications(*, session: Session) -> list[Adjudication]:
-    return list(session.exec(select(Adjudication).order_by(Adjudication.id)).all())
+def rating_commitments_after(
+    *, session: Session, rating_ids: list[int], after: int
+) -> dict[int, tuple[int, str | None]]:
+    """rating id -> (seq, content digest) of the newest entry of each of these ratings chained
+    after seq `after` (while the audit read the chain)."""
+    if not rating_ids:
+        return {}
+    found: dict[int, tuple[int, str | None]] = {}
+    for ident, seq, payload in session.exec(
+        select(LedgerEntry.artifact_id, LedgerEntry.seq, LedgerEntry.payload)
+        .where(
+            LedgerEntry.seq > after,
+            LedgerEntry.artifact_type == "rating",
+            LedgerEntry.artifact_id.in_([str(i) for i in rating_ids]),
+        )
+        .order_by(LedgerEntry.seq)
+    ).all():
+        found[int(ident)] = (seq, (payload or {}).get("content_sha256"))
+    return found
 
 
 def rounds(*, session: Session) -> list[ReviewRound]:
@@ -100,12 +55,6 @@ def rubric_dimension_keys(*, session: Session) -> dict[int, list[str]]:
         rubric_id: [d["key"] for d in (definition or {}).get("dimensions", [])]
         for rubric_id, definition in session.exec(select(Rubric.id, Rubric.definition)).all()
     }
-
-
-def machine_checks(*, session: Session) -> list:
-    from itsmreview.review.models import MachineCheck
-
-    return list(session.exec(select(MachineCheck).order_by(MachineCheck.id)).all())
 
 
 def exports(*, session: Session) -> list[Export]:
@@ -375,12 +324,24 @@ def _artifact_ids(kind: str):
     raise ValueError(f"no objects of kind {kind!r} are covered")
 
 
+DIGESTED = ("rating", "adjudication", "machine_check", "resolution_proposal", "team_mapping")
+
+
+def _carries(key: str):
+    """The entry's payload holds `key` (its JSON text, on both databases)."""
+    from sqlalchemy import String, cast
+
+    return cast(LedgerEntry.payload, String).like(f'%"{key}"%')
+
+
 def without_entry(
     *, session: Session, kind: str, up_to: int, batch: int = 5_000
 ) -> Iterator[tuple[int, str]]:
     """(row id, artifact id) of each object of a covered kind that no committing ledger entry
     up to seq `up_to` names, in id batches (one anti-join each, on the artifact id index)."""
     model, ident, condition, committing = _artifact_ids(kind)
+    if kind in DIGESTED:  # an entry from before content commitments covers nothing
+        committing = committing & _carries("content_sha256")
     named = (
         select(LedgerEntry.seq)
         .where(
@@ -449,7 +410,7 @@ def version_entries(*, session: Session, names: list[str], up_to: int) -> list[t
                 LedgerEntry.artifact_id.in_(names),
                 LedgerEntry.seq <= up_to,
                 or_(
-                    LedgerEntry.action.in_(("import", "commit")),
+                    LedgerEntry.action.in_(("import", "commit")) & _carries("content_hash"),
                     LedgerEntry.action.like("status:%"),
                 ),
             )

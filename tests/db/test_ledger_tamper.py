@@ -585,3 +585,13 @@ def test_the_cli_names_each_problem_and_exits_non_zero(db):
         ("team_mapping", "content mismatch"),
     }
     assert all(isinstance(f["seq"], int) for f in findings)
+
+
+def test_an_entry_that_commits_to_no_content_covers_nothing(db):
+    """A forged rating 'covered' by a well-hashed entry without a content commitment is
+    still a rating without entry."""
+    sql(FORGED_OBJECTS["rating"][0][0])
+    forged = scalar("SELECT MAX(id) FROM ratings")
+    forge_entry("rating", str(forged), "submit", {"task_version_id": 1})
+    hit = found(audit(), "rating", "object without entry")[0]
+    assert hit.ident == str(forged)
