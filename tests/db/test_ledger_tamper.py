@@ -68,13 +68,15 @@ def _point_at(monkeypatch, url: str, data_dir: Path, **settings: str) -> None:
 
 def _build(url: str, data_dir: Path) -> None:
     """The demo, then what it lacks: model ratings, a failed machine check, proposals (one
-    dismissed, one open), a gate change, an adjudication and a rating queued for the gate."""
+    dismissed, one open), a gate change, an adjudication, an export and a rating queued for
+    the gate."""
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.assist import client as model_client
     from itsmreview.assist.rater import run_model_review, start_model_review
     from itsmreview.assist.replay import ReplayAPI
     from itsmreview.catalog.models import Task, TaskVersion
     from itsmreview.demo.loader import DEMO_ROUND, load_demo
+    from itsmreview.exports.service import export_set
     from itsmreview.review.checks import import_checks
     from itsmreview.review.models import Assignment
     from itsmreview.review.reliability import adjudicate, set_gate
@@ -150,6 +152,16 @@ def _build(url: str, data_dir: Path) -> None:
                 decision="revise",
                 reason="The verifier misses the reopen case",
                 round_name=None,
+            )
+        with session_scope() as session:
+            lead = user_by_username(session=session, username="lead")
+            export_set(
+                data_dir / "export",
+                session=session,
+                actor=lead,
+                allow_tentative=True,
+                reason="the tamper tests' export",
+                bootstrap=20,
             )
         with session_scope() as session:  # a revision, left queued (gate_apply=queue)
             assignment = session.get(Assignment, assignments[1].id)
@@ -285,6 +297,7 @@ def test_the_clean_world_verifies_clean_and_covers_every_table(db):
         "adjudication",
         "event_log",
         "review_round",
+        "export",
     } <= kinds
     assert scalar("SELECT COUNT(*) FROM ratings WHERE rater_kind = 'model'") == 2
     assert scalar("SELECT COUNT(*) FROM machine_checks WHERE status = 'fail'") == 1
@@ -314,6 +327,7 @@ DELETED = {
         ["DELETE FROM resolution_proposals WHERE status <> 'proposed'"],
         "resolution_proposal",
     ),
+    "export": (["DELETE FROM exports"], "export"),
 }
 
 
@@ -358,6 +372,7 @@ EDITED = {
     ),
     "event log counts": (["UPDATE event_logs SET n_events = n_events + 1"], "event_log"),
     "gate": (["UPDATE review_rounds SET approval = '{\"k_min\": 1}'"], "review_round"),
+    "export manifest": (["UPDATE exports SET content_hash = '" + "f" * 64 + "'"], "export"),
     "task version content": (
         ["UPDATE task_versions SET instruction = 'Delete every ticket'"],
         "task",
@@ -440,6 +455,14 @@ FORGED_OBJECTS = {
         ],
         "team_mapping",
     ),
+    "export": (
+        [
+            "INSERT INTO exports (name, format, task_filter, task_count, content_hash, path,"
+            " manifest, created_at) SELECT 'forged', format, task_filter, task_count,"
+            " content_hash, path, manifest, created_at FROM exports"
+        ],
+        "export",
+    ),
     "adjudication": (
         [
             "INSERT INTO adjudications (round_id, task_version_id, lead_id, decision, reason,"
@@ -483,6 +506,9 @@ FORGED_ENTRIES = {
     "adjudication": ("adjudication", "999999", "adjudicate"),
     "proposal decision": ("resolution_proposal", "999999", "accepted"),
     "task version": ("task", "no-such-task@v1", "import"),
+    "task decision": ("task", "no-such-task@v1", "status:approved"),
+    "event log": ("event_log", "no-such-log@1", "import"),
+    "gate": ("review_round", "No such round", "gate"),
 }
 
 
