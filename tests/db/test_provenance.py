@@ -366,3 +366,31 @@ def test_packed_scores_that_differ_from_the_score_rows_are_named(history):
         f"rating {rating.id} (task version {rating.task_version_id}): its packed scores differ "
         "from its score rows"
     ]
+
+
+def test_entries_from_before_content_commitments_name_their_object_only(history):
+    """Adjudication and rating entries written before the ledger committed to content carry
+    no digest (migration 0007 appended a `commit` entry after each): they must name an object
+    that exists, and are not compared with it."""
+    from itsmreview.ledger.service import append_entry
+
+    with session_scope() as session:
+        adjudication = session.exec(text("SELECT MIN(id) FROM adjudications")).scalar()
+        rating = session.exec(text("SELECT MIN(id) FROM ratings")).scalar()
+        for kind, ident, action in (
+            ("adjudication", adjudication, "adjudicate"),
+            ("rating", rating, "submit"),
+            ("adjudication", 987654, "adjudicate"),
+        ):
+            append_entry(
+                session=session,
+                artifact_type=kind,
+                artifact_id=ident,
+                action=action,
+                source_kind="expert",
+                payload={"task_version_id": 1},
+            )
+    report = audit()
+    assert [(f.kind, f.ident, f.problem) for f in report.findings] == [
+        ("adjudication", "987654", "missing object")
+    ]
