@@ -195,6 +195,22 @@ def bulk_insert(
         cursor.close()
 
 
+def bulk_insert_records(session: Session, table, records: Sequence[dict]) -> None:
+    """`bulk_insert` of records (column name -> value, every record with the same columns)
+    into a mapped table, each value first turned into what the driver stores by its column's
+    type (JSON as text, times as the dialect keeps them), as an ORM or Core insert would."""
+    if not records:
+        return
+    dialect = session.get_bind().dialect
+    names = list(records[0])
+    processors = [
+        table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+    ]
+    pairs = list(zip(names, processors, strict=True))
+    rows = (tuple(record[n] if p is None else p(record[n]) for n, p in pairs) for record in records)
+    bulk_insert(session, table.name, names, rows)
+
+
 def insert_rows(
     session: Session, table: str, columns: Sequence[str], rows: Iterable[tuple]
 ) -> None:

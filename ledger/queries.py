@@ -1,5 +1,6 @@
 from collections.abc import Iterator
 
+from itsmreview.db import bulk_insert_records
 from itsmreview.ledger.models import LedgerEntry
 from sqlalchemy import insert, text
 from sqlmodel import Session, select
@@ -18,11 +19,17 @@ def chain_head(*, session: Session) -> tuple[int, str] | None:
 
 
 def insert_entries(*, session: Session, entries: list[LedgerEntry]) -> None:
-    """Insert chained entries as rows, in one statement."""
+    """Insert chained entries as rows, in one statement (COPY on PostgreSQL past
+    BULK_ENTRIES of them)."""
     columns = [c.name for c in LedgerEntry.__table__.columns if c.name != "id"]
-    session.connection().execute(
-        insert(LedgerEntry.__table__), [{c: getattr(e, c) for c in columns} for e in entries]
-    )
+    records = [{c: getattr(e, c) for c in columns} for e in entries]
+    if len(records) >= BULK_ENTRIES:
+        bulk_insert_records(session, LedgerEntry.__table__, records)
+        return
+    session.connection().execute(insert(LedgerEntry.__table__), records)
+
+
+BULK_ENTRIES = 1_000  # entries of one insert that go in at driver speed (imports)
 
 
 def lock_chain(*, session: Session) -> None:

@@ -1779,7 +1779,8 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
     """Insert machine check results (column -> value each) in a few statements; returns their
     ids in the order of `rows`. The ids are taken first (a block of the sequence on
     PostgreSQL; on SQLite the next ones after the largest, under its write lock), so the rows
-    go in as one executemany, not one INSERT ... RETURNING a row."""
+    go in at driver speed (COPY on PostgreSQL), not one INSERT ... RETURNING a row."""
+    from itsmreview.db import bulk_insert_records
     from itsmreview.review.models import MachineCheck
 
     if not rows:
@@ -1799,7 +1800,7 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
         session.execute(update(table).where(literal(False)).values(id=table.c.id))  # the lock
         last = session.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one()
         ids = list(range(last + 1, last + 1 + len(rows)))
-    session.connection().execute(
-        insert(table), [{**row, "id": id_} for id_, row in zip(ids, rows, strict=True)]
+    bulk_insert_records(
+        session, table, [{"id": id_, **row} for id_, row in zip(ids, rows, strict=True)]
     )
     return ids

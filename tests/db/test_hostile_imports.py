@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 GOOD = {"task": "t0", "check": "structure", "status": "pass"}
+AT = "2026-12-01T11:30:00+01:00"
 
 
 def _tasks_file(folder: Path, count: int, name: str = "tasks.jsonl") -> Path:
@@ -169,6 +170,8 @@ def test_an_aware_ran_at_is_stored_in_utc(catalog):
 
 
 def test_checks_import_reads_the_ledger_head_once_a_batch(catalog, monkeypatch):
+    from itsmreview.review.models import MachineCheck
+
     reads = []
     original = ledger_queries.chain_head
 
@@ -177,23 +180,31 @@ def test_checks_import_reads_the_ledger_head_once_a_batch(catalog, monkeypatch):
         return original(session=session)
 
     monkeypatch.setattr(ledger_queries, "chain_head", counted)
-    monkeypatch.setattr(checks_module, "BATCH", 100)
-    records = [{**GOOD, "task": f"t{n % 2}", "check": f"c{n % 5}"} for n in range(250)]
+    monkeypatch.setattr(checks_module, "BATCH", 1_200)  # two batches go in by COPY
+    records = [
+        {**GOOD, "task": f"t{n % 2}", "check": f"c{n % 5}", "details": {"n": n}, "ran_at": AT}
+        for n in range(2_500)
+    ]
     path = _checks(catalog, records)
     before = _state()
     with session_scope() as session:
         report = import_checks(path, session=session, actor=operator(), dry_run=True)
-    assert report["imported"] == 250
+    assert report["imported"] == 2_500
     assert _state() == before  # the dry run kept nothing
     reads.clear()
     with session_scope() as session:
         import_checks(path, session=session, actor=operator())
-    assert len(reads) == 3  # 250 results in batches of 100
+    assert len(reads) == 3  # 2,500 results in batches of 1,200
     counts, _, _ = _state()
-    assert counts["machine_checks"] == 250
-    assert counts["ledger_entries"] == before[0]["ledger_entries"] + 250
+    assert counts["machine_checks"] == 2_500
+    assert counts["ledger_entries"] == before[0]["ledger_entries"] + 2_500
     with session_scope() as session:
         assert verify_chain(session=session).ok
+        last = session.scalars(select(MachineCheck).order_by(MachineCheck.id.desc())).first()
+    assert last.details == {"n": 2_499} and last.ran_at.replace(tzinfo=None).hour == 10
+    # every stored result matches what its ledger entry commits to
+    verified = CliRunner().invoke(app, ["ledger", "verify"])
+    assert verified.exit_code == 0, verified.output
 
 
 def test_a_large_task_import_chains_a_batch_at_a_time_and_a_dry_run_writes_nothing(
@@ -210,6 +221,7 @@ def test_a_large_task_import_chains_a_batch_at_a_time_and_a_dry_run_writes_nothi
 
     monkeypatch.setattr(ledger_queries, "chain_head", counted)
     monkeypatch.setattr(catalog_service, "BATCH", 40)
+    monkeypatch.setattr(ledger_queries, "BULK_ENTRIES", 50)  # a batch's 80 entries by COPY
     path = _tasks_file(tmp_path, 100)
     with session_scope() as session:
         import_path(_tasks_file(tmp_path, 3, "first.jsonl"), session=session)
@@ -228,6 +240,8 @@ def test_a_large_task_import_chains_a_batch_at_a_time_and_a_dry_run_writes_nothi
     assert counts["ledger_entries"] == before[0]["ledger_entries"] + 2 * 97
     with session_scope() as session:
         assert verify_chain(session=session).ok
+    verified = CliRunner().invoke(app, ["ledger", "verify"])
+    assert verified.exit_code == 0, verified.output
 
 
 def test_a_new_version_named_twice_in_one_file_is_numbered_in_order(configured, tmp_path):
