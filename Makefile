@@ -51,6 +51,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/browser.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/model_rater.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/bpi2014.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/imports.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
