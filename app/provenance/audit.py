@@ -3,15 +3,19 @@
 1. Every entry that commits to an object names one that exists and whose content is what the
    entry commits to (read while the chain streams, in batches of objects keyed by the
    entries: a few queries per batch, memory flat however long the ledger).
-2. Every object of a covered table has an entry that commits to it (one anti-join per table,
-   on the entries' artifact id index), and a rating still queued for the gate is what its
-   queued entry commits to.
+2. Every object of a covered table has an entry that commits to it: while direction 1 reads
+   an entry's object it marks the object's id as covered (one bit per id), then each table's
+   ids are streamed once and the unmarked ones are the objects without an entry (tables
+   named by text, few rows, by one anti-join each); a rating still queued for the gate is
+   what its queued entry commits to.
 3. Statuses are verified: a task version's status is the decision its newest status entry
-   recorded (draft or in review when none), a task's status is its newest version's.
+   recorded (draft or in review when none), a task's status is its newest version's (the
+   newest decision per version is kept from the stream, a byte and a number per version).
 
 Sits above catalog, review, coverage and ledger; none of them imports it.
 """
 
+from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -37,6 +41,66 @@ STATUS = "status mismatch"  # a stored status is not the one the ledger recorded
 HELD = "queued rating changed"  # a rating changed between its submit and the gate
 
 RATING_ACTIONS = ("submit", "revise", "model-rate", "commit")
+BY_ID = ("rating", "adjudication", "machine_check", "resolution_proposal")  # rows named by id
+
+
+class _Ids:
+    """A set of row ids as one bit each: what covers a table's objects costs an eighth of a
+    byte per id, however many entries name them.
+
+    >>> ids = _Ids()
+    >>> ids.add(3); ids.add(70)
+    >>> (3 in ids, 4 in ids, 70 in ids, 10**9 in ids)
+    (True, False, True, False)
+    """
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+
+    def add(self, ident: int) -> None:
+        byte = ident >> 3
+        if byte >= len(self.bits):
+            self.bits.extend(bytes(max(byte + 1, 2 * len(self.bits)) - len(self.bits)))
+        self.bits[byte] |= 1 << (ident & 7)
+
+    def __contains__(self, ident: int) -> bool:
+        byte = ident >> 3
+        return byte < len(self.bits) and bool(self.bits[byte] >> (ident & 7) & 1)
+
+
+class _Decisions:
+    """The newest status entry of each task version (by version id): the status as a code
+    (a byte) and the entry's seq."""
+
+    OTHER = 255  # a status beyond the first 254 names (only a forged ledger has so many)
+
+    def __init__(self) -> None:
+        self.codes = bytearray()
+        self.seqs = array("q")
+        self.names: list[str] = [""]  # code -> status; 0: none recorded
+        self.index: dict[str, int] = {}
+        self.other: dict[int, str] = {}
+
+    def record(self, version_id: int, status: str, seq: int) -> None:
+        code = self.index.get(status)
+        if code is None and len(self.names) < self.OTHER:
+            code = self.index[status] = len(self.names)
+            self.names.append(status)
+        if version_id >= len(self.codes):
+            grow = max(version_id + 1, 2 * len(self.codes)) - len(self.codes)
+            self.codes.extend(bytes(grow))
+            self.seqs.extend(bytes(8 * grow))
+        if code is None:
+            code, self.other[version_id] = self.OTHER, status
+        self.codes[version_id] = code
+        self.seqs[version_id] = seq
+
+    def get(self, version_id: int) -> tuple[int, str] | None:
+        code = self.codes[version_id] if version_id < len(self.codes) else 0
+        if not code:
+            return None
+        status = self.other[version_id] if code == self.OTHER else self.names[code]
+        return self.seqs[version_id], status
 
 
 @dataclass(frozen=True)
@@ -131,6 +195,9 @@ class _Audit:
         self.last_seq = 0
         self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
         self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment
+        self.covered = {kind: _Ids() for kind in BY_ID}  # ids a committing entry names
+        self.imported = _Ids()  # task version ids with an import (or commit) commitment
+        self.decided = _Decisions()
         self.exports: dict[str, list[tuple[int, str]]] = {}  # name -> its entries' digests
         self._rubric_keys: dict[int, list[str]] | None = None
 
@@ -147,7 +214,8 @@ class _Audit:
             if action in ("import", "commit"):
                 item = payload.get("content_hash")
             elif action.startswith("status:"):
-                item = None  # the version must exist; its newest status is checked apart
+                # the version must exist; its newest status is checked against it at the end
+                item = (action.split(":", 1)[1],)
             else:
                 return
         elif kind in ("adjudication", "team_mapping"):
@@ -235,6 +303,8 @@ class _Audit:
             if rating is None or rating.status != "submitted":
                 self.missing("rating", ident, seq)
                 continue
+            if digest:
+                self.covered["rating"].add(rating.id)
             self.report.objects_checked += 1
             label = f"rating {rating.id} (task version {rating.task_version_id})"
             values = scores.get(rating.id, {})
@@ -270,9 +340,13 @@ class _Audit:
             if found is None:
                 self.missing("task", ident, seq, label)
                 continue
-            if digest is None:  # a status entry: that the version exists is all it needs here
-                continue
             task, version = found
+            if isinstance(digest, tuple):  # a status entry: its decision is checked at the end
+                self.decided.record(version.id, digest[0], seq)
+                continue
+            if digest is None:  # an import from before content commitments names it only
+                continue
+            self.imported.add(version.id)
             self.report.objects_checked += 1
             native = version_to_native(task, version, transcripts.get(version.id, []))
             try:
@@ -296,6 +370,8 @@ class _Audit:
                 continue
             self.report.objects_checked += 1
             expected = digest[0] if isinstance(digest, tuple) else digest
+            if expected is not None:
+                self.covered[kind].add(row.id)
             # an entry from before content commitments (a `commit` entry followed it) names
             # the object only
             if expected is not None and chain.content_digest(content(row)) != expected:
@@ -411,9 +487,7 @@ class _Audit:
             ("event_log", "event log"),
             ("export", "export"),
         ):
-            for _, ident in queries.without_entry(
-                session=self.session, kind=kind, up_to=self.last_seq
-            ):
+            for _, ident in self.uncovered(kind):
                 self.add(
                     kind, ident, UNCOVERED, None, "no ledger entry commits to it", f"{what} {ident}"
                 )
@@ -421,12 +495,19 @@ class _Audit:
         if progress:
             progress("objects", self.report.objects_checked)
 
+    def uncovered(self, kind: str):
+        """(id, artifact id) of the objects of a kind that no committing entry read named."""
+        if kind not in BY_ID:  # named by text, a few rows: one anti-join
+            yield from queries.without_entry(session=self.session, kind=kind, up_to=self.last_seq)
+            return
+        covered = self.covered[kind]
+        for batch in queries.object_ids(session=self.session, kind=kind):
+            yield from ((i, str(i)) for i in batch if i not in covered)
+
     def check_uncovered_ratings(self) -> None:
         """Ratings no entry read named: queued for the gate (checked against their queued
         entry), chained while the audit read (checked against that entry), or uncovered."""
-        found = list(
-            queries.without_entry(session=self.session, kind="rating", up_to=self.last_seq)
-        )
+        found = list(self.uncovered("rating"))
         for start in range(0, len(found), BATCH):
             ids = [i for i, _ in found[start : start + BATCH]]
             queued = queries.queued_entries(session=self.session, rating_ids=ids)
@@ -521,24 +602,13 @@ class _Audit:
         it; every task the status of its newest version (derived, so verified, not
         trusted)."""
         for batch in queries.version_states(session=self.session):
-            names = [f"{external_id}@v{number}" for _, external_id, number, *_ in batch]
-            imported: set[str] = set()
-            decided: dict[str, tuple[int, str]] = {}
-            for ident, action, seq in queries.version_entries(
-                session=self.session, names=names, up_to=self.last_seq
-            ):
-                if action.startswith("status:"):
-                    decided[ident] = (seq, action.split(":", 1)[1])
-                else:
-                    imported.add(ident)
-            for name, (_, external_id, number, status, task_status, newest) in zip(
-                names, batch, strict=True
-            ):
+            for version_id, external_id, number, status, task_status, newest in batch:
                 self.report.objects_checked += 1
+                name = f"{external_id}@v{number}"
                 label = f"task version {name}"
-                if name not in imported:
+                if version_id not in self.imported:
                     self.add("task", name, UNCOVERED, None, "no ledger entry commits to it", label)
-                recorded = decided.get(name)
+                recorded = self.decided.get(version_id)
                 if recorded is not None and recorded[1] != status:
                     self.add(
                         "task",

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.db import distinct_walk, frame_of
+from itsmreview.db import distinct_walk, frame_of, in_ids
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
@@ -201,15 +201,36 @@ def versions_by_ids(*, session: Session, round_id: int) -> list[tuple[Task, Task
 # --- the audit: objects read in batches keyed by the entries that commit to them -----------
 
 
+RATING_FIELDS = (
+    Rating.id,
+    Rating.task_version_id,
+    Rating.round_id,
+    Rating.expert_id,
+    Rating.rubric_id,
+    Rating.revision,
+    Rating.rater_kind,
+    Rating.status,
+    Rating.verdict,
+    Rating.flags,
+    Rating.comment,
+    Rating.confidence,
+    Rating.score_vector,
+)
+
+
 def ratings_by_ids(*, session: Session, ids: list[int]) -> tuple[dict, dict]:
-    """{id: Rating} of these ratings (any status) and {rating id: {dimension: value}}."""
+    """{id: rating row} of these ratings (any status; the fields a rating's content and its
+    packed scores are made of, as attributes) and {rating id: {dimension: value}}."""
     if not ids:
         return {}, {}
-    ratings = {r.id: r for r in session.exec(select(Rating).where(Rating.id.in_(ids))).all()}
+    ratings = {
+        r.id: r
+        for r in session.exec(select(*RATING_FIELDS).where(in_ids(session, Rating.id, ids))).all()
+    }
     scores: dict[int, dict] = {}
     for rating_id, dimension, value in session.exec(
         select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
-            RatingScore.rating_id.in_(ids)
+            in_ids(session, RatingScore.rating_id, ids)
         )
     ).all():
         scores.setdefault(rating_id, {})[dimension] = value
@@ -220,7 +241,10 @@ def rows_by_ids(*, session: Session, model, ids: list[int]) -> dict:
     """{id: row} of one table's rows with these ids."""
     if not ids:
         return {}
-    return {row.id: row for row in session.exec(select(model).where(model.id.in_(ids))).all()}
+    return {
+        row.id: row
+        for row in session.exec(select(model).where(in_ids(session, model.id, ids))).all()
+    }
 
 
 def versions_by_names(
@@ -366,6 +390,23 @@ def without_entry(
         after = rows[-1][0]
 
 
+def object_ids(*, session: Session, kind: str, batch: int = 50_000) -> Iterator[list[int]]:
+    """Batches of the ids of every object of a kind named by its row id (ratings submitted,
+    proposals decided: the ones an entry must cover), in id order, on the primary key."""
+    model, _, condition, _ = _artifact_ids(kind)
+    after = 0
+    while True:
+        ids = list(
+            session.exec(
+                select(model.id).where(model.id > after, condition).order_by(model.id).limit(batch)
+            ).all()
+        )
+        if not ids:
+            return
+        yield ids
+        after = ids[-1]
+
+
 def version_states(*, session: Session, batch: int = 5_000) -> Iterator[list]:
     """Batches of every task version as (version id, external id, version, version status,
     task status, whether it is its task's newest), in version-id order."""
@@ -395,28 +436,6 @@ def version_states(*, session: Session, batch: int = 5_000) -> Iterator[list]:
             return
         yield [tuple(r) for r in rows]
         after = rows[-1][0]
-
-
-def version_entries(*, session: Session, names: list[str], up_to: int) -> list[tuple]:
-    """(artifact id, action, seq) of the import, commit and status entries of these task
-    versions (`ID@vN`) up to seq `up_to`, oldest first."""
-    if not names:
-        return []
-    return list(
-        session.exec(
-            select(LedgerEntry.artifact_id, LedgerEntry.action, LedgerEntry.seq)
-            .where(
-                LedgerEntry.artifact_type == "task",
-                LedgerEntry.artifact_id.in_(names),
-                LedgerEntry.seq <= up_to,
-                or_(
-                    LedgerEntry.action.in_(("import", "commit")) & _carries("content_hash"),
-                    LedgerEntry.action.like("status:%"),
-                ),
-            )
-            .order_by(LedgerEntry.seq)
-        ).all()
-    )
 
 
 def queued_entries(*, session: Session, rating_ids: list[int]) -> dict[int, tuple]:
