@@ -1,5 +1,6 @@
 """Appending to and verifying the provenance ledger."""
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -258,6 +259,35 @@ def _iso(value) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+_TEXT = json.encoder.encode_basestring  # a str as JSON text, as the canonical encoder writes it
+_PLAIN_TYPES = (str, type(None))
+
+
+def content_text(entry: StoredEntry) -> str:
+    """`chain.canonical_json(entry_content(entry, entry.created))` of a stored entry, written
+    field by field (no dict, no key sorting: a third less work per entry); an entry whose
+    columns are not the stored types (text, whole numbers) goes the general way."""
+    field, actor, seq = entry.field, entry.actor_id, entry.seq
+    if not (
+        type(seq) is int
+        and (actor is None or type(actor) is int)
+        and type(field) in _PLAIN_TYPES
+        and type(entry.action) is str
+        and type(entry.artifact_id) is str
+        and type(entry.artifact_type) is str
+        and type(entry.reference) is str
+        and type(entry.source_kind) is str
+    ):
+        return chain.canonical_json(entry_content(entry, entry.created))
+    return (
+        f'{{"action":{_TEXT(entry.action)},"actor_id":{"null" if actor is None else actor},'
+        f'"artifact_id":{_TEXT(entry.artifact_id)},"artifact_type":{_TEXT(entry.artifact_type)},'
+        f'"created_at":{_TEXT(entry.created)},"field":{"null" if field is None else _TEXT(field)},'
+        f'"payload":{chain.canonical_json(entry.payload)},"reference":{_TEXT(entry.reference)},'
+        f'"seq":{seq},"source_kind":{_TEXT(entry.source_kind)}}}'
+    )
+
+
 BREAKS = {
     "prev_hash does not match the entry before it": "an entry was removed, inserted or reordered",
     "entry_hash does not match its content": "the entry was edited",
@@ -306,31 +336,38 @@ def verify_chain(
     expected = parse_head(expect_head) if expect_head else None
     seen_expected = False
 
-    def stream():
-        nonlocal seen_expected
-        for row in queries.raw_entries(session=session):
-            entry = StoredEntry(row)
-            report.entries += 1
-            if expected and entry.seq == expected[0]:
-                seen_expected = True
-                if entry.entry_hash != expected[1]:
-                    report.expected_head_problem = (
-                        f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
-                        f"{expected[1]}: the chain was re-written from there or before"
-                    )
-            if on_entry is not None:
-                on_entry(entry)
-            if progress and report.entries % 100_000 == 0:
-                progress("chain", report.entries)
-            yield entry_content(entry, entry.created), entry.prev_hash, entry.entry_hash
-
-    entries = stream()
-    broken = chain.find_break(entries)
-    if broken is not None:
-        report.broken_at, problem = broken
-        report.problem = f"{problem} ({BREAKS[problem]})"
-        for _ in entries:  # the rest is still counted and seen, no longer trusted
-            pass
+    # chain.find_break's checks, inline: one loop over the rows, each entry's content
+    # written as canonical text and hashed once (the rest is still counted and seen after a
+    # break, no longer trusted)
+    sha256 = hashlib.sha256
+    previous = chain.GENESIS_HASH
+    problem = None
+    for row in queries.raw_entries(session=session):
+        entry = StoredEntry(row)
+        report.entries += 1
+        if problem is None:
+            if entry.prev_hash != previous:
+                problem = "prev_hash does not match the entry before it"
+            elif (
+                sha256(f"{previous}\n{content_text(entry)}".encode()).hexdigest()
+                != entry.entry_hash
+            ):
+                problem = "entry_hash does not match its content"
+            if problem is not None:
+                report.broken_at = entry.seq
+                report.problem = f"{problem} ({BREAKS[problem]})"
+            previous = entry.entry_hash
+        if expected and entry.seq == expected[0]:
+            seen_expected = True
+            if entry.entry_hash != expected[1]:
+                report.expected_head_problem = (
+                    f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
+                    f"{expected[1]}: the chain was re-written from there or before"
+                )
+        if on_entry is not None:
+            on_entry(entry)
+        if progress and report.entries % 100_000 == 0:
+            progress("chain", report.entries)
     report.head = queries.head(session=session)
     if expected and not seen_expected:
         report.expected_head_problem = (

@@ -394,3 +394,54 @@ def test_entries_from_before_content_commitments_name_their_object_only(history)
     assert [(f.kind, f.ident, f.problem) for f in report.findings] == [
         ("adjudication", "987654", "missing object")
     ]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        (
+            1,
+            "2026-11-01 00:00:00.000001",
+            "rating",
+            "12",
+            None,
+            "expert",
+            "",
+            "submit",
+            3,
+            '{"round": "R", "content_sha256": "ab", "n": 2}',
+        ),
+        (
+            2,
+            "2026-11-01 00:00:00.000002",
+            "task",
+            "café-ü@v1",
+            "instruction",
+            "logs",
+            'synth: "quoted"\nline',
+            "declare-provenance",
+            None,
+            "{}",
+        ),
+        (
+            3,
+            "2026-11-01 00:00:00.000003",
+            "task",
+            "t\\x",
+            None,
+            "system",
+            "",
+            "import",
+            None,
+            '{"nested": {"b": [1.5, null, true], "a": "\\u00e9"}, "emoji": "\\ud83d\\ude00"}',
+        ),
+    ],
+)
+def test_verify_hashes_an_entry_as_its_canonical_content(row):
+    """verify writes an entry's content field by field; the text must be the canonical JSON
+    of its content exactly (any other text would flag every entry, or none)."""
+    from itsmreview.ledger.service import StoredEntry, content_text
+
+    entry = StoredEntry((*row, "0" * 64, "1" * 64))
+    assert content_text(entry) == chain.canonical_json(entry_content(entry, entry.created))
+    assert json.loads(content_text(entry))["seq"] == row[0]
