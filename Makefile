@@ -10,7 +10,7 @@ PEERS_VENV ?= .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS := "harbor>=0.25"
 
-.PHONY: venv peers demo test wheel-check lint bench bench-scale clean
+.PHONY: venv peers demo test wheel-check lint bench bench-scale coverage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,7 @@ demo: venv
 test: venv peers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python .ci/lint-imports
 	PYTHONSAFEPATH=1 $(BIN)/pytest
 	PYTHON=$(BIN)/python .ci/wheel-check
 
@@ -55,6 +56,13 @@ bench: venv
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
+
+# Line coverage per package, by the same tests (TESTS=tests/unit for the fast ones).
+TESTS ?= tests
+coverage: venv
+	mkdir -p build
+	COVERAGE_FILE=build/.coverage $(BIN)/python -m coverage run --source=app,review,coverage,ledger,exports -m pytest -q $(TESTS)
+	$(BIN)/python .ci/coverage-by-package build/.coverage
 
 clean:
 	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .ruff_cache

@@ -505,3 +505,13 @@ def _insert_materialised(session: Session, log_id: int, mat) -> None:
             for r in mat.role_values.itertuples(index=False)
         ],
     )
+
+
+def list_logs(*, session: Session) -> list[EventLog]:
+    """Every imported log version."""
+    return queries.list_logs(session=session)
+
+
+def latest_log(*, session: Session, name: str) -> EventLog | None:
+    """The newest version of the log `name`, or None when none is imported."""
+    return queries.latest_log(session=session, name=name)

@@ -197,3 +197,8 @@ def set_round_experts(
         )
     session.flush()
     return sorted(members)
+
+
+def rounds_progress(*, session: Session) -> tuple[list[ReviewRound], dict[str, tuple[int, int]]]:
+    """Every review round, and per round name its (assigned, submitted) assignment counts."""
+    return queries.list_rounds(session=session), queries.round_progress(session=session)

@@ -1187,6 +1187,29 @@ def rubric_named(*, session: Session, name: str):
     return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()
 
 
+def rubric_versions(*, session: Session, name: str) -> list:
+    """Every stored version of the rubric `name`, newest first."""
+    from itsmreview.review.models import Rubric
+
+    return list(
+        session.exec(
+            select(Rubric).where(Rubric.name == name).order_by(Rubric.version.desc())
+        ).all()
+    )
+
+
+def score_rows(*, session: Session, rating_id: int) -> list[RatingScore]:
+    """The score rows of one rating, as ORM objects (a draft replaces them)."""
+    return list(session.exec(select(RatingScore).where(RatingScore.rating_id == rating_id)).all())
+
+
+def any_persona_activity(*, session: Session) -> bool:
+    """Whether any persona's work activities are stored."""
+    from itsmreview.review.models import PersonaActivity
+
+    return session.exec(select(PersonaActivity.id).limit(1)).first() is not None
+
+
 def _newest_checks():
     """The newest result of each check of each task version (a newer import replaces it)."""
     from itsmreview.review.models import MachineCheck

@@ -448,3 +448,9 @@ def decide_proposal(
         },
     )
     return proposal
+
+
+def proposals_frame(*, session: Session, round_id: int | None = None, status: str | None = None):
+    """Proposed resolutions (of one round, of one status, or all) with their task, version,
+    expert and description, as a DataFrame."""
+    return queries.proposals_frame(session=session, round_id=round_id, status=status)

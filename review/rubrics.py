@@ -6,9 +6,10 @@ from typing import Literal
 
 from itsmreview.files import parse_yaml, read_text_bounded
 from itsmreview.ledger.chain import canonical_json
+from itsmreview.review import queries
 from itsmreview.review.models import Rubric
 from pydantic import BaseModel, Field, ValidationError, model_validator
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 RUBRICS_DIR = Path(__file__).parent / "rubrics"
 DEFAULT_RUBRIC = RUBRICS_DIR / "itsm-realism.yaml"
@@ -171,9 +172,7 @@ def ensure_rubric(
 ) -> Rubric:
     """The stored rubric for this content; a changed definition becomes a new version."""
     digest = definition.content_hash()
-    versions = session.exec(
-        select(Rubric).where(Rubric.name == definition.name).order_by(Rubric.version.desc())
-    ).all()
+    versions = queries.rubric_versions(session=session, name=definition.name)
     for rubric in versions:
         if rubric.content_hash == digest:
             return rubric

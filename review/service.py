@@ -28,7 +28,7 @@ from itsmreview.review.priority import set_priorities
 from itsmreview.review.rubrics import RubricDefinition, definition_by_id
 from itsmreview.review.scorevector import pack
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 
 def create_round(
@@ -350,7 +350,7 @@ def save_draft(
     draft.comment = comment
     draft.confidence = confidence
     draft.created_at = utcnow()
-    for row in session.exec(select(RatingScore).where(RatingScore.rating_id == draft.id)).all():
+    for row in queries.score_rows(session=session, rating_id=draft.id):
         session.delete(row)
     session.flush()
     for key, value in scores.items():

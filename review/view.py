@@ -116,3 +116,21 @@ def assignment_view(*, session: Session, actor: User, assignment_id: int) -> Ass
         checks=checks_frame(session=session, task_version_id=version.id),
         proposals=queries.proposals_of_assignment(session=session, assignment_id=assignment.id),
     )
+
+
+def rating_history(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
+    """All submitted rating revisions of a task with their scores. Leads only (experts never
+    see other experts' ratings)."""
+    require_role(actor, Role.lead)
+    return queries.history_frame(session=session, external_id=external_id)
+
+
+def turn_notes_of_task(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
+    """Every expert's notes on the turns of the task's transcripts. Leads only."""
+    require_role(actor, Role.lead)
+    return queries.turn_notes(session=session, external_id=external_id)
+
+
+def turn_notes_of_assignment(*, session: Session, assignment_id: int) -> pd.DataFrame:
+    """The notes the assignment's expert left on the turns of its task's transcripts."""
+    return queries.turn_notes(session=session, assignment_id=assignment_id)

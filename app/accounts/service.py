@@ -386,3 +386,11 @@ def user_for_identity(*, session: Session, email: str | None) -> User:
             "(itsmreview users add NAME --role ... --email ...)"
         )
     return user
+
+
+def find_user(*, session: Session, username: str) -> User:
+    """The user named `username`. Raises NotFound."""
+    user = queries.user_by_username(session=session, username=username)
+    if user is None:
+        raise NotFound(f"no user {username!r}")
+    return user

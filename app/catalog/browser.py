@@ -78,18 +78,6 @@ def declared_variants(*, session: Session, actor: User) -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda item: item[1]))
 
 
-def rating_history(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
-    """All submitted rating revisions of a task with their scores. Leads only (experts never
-    see other experts' ratings)."""
-    from itsmreview.review.queries import history_frame
-
-    require_role(actor, Role.lead)
-    return history_frame(session=session, external_id=external_id)
-
-
-def turn_notes_of_task(*, session: Session, actor: User, external_id: str) -> pd.DataFrame:
-    """Every expert's notes on the turns of the task's transcripts. Leads only."""
-    from itsmreview.review.queries import turn_notes
-
-    require_role(actor, Role.lead)
-    return turn_notes(session=session, external_id=external_id)
+def personas_and_tracks(*, session: Session) -> tuple[list[str], list[str]]:
+    """The personas and tracks of the catalogue's tasks, for filters."""
+    return queries.personas_and_tracks(session=session)

@@ -244,3 +244,13 @@ def version_to_native(task: Task, version: TaskVersion, transcripts: list[Transc
     }
     native.update({k: v for k, v in version.extra.items() if k not in native})
     return native
+
+
+def latest_version_ids(*, session: Session, external_ids: list[str] | None = None) -> list[int]:
+    """The newest version id of each task (of those named, or of every task)."""
+    return queries.latest_version_ids(session=session, external_ids=external_ids)
+
+
+def tasks_frame(*, session: Session):
+    """Every task with its newest version's listed fields, one row each (a DataFrame)."""
+    return queries.tasks_frame(session=session)

@@ -48,8 +48,8 @@ def proposals_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List proposed resolutions with their id, task, expert and status."""
-    from itsmreview.review.queries import proposals_frame
     from itsmreview.review.reliability import find_round
+    from itsmreview.review.repair import proposals_frame
 
     ensure_schema()
     with open_session() as session:

@@ -215,7 +215,7 @@ def log_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List imported logs."""
-    from itsmreview.coverage.queries import list_logs
+    from itsmreview.coverage.service import list_logs
 
     ensure_schema()
     with open_session() as session:
@@ -247,7 +247,7 @@ def log_stats(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Counts of a log: cases, events, activities, variants, DF pairs, singletons."""
-    from itsmreview.coverage.queries import latest_log
+    from itsmreview.coverage.service import latest_log
     from itsmreview.errors import NotFound
 
     ensure_schema()

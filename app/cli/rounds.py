@@ -32,7 +32,7 @@ def round_create(
     ] = None,
 ) -> None:
     """Open a review round over the newest versions of tasks; experts then claim them."""
-    from itsmreview.catalog.queries import latest_version_ids
+    from itsmreview.catalog.service import latest_version_ids
     from itsmreview.review.rubrics import DEFAULT_RUBRIC, ensure_rubric, load_rubric
     from itsmreview.review.service import create_round
 
@@ -173,21 +173,14 @@ def round_experts(
     ] = None,
 ) -> None:
     """Admit experts to a round or remove them; a round without members is open to all."""
-    from itsmreview.accounts.queries import user_by_username
-    from itsmreview.errors import NotFound
+    from itsmreview.accounts.service import find_user
     from itsmreview.review.assignment import set_round_experts
 
     ensure_schema()
     with open_session() as session:
 
         def users(names):
-            found = []
-            for username in names or []:
-                user = user_by_username(session=session, username=username)
-                if user is None:
-                    raise NotFound(f"no user {username!r}")
-                found.append(user)
-            return found
+            return [find_user(session=session, username=username) for username in names or []]
 
         members = set_round_experts(
             session=session,
@@ -206,15 +199,12 @@ def round_reassign(
     to: Annotated[str, typer.Option("--to", help="Username of the expert who takes it.")],
 ) -> None:
     """Move an unsubmitted assignment to another expert."""
-    from itsmreview.accounts.queries import user_by_username
-    from itsmreview.errors import NotFound
+    from itsmreview.accounts.service import find_user
     from itsmreview.review.assignment import reassign
 
     ensure_schema()
     with open_session() as session:
-        expert = user_by_username(session=session, username=to)
-        if expert is None:
-            raise NotFound(f"no user {to!r}")
+        expert = find_user(session=session, username=to)
         moved = reassign(
             session=session, actor=operator(), assignment_id=assignment_id, expert=expert
         )
@@ -227,12 +217,11 @@ def round_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List review rounds with their progress."""
-    from itsmreview.review.queries import list_rounds, round_progress
+    from itsmreview.review.assignment import rounds_progress
 
     ensure_schema()
     with open_session() as session:
-        rounds = list_rounds(session=session)
-        progress = round_progress(session=session)
+        rounds, progress = rounds_progress(session=session)
     rows = [
         {
             "name": r.name,

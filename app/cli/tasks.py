@@ -142,7 +142,7 @@ def tasks_list(
 ) -> None:
     """List tasks with persona, track, status, newest version, difficulty, simulated user
     type, simulator backbone and repair iterations."""
-    from itsmreview.catalog.queries import tasks_frame
+    from itsmreview.catalog.service import tasks_frame
     from itsmreview.catalog.state import normalise_difficulty, normalise_user_type
     from itsmreview.review.repair import repair_iterations
 

@@ -60,12 +60,13 @@ def users_list(
 ) -> None:
     """List users with their roles."""
     from itsmreview.accounts.models import UserPublic
-    from itsmreview.accounts.queries import list_users
+    from itsmreview.accounts.service import users_overview
 
     ensure_schema()
     with open_session() as session:
         users = [
-            UserPublic.model_validate(u, from_attributes=True) for u in list_users(session=session)
+            UserPublic.model_validate(u, from_attributes=True)
+            for u in users_overview(session=session, actor=operator())
         ]
     if as_json:
         echo_json([u.model_dump(mode="json") for u in users])

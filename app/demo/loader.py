@@ -22,11 +22,10 @@ from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.review import queries as review_queries
 from itsmreview.review.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.gatework import apply_queued_here
-from itsmreview.review.models import Assignment, PersonaActivity
 from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 DEMO_LOG_NAME = "demo-vinst"
 DEMO_BPI2014_NAME = "rabobank-demo"  # BPI 2014's four tables, synthetic, with a team mapping
@@ -228,11 +227,15 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
     expert_order = {u.id: i for i, u in enumerate(experts)}
     submitted = 0
     for task_index, version_id in enumerate(version_ids):
-        assignments = session.exec(
-            select(Assignment)
-            .where(Assignment.round_id == review_round.id, Assignment.task_version_id == version_id)
-            .order_by(Assignment.expert_id)
-        ).all()
+        assignments = sorted(
+            review_queries.assignments_of_task(
+                session=session,
+                round_id=review_round.id,
+                task_version_id=version_id,
+                holding_only=False,
+            ),
+            key=lambda a: a.expert_id,
+        )
         if task_index < FULLY_RATED_TASKS:
             to_rate = assignments
         elif task_index < FULLY_RATED_TASKS + PARTLY_RATED_TASKS:
@@ -356,7 +359,7 @@ def load_demo(
     round_created = review_queries.round_by_name(session=session, name=DEMO_ROUND) is None
     if round_created:
         _seed_round(session, users, seed)
-    if not session.exec(select(PersonaActivity.id).limit(1)).first():
+    if not review_queries.any_persona_activity(session=session):
         _seed_completeness(session, users, log.name)
     ratings = review_queries.rating_count(session=session)
     return DemoSummary(

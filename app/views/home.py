@@ -1,7 +1,7 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.queries import platform_counts
+from itsmreview.overview import platform_counts
 from itsmreview.ui.auth import require
 
 user = require(Role.expert, Role.lead)

@@ -3,7 +3,7 @@
 import pytest
 from itsmreview.accounts.queries import user_by_username
 from itsmreview.accounts.service import add_user, users_overview
-from itsmreview.catalog.browser import rating_history, task_detail, task_table
+from itsmreview.catalog.browser import task_detail, task_table
 from itsmreview.coverage.overview import log_overview
 from itsmreview.demo.loader import load_demo
 from itsmreview.errors import PermissionDenied
@@ -23,7 +23,7 @@ from itsmreview.review.models import Assignment
 from itsmreview.review.reliability import round_agreement
 from itsmreview.review.repair import import_as
 from itsmreview.review.service import save_draft
-from itsmreview.review.view import assignment_view, expert_queue
+from itsmreview.review.view import assignment_view, expert_queue, rating_history
 
 LEAD_ONLY = [
     lambda s, u: dashboard(session=s, actor=u, bootstrap=0),

@@ -1,6 +1,13 @@
-"""The package layering docs/architecture.md describes, read from the source's imports."""
+"""The package layering docs/architecture.md describes, read from the source's imports.
+The whole graph is import-linter's job (pyproject.toml's [tool.importlinter], run by
+.ci/lint-imports); the checks here read single files and plant violations to show that the
+contracts catch them."""
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +33,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _imports_of(package: str) -> dict[Path, set[str]]:
-    return {p: _imports(p) for p in FOLDERS[package].glob("*.py")}
+    return {p: _imports(p) for p in FOLDERS[package].rglob("*.py")}
 
 
 def test_no_domain_package_imports_the_model_assistance():
@@ -45,7 +52,7 @@ def test_domain_packages_never_import_streamlit_or_typer():
 
 
 def test_the_model_assistance_selects_only_in_its_queries():
-    for path in FOLDERS["itsmreview.assist"].glob("*.py"):
+    for path in FOLDERS["itsmreview.assist"].rglob("*.py"):
         if path.name == "queries.py":
             continue
         calls = [
@@ -63,3 +70,73 @@ def test_the_catalog_reaches_into_review_no_further_than_it_did():
     for path, names in _imports_of("itsmreview.catalog").items():
         reached = {n for n in names if n.startswith("itsmreview.review")}
         assert reached <= allowed, f"{path.name} imports {sorted(reached - allowed)}"
+
+
+SHELL = [ROOT / "app" / "views", ROOT / "app" / "ui", ROOT / "app" / "cli"]
+
+
+def test_pages_and_the_cli_import_no_new_queries_module():
+    """The shell calls services. The widgets listed in pyproject.toml's contract still read
+    queries directly; nothing else may."""
+    listed = {"app/ui/variant.py", "app/ui/authoring.py", "app/ui/rating.py"}
+    found = set()
+    for folder in SHELL:
+        for path in folder.rglob("*.py"):
+            names = _imports(path)
+            if any(n == "itsmreview.queries" or n.endswith(".queries") for n in names):
+                found.add(path.relative_to(ROOT).as_posix())
+    assert found <= listed, f"import a service instead of queries in {sorted(found - listed)}"
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """The source folders and pyproject.toml of this checkout, copied to `dest`."""
+    import tomllib
+
+    pyproject = ROOT / "pyproject.toml"
+    for folder in tomllib.loads(pyproject.read_text())["tool"]["setuptools"][
+        "package-dir"
+    ].values():
+        shutil.copytree(
+            ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
+    shutil.copy(pyproject, dest / "pyproject.toml")
+    return dest
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    script = ROOT / ".ci" / "lint-imports"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, str(script), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_import_contracts_catch_planted_violations(tmp_path):
+    """The contracts hold on a copy of the tree, and break, naming the module and line, when
+    a page imports a queries module, a domain package imports Streamlit, or a lower package
+    imports a higher one."""
+    copy = _checkout_copy(tmp_path / "tree")
+    clean = _lint_imports(copy)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+
+    (copy / "app" / "views" / "planted.py").write_text(
+        '"""Planted."""\n\nfrom itsmreview.catalog.queries import tasks_frame  # noqa\n'
+    )
+    (copy / "ledger" / "planted.py").write_text(
+        '"""Planted."""\n\nimport streamlit\nfrom itsmreview.review import agreement\n'
+    )
+    broken = _lint_imports(copy)
+
+    assert broken.returncode != 0
+    out = broken.stdout
+    assert "Pages and the CLI call services, never a queries module BROKEN" in out
+    assert "itsmreview.views.planted -> itsmreview.catalog.queries (l.3)" in out
+    assert "Streamlit and Typer only in the shell BROKEN" in out
+    assert "itsmreview.ledger.planted -> streamlit (l.3)" in out
+    assert "itsmreview.ledger is not allowed to import itsmreview.review" in out
+    assert "itsmreview.ledger.planted -> itsmreview.review.agreement (l.4)" in out
