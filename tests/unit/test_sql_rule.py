@@ -3,6 +3,7 @@
 below with the reason each needs them. Read from the source, every folder of the package."""
 
 import ast
+import functools
 import tomllib
 from pathlib import Path
 
@@ -88,13 +89,18 @@ def violations(root: Path) -> tuple[list[str], set[str]]:
     return problems, used
 
 
+@functools.cache
+def _checkout() -> tuple[list[str], set[str]]:
+    return violations(ROOT)
+
+
 def test_sql_is_built_only_in_queries_modules():
-    problems, _ = violations(ROOT)
+    problems, _ = _checkout()
     assert not problems, "\n".join(problems)
 
 
 def test_every_exception_is_still_needed():
-    _, used = violations(ROOT)
+    _, used = _checkout()
     assert used == set(EXCEPTIONS), f"no longer needed, remove: {sorted(set(EXCEPTIONS) - used)}"
 
 
