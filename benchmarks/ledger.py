@@ -48,12 +48,13 @@ EXPERTS = 30
 K = 3
 
 
-def build(url: str, tasks: int) -> int:
+def build(url: str, tasks: int, approved: bool = False) -> int:
     """A database as submits leave it: per task a version (real content hash) with a six-turn
     transcript, its import and three declared-provenance entries, three noisy ratings of
     every rubric dimension with their submit entries (content commitments), a status entry
     for the two thirds decided and an adjudication (with its entry) for one in ten. Every
-    entry is chained and backed by its object. Returns the number of entries."""
+    entry is chained and backed by its object (`approved`: every task decided approved, as an
+    export's set). Returns the number of entries."""
     import random
 
     from itsmreview.accounts.models import User
@@ -190,8 +191,8 @@ def build(url: str, tasks: int) -> int:
             task = NativeTask.model_validate(native)
             stored = task.stored()
             digest = task.content_hash()
-            decided = t % 3 != 0  # a third still waits (in adjudication or for raters)
-            status = ("approved" if t % 2 else "rejected") if decided else "in_review"
+            decided = approved or t % 3 != 0  # a third waits (in adjudication or for raters)
+            status = ("approved" if approved or t % 2 else "rejected") if decided else "in_review"
             put(
                 Task,
                 [

@@ -5,6 +5,8 @@ adjudications, coverage, rubrics and the ledger slice. Each function returns
 import csv
 import math
 import re
+import shutil
+import tempfile
 from collections.abc import Iterable
 
 import pandas as pd
@@ -167,6 +169,76 @@ def agreement_file(per_round: dict[str, list[dict]], summary: list[dict]) -> dic
 
 def gate_file(per_round: dict[str, dict]) -> dict[str, str]:
     return {"evidence/gate.json": canonical(per_round)}
+
+
+def _compact(value) -> str:
+    """`canonical(value)` without its closing newline: a part of a canonical document."""
+    return canonical(value)[:-1]
+
+
+class JsonArraySpool:
+    """The items of a JSON array in canonical form, spooled to a temporary file a batch at a
+    time and copied into place at the end (memory holds none of them)."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")  # noqa: SIM115 (closed by __exit__)
+        self.count = 0
+
+    def add(self, items: Iterable) -> None:
+        for item in items:
+            self._file.write(("," if self.count else "") + _compact(item))
+            self.count += 1
+
+    def copy_to(self, handle) -> None:
+        self._file.flush()
+        self._file.seek(0)
+        shutil.copyfileobj(self._file, handle, 1 << 20)
+
+    def __enter__(self) -> "JsonArraySpool":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._file.close()
+
+
+class AgreementFile:
+    """evidence/agreement.json, the bytes `agreement_file` writes, with the per-task summary
+    added a batch at a time."""
+
+    def __init__(self, staging, per_round: dict[str, list[dict]]):
+        self._handle = staging.open("evidence/agreement.json")
+        self._handle.write('{"rounds":' + _compact(per_round) + ',"tasks":[')
+        self._first = True
+
+    def add(self, summary: list[dict]) -> None:
+        for row in summary:
+            self._handle.write(("" if self._first else ",") + _compact(row))
+            self._first = False
+
+    def __enter__(self) -> "AgreementFile":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is None:
+            self._handle.write("]}\n")
+        self._handle.close()
+
+
+def write_gate(handle, per_round: dict[str, dict], decisions: dict[str, JsonArraySpool]) -> None:
+    """The bytes `gate_file` writes, each round's "decisions" taken from its spool."""
+    handle.write("{")
+    for i, name in enumerate(sorted(per_round)):
+        handle.write(("," if i else "") + _compact(name) + ":{")
+        for j, key in enumerate(sorted(per_round[name])):
+            handle.write(("," if j else "") + _compact(key) + ":")
+            if key == "decisions":
+                handle.write("[")
+                decisions[name].copy_to(handle)
+                handle.write("]")
+            else:
+                handle.write(_compact(per_round[name][key]))
+        handle.write("}")
+    handle.write("}\n")
 
 
 def adjudications_file(

@@ -160,8 +160,11 @@ def _agreement_lines(agreement: dict[str, list[dict]]) -> str:
     return "\n".join(out).rstrip()
 
 
-def _summary_lines(summary: list[dict], dimensions: list[str]) -> str:
-    if not summary:
+def _summary_lines(summary: list[dict], dimensions: list[str], total: int | None = None) -> str:
+    """The card's table of the first MARKDOWN_LIMIT tasks of `summary` (the first rows are
+    enough), `total` tasks in all (default: the length of `summary`)."""
+    total = len(summary) if total is None else total
+    if not total:
         return "No task was rated."
     shown = summary[:MARKDOWN_LIMIT]
     header = ["task", "version", "ratings", *[f"median {d}" for d in dimensions], "verdicts"]
@@ -179,9 +182,9 @@ def _summary_lines(summary: list[dict], dimensions: list[str]) -> str:
             escape(verdicts),
         ]
         out.append("| " + " | ".join(cells) + " |")
-    if len(summary) > len(shown):
+    if total > len(shown):
         out.append(
-            f"\nThe first {len(shown)} of {len(summary)} tasks; all of them are in config "
+            f"\nThe first {len(shown)} of {total} tasks; all of them are in config "
             "`task_summary` (`data/task_summary.jsonl`)."
         )
     return "\n".join(out)
@@ -212,8 +215,10 @@ def card(
     agreement: dict[str, list[dict]],
     summary: list[dict],
     dimensions: list[str],
+    summary_total: int | None = None,
 ) -> str:
-    """The dataset card. Nothing in it depends on where the export is written."""
+    """The dataset card. Nothing in it depends on where the export is written. `summary`
+    needs only its first MARKDOWN_LIMIT rows when `summary_total` says how many there are."""
     persona_text = ", ".join(f"{escape(p)} ({n})" for p, n in sorted(personas.items()))
     fields = "\n".join(f"- `{key}`: {text}" for key, text in FIELDS.items())
     kinds = {log["origin"] for log in logs}
@@ -291,7 +296,7 @@ Krippendorff's alpha per rubric dimension, with bootstrap 95% intervals:
 
 Per task:
 
-{_summary_lines(summary, dimensions)}
+{_summary_lines(summary, dimensions, summary_total)}
 
 The approval gate and each task's decision with its reasons, the ratings, adjudications,
 coverage, rubrics and the ledger slice are in this folder's `evidence/`; the export's

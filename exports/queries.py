@@ -2,6 +2,7 @@
 Every set of task versions is passed on as a subquery, never as one parameter per version."""
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pandas as pd
 from itsmreview.accounts.models import User
@@ -59,24 +60,87 @@ def approved_version_ids(*, round_id: int | None = None, persona: str | None = N
     return query
 
 
-def versions_in(*, session: Session, ids) -> list[tuple[Task, TaskVersion]]:
-    return list(
-        session.exec(
-            select(Task, TaskVersion)
-            .join(TaskVersion, TaskVersion.task_id == Task.id)
-            .where(TaskVersion.id.in_(ids))
-            .order_by(Task.external_id)
-        ).all()
+def versions_in(*, session: Session, ids) -> list[tuple]:
+    """(task, version) of these versions by task external id, each as a row of the fields
+    a selection needs (task: external_id, persona; version: id, version, content_hash,
+    source), not their texts: a selection of 100,000 versions stays small. The texts are read
+    a batch at a time by `tasks_of`."""
+    rows = session.connection().execute(
+        select(
+            Task.external_id,
+            Task.persona,
+            TaskVersion.id,
+            TaskVersion.version,
+            TaskVersion.content_hash,
+            TaskVersion.source,
+        )
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .where(TaskVersion.id.in_(ids))
+        .order_by(Task.external_id)
     )
+    return [
+        (
+            SimpleNamespace(external_id=r.external_id, persona=r.persona),
+            SimpleNamespace(
+                id=r.id, version=r.version, content_hash=r.content_hash, source=r.source
+            ),
+        )
+        for r in rows
+    ]
 
 
-def transcripts_in(*, session: Session, ids) -> Iterator[Transcript]:
-    yield from session.exec(
-        select(Transcript)
-        .where(Transcript.task_version_id.in_(ids))
+def tasks_of(*, session: Session, version_ids: list[int]) -> tuple[dict, dict[int, list]]:
+    """{version id: (task, version)} of these versions as rows with the fields
+    `catalog.service.version_to_native` reads, and their transcripts by version id."""
+    if not version_ids:
+        return {}, {}
+    connection = session.connection()
+    pairs = {}
+    for row in connection.execute(
+        select(
+            Task.external_id,
+            Task.title.label("task_title"),
+            Task.persona.label("task_persona"),
+            Task.track.label("task_track"),
+            TaskVersion.id,
+            TaskVersion.version,
+            TaskVersion.title,
+            TaskVersion.persona,
+            TaskVersion.track,
+            TaskVersion.instruction,
+            TaskVersion.environment,
+            TaskVersion.ground_truth,
+            TaskVersion.verifier,
+            TaskVersion.tags,
+            TaskVersion.source,
+            TaskVersion.provenance,
+            TaskVersion.extra,
+        )
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .where(in_ids(session, TaskVersion.id, version_ids))
+    ):
+        task = SimpleNamespace(
+            external_id=row.external_id,
+            title=row.task_title,
+            persona=row.task_persona,
+            track=row.task_track,
+        )
+        pairs[row.id] = (task, row)
+    transcripts: dict[int, list] = {}
+    for transcript in connection.execute(
+        select(
+            Transcript.task_version_id,
+            Transcript.external_id,
+            Transcript.title,
+            Transcript.simulator,
+            Transcript.messages,
+            Transcript.extra,
+        )
+        .where(in_ids(session, Transcript.task_version_id, version_ids))
         .order_by(Transcript.task_version_id, Transcript.id)
-        .execution_options(yield_per=2000)
-    )
+    ):
+        transcripts.setdefault(transcript.task_version_id, []).append(transcript)
+    return pairs, transcripts
 
 
 def usernames(*, session: Session, ids: list[int]) -> dict[int, str]:

@@ -3,6 +3,7 @@
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ import pandas as pd
 from itsmreview import __version__
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.catalog.formats.common import FormatError
+from itsmreview.catalog.formats.common import ORIGINAL_FORMAT, FormatError
 from itsmreview.catalog.service import version_to_native
 from itsmreview.coverage.report import coverage_of
 from itsmreview.db import utcnow
@@ -25,6 +26,7 @@ from itsmreview.exports.bundle import (
     executables,
     file_digests,
     file_sizes,
+    jsonl,
     sha256_file,
     verify_folder,
     write_zip,
@@ -42,6 +44,7 @@ FORMATS = ("native", "harbor", "hf", "tau2")
 Progress = Callable[[str, float], None]
 LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
 RATING_BATCH = 1000  # task versions whose ratings are read, written and decided together
+TASK_BATCH = 1000  # task versions read and written together (memory: a batch, not the set)
 DEFAULT_NAME = "itsmreview-export"
 NAME_LIMIT = 100  # characters of an export's name
 SPDX = re.compile(r"LicenseRef-[A-Za-z0-9.-]{1,64}|[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")
@@ -419,31 +422,60 @@ def _write_files(
 ) -> dict:
     version_ids = chosen.version_ids
     versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
-    report("reading transcripts", 0.12)
-    transcripts: dict[int, list] = {}
-    for transcript in queries.transcripts_in(session=session, ids=chosen.ids):
-        if transcript.task_version_id in version_ids:
-            transcripts.setdefault(transcript.task_version_id, []).append(transcript)
-    natives, records = [], []
-    for task, version in chosen.pairs:
-        natives.append(version_to_native(task, version, transcripts.get(version.id, [])))
-        records.append(
-            {
-                "version": version.version,
-                "content_hash": version.content_hash,
-                "decision": "approved",
-            }
+    report("writing tasks", 0.12)
+    counts = {"tasks": len(chosen.pairs)}
+    personas: dict[str, int] = {}
+    harbor_tasks, tau2_tasks = [], []  # only tasks of those formats: few, kept for the end
+    with ExitStack() as files_open:
+        native_out = (
+            files_open.enter_context(staging.open(native.PATH)) if "native" in formats else None
         )
-    report("writing tasks", 0.25)
-    counts = {"tasks": len(natives)}
-    if "native" in formats:
-        rows = [dict(t, **{native.EXPORT_KEY: r}) for t, r in zip(natives, records, strict=True)]
-        for path, text in native.render(rows).items():
-            staging.write_text(path, text)
+        hf_out = (
+            files_open.enter_context(staging.open(f"{hf.ROOT}/data/train.jsonl"))
+            if "hf" in formats
+            else None
+        )
+        for start in range(0, len(chosen.pairs), TASK_BATCH):
+            chunk = chosen.pairs[start : start + TASK_BATCH]
+            pairs, transcripts = queries.tasks_of(
+                session=session, version_ids=[v.id for _, v in chunk]
+            )
+            natives, records = [], []
+            for _, chosen_version in chunk:
+                task, version = pairs[chosen_version.id]
+                natives.append(
+                    version_to_native(task, version, transcripts.get(chosen_version.id, []))
+                )
+                records.append(
+                    {
+                        "version": chosen_version.version,
+                        "content_hash": chosen_version.content_hash,
+                        "decision": "approved",
+                    }
+                )
+            if native_out is not None:
+                native_out.write(
+                    jsonl(
+                        dict(t, **{native.EXPORT_KEY: r})
+                        for t, r in zip(natives, records, strict=True)
+                    )
+                )
+            if hf_out is not None:
+                rows = [hf.row(t, r) for t, r in zip(natives, records, strict=True)]
+                for row in rows:
+                    personas[row["persona"]] = personas.get(row["persona"], 0) + 1
+                hf_out.write(jsonl(rows))
+            for t, r in zip(natives, records, strict=True):
+                kind = t.get(ORIGINAL_FORMAT)
+                if kind == "harbor" and "harbor" in formats:
+                    harbor_tasks.append((t, r))
+                elif kind == "tau2" and "tau2" in formats:
+                    tau2_tasks.append(t)
+            report("writing tasks", 0.12 + 0.25 * min(1, (start + TASK_BATCH) / len(chosen.pairs)))
     if "harbor" in formats:
         counts["harbor"] = harbor.write(
-            natives,
-            records,
+            [t for t, _ in harbor_tasks],
+            [r for _, r in harbor_tasks],
             staging,
             dataset=f"{org}/{harbor.slug(export_name)}",
             org=org,
@@ -453,8 +485,8 @@ def _write_files(
             license=licence,
         )
     if "tau2" in formats:
-        written = tau2.render(natives)
-        counts["tau2"] = sum(1 for t in natives if t.get("original_format") == "tau2")
+        written = tau2.render(tau2_tasks)
+        counts["tau2"] = len(tau2_tasks)
         for path, text in written.items():
             staging.write_text(path, text)
     report("reading ratings", 0.4)
@@ -519,40 +551,59 @@ def _write_files(
             "decisions": [],
         }
     report("writing ratings", 0.5)
-    summary, rating_ids = [], set()
+    # written as the batches go: the ratings, the per-task summary (in agreement.json and the
+    # Hugging Face config task_summary) and the gate's decisions (spooled per round, joined
+    # into gate.json at the end); memory holds a batch, the summary's first rows for the
+    # card and the exported rating ids (for the ledger slice)
+    summary_head, summaries, rating_ids = [], 0, set()
     ratings_out = evidence.RatingsFiles(staging, dimensions)
-    try:
-        for done, batch in enumerate(batches, start=1):
-            ratings = queries.ratings_of(session=session, version_ids=batch)
-            scores = queries.scores_of(session=session, version_ids=batch)
-            rows = evidence.ratings_table(
-                ratings, scores, versions=versions, names=names, dimensions=dimensions
-            )
-            ratings_out.add(rows)
-            summary.extend(evidence.task_summary(rows, dimensions))
-            rating_ids.update(ratings["rating_id"].astype(int).tolist())
-            for round_name, (config, members, adjudicated, failed) in deciding.items():
-                in_round = reliability.task_ratings(ratings[ratings["round"] == round_name], scores)
-                gate_per_round[round_name]["decisions"] += [
-                    _decision_row(
-                        versions[v],
-                        decide(
-                            in_round.get(v, TaskRatings({}, [], [])),
-                            config,
-                            gates[round_name]["alpha"],
-                            adjudicated.get(v),
-                            failed.get(v, ()),
-                        ),
+    with ExitStack() as files_open:
+        agreement_out = files_open.enter_context(evidence.AgreementFile(staging, per_round))
+        summary_out = (
+            files_open.enter_context(staging.open(f"{hf.ROOT}/data/task_summary.jsonl"))
+            if "hf" in formats
+            else None
+        )
+        decisions = {name: files_open.enter_context(evidence.JsonArraySpool()) for name in deciding}
+        try:
+            for done, batch in enumerate(batches, start=1):
+                ratings = queries.ratings_of(session=session, version_ids=batch)
+                scores = queries.scores_of(session=session, version_ids=batch)
+                rows = evidence.ratings_table(
+                    ratings, scores, versions=versions, names=names, dimensions=dimensions
+                )
+                ratings_out.add(rows)
+                summary = evidence.task_summary(rows, dimensions)
+                agreement_out.add(summary)
+                if summary_out is not None:
+                    summary_out.write(jsonl(hf.summary_rows(summary, dimensions)))
+                summaries += len(summary)
+                summary_head.extend(summary[: max(0, hf.MARKDOWN_LIMIT - len(summary_head))])
+                rating_ids.update(ratings["rating_id"].astype(int).tolist())
+                for round_name, (config, members, adjudicated, failed) in deciding.items():
+                    in_round = reliability.task_ratings(
+                        ratings[ratings["round"] == round_name], scores
                     )
-                    for v in batch
-                    if v in members
-                ]
-            report("writing ratings", 0.5 + 0.15 * done / len(batches))
-    finally:
-        ratings_out.close()
+                    decisions[round_name].add(
+                        _decision_row(
+                            versions[v],
+                            decide(
+                                in_round.get(v, TaskRatings({}, [], [])),
+                                config,
+                                gates[round_name]["alpha"],
+                                adjudicated.get(v),
+                                failed.get(v, ()),
+                            ),
+                        )
+                        for v in batch
+                        if v in members
+                    )
+                report("writing ratings", 0.5 + 0.15 * done / len(batches))
+        finally:
+            ratings_out.close()
+        with staging.open("evidence/gate.json") as handle:
+            evidence.write_gate(handle, gate_per_round, decisions)
     files = {}
-    files.update(evidence.agreement_file(per_round, summary))
-    files.update(evidence.gate_file(gate_per_round))
     files.update(evidence.adjudications_file(adjudications, versions=versions, names=leads))
     files.update(
         evidence.machine_checks_file(
@@ -587,18 +638,20 @@ def _write_files(
     )
     if "hf" in formats:
         report("writing the Hugging Face folder", 0.85)
-        rendered = hf.render(
-            natives,
-            records,
-            name=export_name,
-            license=licence,
-            logs=origins,
-            agreement=per_round,
-            summary=summary,
-            dimensions=dimensions,
+        staging.write_text(
+            f"{hf.ROOT}/README.md",
+            hf.card(
+                name=export_name,
+                count=len(chosen.pairs),
+                personas=personas,
+                license=licence,
+                logs=origins,
+                agreement=per_round,
+                summary=summary_head,
+                dimensions=dimensions,
+                summary_total=summaries,
+            ),
         )
-        for path, text in rendered.items():
-            staging.write_text(path, text)
         for path in [p for p in staging.files() if p.startswith("evidence/")]:
             shutil.copyfile(staging.root / path, staging.path(f"{hf.ROOT}/{path}"))
     counts.update(
