@@ -15,8 +15,11 @@ from itsmreview.review.agreement import Alpha, Gwet
 from itsmreview.review.models import ReviewRound
 from itsmreview.review.reliability import (
     ItemAgreement,
-    disagreements,
+    QueuePage,
+    adjudication_queue,
+    build_adjudication_queue,
     find_round,
+    queue_built_at,
     round_agreement,
 )
 from itsmreview.summaries.service import Materialised, materialised
@@ -30,7 +33,8 @@ class Dashboard:
     rounds: list[dict]
     round_name: str | None = None
     agreement: list[ItemAgreement] = field(default_factory=list)
-    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)
+    disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)  # the queue's page
+    queue: QueuePage | None = None  # the adjudication queue as stored (None: being built)
     open_assignments: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement_computed_at: datetime | None = None
     agreement_current: bool = True  # False: the ratings changed since; a refresh is running
@@ -87,10 +91,18 @@ class Dashboard:
 
 
 def dashboard(
-    *, session: Session, actor: User, round_name: str | None = None, bootstrap: int = 1000
+    *,
+    session: Session,
+    actor: User,
+    round_name: str | None = None,
+    bootstrap: int = 1000,
+    queue_search: str = "",
+    queue_page: int = 0,
+    per_page: int = 25,
 ) -> Dashboard:
-    """Progress, the statuses of the round's tasks, agreement with CIs and disagreements of a
-    round (the newest when `round_name` is None). Leads only."""
+    """Progress, the statuses of the round's tasks, agreement with CIs and one page of the
+    tasks waiting for adjudication (`queue_search`, `queue_page`) of a round (the newest
+    when `round_name` is None), all as stored. Leads only."""
     require_role(actor, Role.lead)
     rounds = [
         {"name": r.name, "status": r.status, "k": r.k, "created_at": r.created_at}
@@ -122,8 +134,41 @@ def dashboard(
     board.gate_waiting, board.gate_waiting_since = queries.pending_summary(
         session=session, round_id=review_round.id
     )
-    board.disagreements = disagreements(session=session, actor=actor, round_name=review_round.id)
+    if _queue_ready(session=session, review_round=review_round, inline=inline):
+        board.queue = adjudication_queue(
+            session=session,
+            actor=actor,
+            round_name=review_round.id,
+            search=queue_search,
+            page=queue_page,
+            per_page=per_page,
+        )
+        board.disagreements = board.queue.rows
     return board
+
+
+def _queue_ready(*, session: Session, review_round: ReviewRound, inline: bool) -> bool:
+    """Whether the round's adjudication queue is built; if not, build it: at once for a
+    small round, else in the background (once per round, for rounds decided before the
+    queue was kept)."""
+    if queue_built_at(session=session, round_id=review_round.id) is not None:
+        return True
+    from itsmreview.db import write_transaction
+    from itsmreview.summaries.service import run_in_background
+
+    round_id = review_round.id
+
+    def build(writer: Session) -> int:
+        return build_adjudication_queue(
+            session=writer, review_round=writer.get(ReviewRound, round_id)
+        )
+
+    engine = session.get_bind()
+    if inline:
+        write_transaction(build, engine=engine)
+        return True
+    run_in_background(engine, f"adjudication-queue {round_id}", build)
+    return False
 
 
 INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once

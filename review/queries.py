@@ -1827,3 +1827,98 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
         session, table, [{"id": id_, **row} for id_, row in zip(ids, rows, strict=True)]
     )
     return ids
+
+
+# --- the adjudication queue, materialised (summaries.models.QueuedAdjudication) -----------
+
+
+def clear_adjudication_queue(*, session: Session, round_id: int, tasks=None) -> None:
+    """Take the round's tasks (or those of the select `tasks`) out of its queue."""
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    statement = delete(Q).where(Q.round_id == round_id)
+    if tasks is not None:
+        statement = statement.where(Q.task_version_id.in_(tasks))
+    session.exec(statement.execution_options(synchronize_session=False))
+
+
+def add_to_adjudication_queue(*, session: Session, rows: list[dict]) -> None:
+    """Put tasks into their round's queue: records of round_id, task_version_id,
+    external_id, reasons and decided_at, in bulk (the caller cleared them first)."""
+    from itsmreview.db import bulk_insert_records
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    session.flush()
+    bulk_insert_records(session, Q.__table__, rows)
+
+
+def _queue_matching(round_id: int, search: str | None):
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    query = select(Q.task_version_id, Q.external_id, Task.title, Q.reasons, Q.decided_at).join(
+        TaskVersion, TaskVersion.id == Q.task_version_id
+    )
+    query = query.join(Task, Task.id == TaskVersion.task_id).where(Q.round_id == round_id)
+    if search:
+        pattern = (
+            "%" + search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        )
+        query = query.where(
+            or_(
+                func.lower(Q.external_id).like(pattern, escape="\\"),
+                func.lower(Task.title).like(pattern, escape="\\"),
+                func.lower(Q.reasons).like(pattern, escape="\\"),
+            )
+        )
+    return query
+
+
+def adjudication_queue_page(
+    *, session: Session, round_id: int, search: str | None = None, offset: int = 0, limit: int = 25
+) -> pd.DataFrame:
+    """One page of the round's queue in task order (columns task_version_id, external_id,
+    title, reasons, decided_at), only tasks whose id, title or reasons hold `search`."""
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    query = _queue_matching(round_id, search).order_by(Q.external_id, Q.task_version_id)
+    return frame_of(session, query.offset(offset).limit(limit))
+
+
+def adjudication_queue_count(*, session: Session, round_id: int, search: str | None = None) -> int:
+    """How many tasks of the round's queue match `search` (all without one)."""
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    if not search:
+        query = select(func.count()).select_from(Q).where(Q.round_id == round_id)
+    else:
+        query = select(func.count()).select_from(_queue_matching(round_id, search).subquery())
+    return int(session.exec(query).one())
+
+
+def adjudication_queue_rows(*, session: Session, round_id: int) -> dict[int, str]:
+    """task version id -> reasons of every task in the round's queue."""
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    rows = session.exec(select(Q.task_version_id, Q.reasons).where(Q.round_id == round_id)).all()
+    return {int(v): reasons for v, reasons in rows}
+
+
+def adjudication_queue_newest(*, session: Session, round_id: int):
+    """When the round's queue last took a task in (None when it is empty)."""
+    from itsmreview.summaries.models import QueuedAdjudication as Q
+
+    return session.exec(select(func.max(Q.decided_at)).where(Q.round_id == round_id)).one()
+
+
+def round_has_status(*, session: Session, round_id: int, status: str, besides=None) -> bool:
+    """Whether any task version of the round (other than those of the select `besides`)
+    has this stored status (an index look-up)."""
+    in_round = (
+        select(RoundTask.task_version_id)
+        .where(RoundTask.task_version_id == TaskVersion.id, RoundTask.round_id == round_id)
+        .exists()
+    )
+    query = select(TaskVersion.id).where(TaskVersion.status == status, in_round)
+    if besides is not None:
+        query = query.where(TaskVersion.id.not_in(besides))
+    return session.exec(query.limit(1)).first() is not None

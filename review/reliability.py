@@ -528,7 +528,88 @@ def recompute_statuses(
             session, row, decisions[int(row.task_version_id)], data.review_round, actor_id
         )
     session.flush()
+    _queue_decided(session, data.review_round.id, tasks.itertuples(), decisions, whole=True)
     return decisions
+
+
+QUEUE_KIND = "adjudication-queue"  # the summaries row that says a round's queue is built
+
+
+def queue_built_at(*, session: Session, round_id: int):
+    """When the round's adjudication queue was built from its tasks (None: not yet, and
+    the queue's rows do not count)."""
+    from itsmreview.summaries.queries import stored
+
+    found = stored(session=session, kind=QUEUE_KIND, key=str(round_id))
+    return None if found is None else found.computed_at
+
+
+def _mark_queue_built(session: Session, round_id: int) -> None:
+    from itsmreview.summaries.models import Summary
+    from itsmreview.summaries.queries import replace
+
+    replace(
+        session=session,
+        summary=Summary(kind=QUEUE_KIND, key=str(round_id), fingerprint="built", payload={}),
+    )
+
+
+def _queue_decided(
+    session: Session,
+    round_id: int,
+    rows,
+    decisions: dict[int, Decision],
+    *,
+    whole=False,
+    tasks=None,
+) -> None:
+    """Keep the round's adjudication queue equal to its decisions: `rows` (external_id and
+    task_version_id each) were just decided; with `whole` they are every task of the round
+    (the queue is rebuilt and marked built), else `tasks` selects them (while the queue is
+    not built and other tasks of the round wait, nothing is done: it is built whole when
+    first read)."""
+    if not whole and queue_built_at(session=session, round_id=round_id) is None:
+        if queries.round_has_status(
+            session=session, round_id=round_id, status="adjudication", besides=tasks
+        ):
+            return  # tasks wait that the queue does not hold yet: built whole when read
+        _mark_queue_built(session, round_id)  # no other task waits: the queue starts here
+    now = utcnow()
+    queries.clear_adjudication_queue(
+        session=session, round_id=round_id, tasks=None if whole else tasks
+    )
+    queries.add_to_adjudication_queue(
+        session=session,
+        rows=[
+            {
+                "round_id": round_id,
+                "task_version_id": int(row.task_version_id),
+                "external_id": row.external_id,
+                "reasons": "; ".join(decision.reasons),
+                "decided_at": now,
+            }
+            for row in rows
+            if (decision := decisions.get(int(row.task_version_id))) is not None
+            and decision.status == "adjudication"
+        ],
+    )
+    if whole:
+        _mark_queue_built(session, round_id)
+    session.flush()
+
+
+def build_adjudication_queue(*, session: Session, review_round: ReviewRound) -> int:
+    """Build the round's adjudication queue from its stored statuses (the tasks waiting for
+    a lead) and the gate's reasons for each, and mark it built: once per round, the first
+    time it is read (rounds decided before the queue existed). Takes the round's gate lock,
+    so no applier changes a status meanwhile. Returns how many tasks wait."""
+    queries.lock_gate(session=session, round_id=review_round.id)
+    if queue_built_at(session=session, round_id=review_round.id) is not None:
+        return queries.adjudication_queue_count(session=session, round_id=review_round.id)
+    tasks, reasons = _waiting_with_reasons(session, review_round)
+    decisions = {v: Decision("adjudication", r) for v, r in reasons.items()}
+    _queue_decided(session, review_round.id, tasks.itertuples(), decisions, whole=True)
+    return len(decisions)
 
 
 def _store_decision(
@@ -591,7 +672,7 @@ def decide_tasks(
         session=session, round_id=review_round.id, tasks=tasks
     )
     failed = queries.failed_checks(session=session, tasks=tasks)
-    decisions = {}
+    decisions, decided = {}, []
     for row in queries.version_status_rows(session=session, round_id=review_round.id, tasks=tasks):
         version_id = int(row.task_version_id)
         decision = decide(
@@ -603,7 +684,9 @@ def decide_tasks(
         )
         _store_decision(session, row, decision, review_round, actors.get(version_id))
         decisions[version_id] = decision
+        decided.append(row)
     session.flush()
+    _queue_decided(session, review_round.id, decided, decisions, tasks=tasks)
     return decisions
 
 
@@ -697,14 +780,11 @@ def adjudication_content(adjudication: Adjudication) -> dict:
     }
 
 
-def disagreements(
-    *, session: Session, actor: User, round_name: str | int | None = None
-) -> pd.DataFrame:
-    """Tasks of the round waiting for adjudication, with the gate's reasons. Leads only."""
-    require_role(actor, Role.lead)
-    # statuses are stored whenever ratings or adjudications change: a page view reads them
-    # and explains only the tasks waiting for a lead
-    review_round = find_round(session, round_name)
+def _waiting_with_reasons(
+    session: Session, review_round: ReviewRound
+) -> tuple[pd.DataFrame, dict[int, list[str]]]:
+    """The round's tasks whose stored status is adjudication, and the gate's reasons for
+    each, decided again from their own ratings (not the round's)."""
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     tasks = queries.round_task_statuses(
         session=session, round_id=review_round.id, status="adjudication"
@@ -719,17 +799,76 @@ def disagreements(
     config = gate_config(review_round, rubric)
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
     adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
-    tasks["reasons"] = [
-        "; ".join(
-            decide(
-                per_task.get(int(v), TaskRatings({}, [], [])),
-                config,
-                alphas,
-                adjudicated.get(int(v)),
-            ).reasons
-        )
+    reasons = {
+        int(v): decide(
+            per_task.get(int(v), TaskRatings({}, [], [])), config, alphas, adjudicated.get(int(v))
+        ).reasons
         for v in tasks["task_version_id"]
-    ]
+    }
+    return tasks, reasons
+
+
+@dataclass
+class QueuePage:
+    """One page of a round's adjudication queue as stored."""
+
+    rows: pd.DataFrame  # task_version_id, external_id, title, reasons, decided_at
+    total: int  # tasks waiting in the round
+    matching: int  # of them, those the search finds
+    built_at: object  # when the queue was built (None: not built yet)
+    changed_at: object  # when a task last came into it (None: empty)
+
+
+def adjudication_queue(
+    *,
+    session: Session,
+    actor: User,
+    round_name: str | int | None = None,
+    search: str = "",
+    page: int = 0,
+    per_page: int = 25,
+) -> QueuePage:
+    """The round's tasks waiting for a lead's adjudication, with the gate's reasons, as the
+    gate stored them: one page (`page` from 0) of those whose id, title or reasons hold
+    `search`, in task order. Reads the materialised queue only. Leads only."""
+    require_role(actor, Role.lead)
+    review_round = find_round(session, round_name)
+    built_at = queue_built_at(session=session, round_id=review_round.id)
+    if built_at is None:
+        empty = pd.DataFrame(
+            columns=["task_version_id", "external_id", "title", "reasons", "decided_at"]
+        )
+        return QueuePage(empty, 0, 0, None, None)
+    search = search.strip()
+    total = queries.adjudication_queue_count(session=session, round_id=review_round.id)
+    matching = (
+        queries.adjudication_queue_count(session=session, round_id=review_round.id, search=search)
+        if search
+        else total
+    )
+    last_page = max(0, (matching - 1) // per_page)
+    rows = queries.adjudication_queue_page(
+        session=session,
+        round_id=review_round.id,
+        search=search or None,
+        offset=min(max(0, page), last_page) * per_page,
+        limit=per_page,
+    )
+    changed_at = queries.adjudication_queue_newest(session=session, round_id=review_round.id)
+    return QueuePage(rows, total, matching, built_at, changed_at)
+
+
+def disagreements(
+    *, session: Session, actor: User, round_name: str | int | None = None
+) -> pd.DataFrame:
+    """Every task of the round waiting for adjudication, with the gate's reasons, decided
+    again from the round's ratings (what the stored queue must equal; pages read the queue,
+    `adjudication_queue`). Leads only. Columns task_version_id, task_id, external_id,
+    title, status, version, is_newest, reasons."""
+    require_role(actor, Role.lead)
+    review_round = find_round(session, round_name)
+    tasks, reasons = _waiting_with_reasons(session, review_round)
+    tasks["reasons"] = ["; ".join(reasons[int(v)]) for v in tasks["task_version_id"]]
     return tasks.reset_index(drop=True)
 
 

@@ -130,3 +130,30 @@ def _store(engine, kind: str, key: str, fingerprint: str, payload: dict, seconds
             session.commit()
         except DBAPIError:
             session.rollback()
+
+
+def run_in_background(engine, name: str, work: Callable[[Session], Any]) -> bool:
+    """Run `work(session)` in a write transaction (`db.write_transaction`) on a thread of
+    this process, unless a run of the same `name` is going: a build that must happen once,
+    such as a round's first adjudication queue. Returns whether this call started it; a
+    failure is kept for `last_failure(name, "")`."""
+    from itsmreview.db import write_transaction
+
+    job = (name, "", "")
+    with _RUNNING_LOCK:
+        if any(running[:1] == (name,) for running in _RUNNING):
+            return False
+        _RUNNING.add(job)
+
+    def run() -> None:
+        try:
+            write_transaction(work, engine=engine)
+            _FAILURES.pop((name, ""), None)
+        except Exception as exc:  # noqa: BLE001 - kept for the page to show
+            _FAILURES[(name, "")] = f"{type(exc).__name__}: {exc}"
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(job)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return True

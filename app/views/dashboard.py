@@ -25,10 +25,19 @@ from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 
+QUEUE_PAGE = 25  # tasks of the adjudication queue per page
+
 user = require(Role.lead)
 st.title("Dashboard")
 with session_scope() as session:
-    data = dashboard(session=session, actor=user, round_name=st.session_state.get("round"))
+    data = dashboard(
+        session=session,
+        actor=user,
+        round_name=st.session_state.get("round"),
+        queue_search=st.session_state.get("queue-search", ""),
+        queue_page=int(st.session_state.get("queue-page", 1)) - 1,
+        per_page=QUEUE_PAGE,
+    )
 if not data.rounds:
     st.info("No review round yet. `itsmreview demo` creates one.")
     st.stop()
@@ -170,21 +179,63 @@ if not bias.empty:
 authoring_section(user, data.round_name)
 
 st.subheader("Disagreements to adjudicate")
-if data.disagreements.empty:
+queue = data.queue
+if queue is None:
+    st.info(
+        "The adjudication queue of this round is being built from its tasks (once per "
+        "round); reload the page in a moment."
+    )
+elif queue.total == 0:
     st.success("No task waits for adjudication.")
 else:
-    show_table(
-        data.disagreements[["external_id", "title", "reasons"]],
-        {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
+    st.caption(
+        f"{queue.total:,} task(s) wait for a lead, as the gate decided them"
+        + (
+            f" (the last came in at {queue.changed_at:%Y-%m-%d %H:%M:%S} UTC)"
+            if queue.changed_at
+            else ""
+        )
+        + (
+            f"; {data.gate_waiting:,} rating(s) the gate has not applied yet may add or "
+            "remove some."
+            if data.gate_waiting
+            else "."
+        )
     )
+
+    def _first_page() -> None:
+        st.session_state["queue-page"] = 1
+
+    search_column, page_column = st.columns([3, 1])
+    search_column.text_input(
+        "Find a task (id, title or reason)", key="queue-search", on_change=_first_page
+    )
+    pages = max(1, -(-queue.matching // QUEUE_PAGE))
+    if st.session_state.get("queue-page", 1) > pages:  # the queue shrank since
+        st.session_state["queue-page"] = pages
+    page_column.number_input(
+        f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="queue-page"
+    )
+    shown = data.disagreements
+    if shown.empty:
+        st.caption("No waiting task matches the search.")
+    else:
+        show_table(
+            shown[["external_id", "title", "reasons"]],
+            {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
+        )
     choice = st.selectbox(
         "Task",
-        data.disagreements["task_version_id"].tolist(),
+        shown["task_version_id"].tolist(),
         format_func=dict(
-            zip(data.disagreements["task_version_id"], data.disagreements["title"], strict=True)
+            zip(
+                shown["task_version_id"],
+                shown["external_id"] + " " + shown["title"],
+                strict=True,
+            )
         ).get,
         index=None,
-        placeholder="Choose the task you decide",
+        placeholder="Choose the task you decide (from this page)",
         key="adjudicate-task",
     )
     # the form and its widgets belong to the chosen task: another task starts blank, never

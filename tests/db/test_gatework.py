@@ -13,9 +13,9 @@ from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.provenance.service import verify_ledger
-from itsmreview.review import gatecache, gatework
+from itsmreview.review import gatecache, gatework, queries
 from itsmreview.review.models import Assignment, RoundCoincidence
-from itsmreview.review.reliability import gate_decisions, load_round
+from itsmreview.review.reliability import gate_decisions, load_round, queue_built_at
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.settings import get_settings
@@ -101,6 +101,11 @@ def assert_gate_as_recomputed(session, review_round) -> None:
     }
     # a task nobody rated yet is decided by neither path one by one: in review until rated
     assert {s for v, s in stored.items() if v not in rated} <= {"in_review", "pending"}
+    # the adjudication queue, started by the first decision, holds exactly the waiting tasks
+    assert queue_built_at(session=session, round_id=review_round.id) is not None
+    assert queries.adjudication_queue_rows(session=session, round_id=review_round.id) == {
+        v: "; ".join(d.reasons) for v, d in decisions.items() if d.status == "adjudication"
+    }
 
 
 def statuses(session) -> dict[int, str]:
@@ -174,6 +179,32 @@ def test_a_batch_that_takes_alpha_across_the_gate_redecides_every_task(session, 
     # the batch rated two other tasks, and the first task, not in it, is approved now
     assert statuses(session)[versions[0]] == "approved"
     assert_gate_as_recomputed(session, review_round)
+
+
+@pytest.mark.parametrize("apply_mode", ["inline", "queue"])
+def test_the_adjudication_queue_follows_every_batch(session, engine, mode, apply_mode):
+    """Tasks whose experts disagree enter the adjudication queue when their ratings are
+    applied and leave it when a revision settles them: after every batch it holds the tasks
+    stored as waiting, and at the end what a recomputation from scratch sends to a lead."""
+    mode(apply_mode)
+    review_round, experts, versions, assignments = open_round(session, n_tasks=4, k=2)
+    by_task = {v: [a for a in assignments if a.task_version_id == v] for v in versions}
+    plan = [(versions[0], 1), (versions[0], 5), (versions[1], 4), (versions[1], 4)]
+    plan += [(versions[2], 2), (versions[2], 5), (versions[3], 3), (versions[3], 3)]
+    for n, (version, value) in enumerate(plan):
+        assignment = by_task[version][n % 2]
+        verdict = "accept" if value >= 4 else "reject" if value == 1 else "revise"
+        rate(session, experts[assignment.expert_id], assignment.id, value, verdict)
+    first = by_task[versions[0]][0]
+    rate(session, experts[first.expert_id], first.id, 4, "accept")  # settles the first task
+    while gatework.apply_batch(engine=engine, round_id=review_round.id, limit=1):
+        # part applied: the queue holds the tasks whose stored status waits for a lead
+        waiting = queries.adjudication_queue_rows(session=session, round_id=review_round.id)
+        assert set(waiting) == {v for v, s in statuses(session).items() if s == "adjudication"}
+    assert_gate_as_recomputed(session, review_round)
+    waiting = queries.adjudication_queue_rows(session=session, round_id=review_round.id)
+    assert set(waiting) == {versions[2]}  # 2 and 5: a spread of 3
+    assert "span 3 points" in waiting[versions[2]]
 
 
 def test_counts_rebuilt_while_ratings_wait_leave_them_for_their_turn(session, engine, mode):

@@ -17,6 +17,7 @@ from itsmreview.review.models import Rating, RatingScore
 from itsmreview.review.reliability import (
     adjudicate,
     disagreements,
+    find_round,
     recompute_statuses,
     round_agreement,
 )
@@ -496,3 +497,175 @@ def test_packed_scores_give_what_the_score_rows_give(session, demo, monkeypatch)
     _, slow = round_agreement(session=session, actor=demo["lead"], bootstrap=100)
     assert [i.as_dict() for i in fast] == [i.as_dict() for i in slow]
     assert any(i.leave_one_out for i in fast) and any(i.bias for i in fast)
+
+
+def _assert_queue_as_recomputed(session, lead) -> int:
+    """The stored adjudication queue holds exactly the tasks a decision from scratch sends to
+    a lead, each with the gate's reasons; returns how many wait."""
+    from itsmreview.review import queries
+    from itsmreview.review.reliability import (
+        adjudication_queue,
+        find_round,
+        gate_decisions,
+        load_round,
+        queue_built_at,
+    )
+
+    session.expire_all()
+    review_round = find_round(session, None)
+    _, decisions = gate_decisions(
+        session=session, data=load_round(session=session, round_name=review_round.id)
+    )
+    expected = {v: "; ".join(d.reasons) for v, d in decisions.items() if d.status == "adjudication"}
+    assert queue_built_at(session=session, round_id=review_round.id) is not None
+    assert queries.adjudication_queue_rows(session=session, round_id=review_round.id) == expected
+    shown = adjudication_queue(session=session, actor=lead, per_page=10_000)
+    assert shown.total == len(expected)
+    assert dict(zip(shown.rows["task_version_id"], shown.rows["reasons"], strict=True)) == expected
+    return len(expected)
+
+
+def _revise(session, version_id: int, value: int, verdict: str) -> None:
+    """The first human rater of a task submits a new revision with every dimension at
+    `value` (a submit, as the expert's page makes it)."""
+    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.service import submit_rating
+
+    rating = session.exec(
+        select(Rating)
+        .where(
+            Rating.task_version_id == version_id,
+            Rating.is_current,
+            Rating.status == "submitted",
+            Rating.rater_kind == "human",
+        )
+        .order_by(Rating.id)
+    ).first()
+    submit_rating(
+        session=session,
+        actor=session.get(User, rating.expert_id),
+        assignment_id=rating.assignment_id,
+        scores={d.key: value for d in load_rubric().dimensions},
+        verdict=verdict,
+    )
+    session.commit()
+
+
+def test_the_adjudication_queue_stays_what_a_recomputation_gives(
+    session, engine, demo, tmp_path, monkeypatch
+):
+    """After each kind of change that decides tasks, the materialised queue equals the gate's
+    decisions made from scratch: a whole-round decision, a rebuild of a lost queue, an
+    inline submit, a queued one applied by the worker, an adjudication, a machine check and
+    a gate change."""
+    from itsmreview.review import gatework
+    from itsmreview.review.checks import import_checks
+    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.reliability import set_gate
+    from itsmreview.settings import get_settings
+    from itsmreview.summaries.models import QueuedAdjudication, Summary
+
+    lead = demo["lead"]
+    waiting = _assert_queue_as_recomputed(session, lead)  # the demo's recompute_statuses
+    assert waiting >= 2
+
+    # lost (or a round decided before the queue was kept): the Dashboard builds it again
+    for row in session.exec(select(QueuedAdjudication)).all():
+        session.delete(row)
+    for row in session.exec(select(Summary).where(Summary.kind == "adjudication-queue")).all():
+        session.delete(row)
+    session.commit()
+    board = dashboard(session=session, actor=lead, bootstrap=0, per_page=1)
+    assert board.queue is not None and board.queue.total == waiting
+    assert len(board.disagreements) == 1  # one page of one task
+    assert _assert_queue_as_recomputed(session, lead) == waiting
+
+    statuses = {v.id: v.status for v in session.exec(select(TaskVersion)).all()}
+    rated = session.exec(
+        select(Rating.task_version_id).where(
+            Rating.is_current, Rating.status == "submitted", Rating.rater_kind == "human"
+        )
+    ).all()
+    calm = sorted(  # tasks the gate decided without a lead, with all their ratings
+        v
+        for v, s in statuses.items()
+        if s in ("approved", "needs_revision") and rated.count(v) >= 3
+    )
+    # an inline submit that sends a task to a lead (its rater now rejects everything)
+    _revise(session, calm[0], 1, "reject")
+    assert session.get(TaskVersion, calm[0]).status == "adjudication"
+    assert _assert_queue_as_recomputed(session, lead) == waiting + 1
+
+    # a queued submit changes nothing until the gate worker applies it
+    monkeypatch.setenv("ITSMREVIEW_GATE_APPLY", "queue")
+    get_settings.cache_clear()
+    try:
+        _revise(session, calm[1], 1, "reject")
+        assert gatework.apply_pending(engine=engine) == 1
+    finally:
+        monkeypatch.delenv("ITSMREVIEW_GATE_APPLY")
+        get_settings.cache_clear()
+    assert _assert_queue_as_recomputed(session, lead) == waiting + 2
+
+    # a submit that changes a waiting task's ratings again: its reasons follow
+    _revise(session, calm[0], 3, "revise")
+    now = _assert_queue_as_recomputed(session, lead)
+
+    # an adjudication decides a waiting task
+    adjudicate(
+        session=session,
+        actor=lead,
+        task_version_id=calm[1],
+        decision="revise",
+        reason="Checked.",
+    )
+    session.commit()
+    assert _assert_queue_as_recomputed(session, lead) == now - 1
+    waiting = now - 1
+
+    # a failed machine check sends a waiting task back for revision
+    queued = sorted(
+        v
+        for v, s in ((v.id, v.status) for v in session.exec(select(TaskVersion)))
+        if s == "adjudication"
+    )
+    task = session.exec(select(Task).join(TaskVersion).where(TaskVersion.id == queued[0])).one()
+    checks = tmp_path / "checks.json"
+    checks.write_text(
+        json.dumps({"checks": [{"task": task.external_id, "check": "structure", "status": "fail"}]})
+    )
+    import_checks(checks, session=session, actor=lead)
+    session.commit()
+    assert _assert_queue_as_recomputed(session, lead) == waiting - 1
+
+    # a gate change re-decides the whole round: a narrower spread sends more to a lead
+    set_gate(
+        session=session,
+        actor=lead,
+        round_name=find_round(session, None).name,
+        changes={"disagreement_range": 1.0},
+    )
+    session.commit()
+    assert _assert_queue_as_recomputed(session, lead) > waiting - 1
+
+
+def test_the_dashboard_pages_and_searches_the_queue(session, demo):
+    from itsmreview.review.dashboard import dashboard
+
+    lead = demo["lead"]
+    first = dashboard(session=session, actor=lead, bootstrap=0, per_page=1)
+    total = first.queue.total
+    assert total >= 2 and len(first.disagreements) == 1
+    second = dashboard(session=session, actor=lead, bootstrap=0, per_page=1, queue_page=1)
+    assert second.disagreements["external_id"].iloc[0] > first.disagreements["external_id"].iloc[0]
+    beyond = dashboard(session=session, actor=lead, bootstrap=0, per_page=1, queue_page=10**6)
+    assert len(beyond.disagreements) == 1  # past the end: the last page
+    wanted = first.disagreements["external_id"].iloc[0]
+    found = dashboard(session=session, actor=lead, bootstrap=0, queue_search=wanted.upper())
+    assert wanted in set(found.disagreements["external_id"])
+    assert found.queue.matching < total or total == 1
+    conflict = dashboard(session=session, actor=lead, bootstrap=0, queue_search="verdicts conflict")
+    assert conflict.queue.matching >= 1
+    assert conflict.disagreements["reasons"].str.contains("verdicts conflict").all()
+    none = dashboard(session=session, actor=lead, bootstrap=0, queue_search="no such task 100%_")
+    assert none.queue.matching == 0 and none.disagreements.empty and none.queue.total == total
