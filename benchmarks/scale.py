@@ -1,9 +1,13 @@
 """Scale: `python benchmarks/scale.py` (one command; `--backend sqlite,postgresql`).
 
 Builds a database of N tasks (default 100,000) in one review round, k = 3 of 50 experts, three
-current ratings of every rubric dimension for all but the last 2,000 tasks (about 300,000
-ratings), a synthetic event log the tasks derive from, and a ledger entry per task and rating,
-in bulk. Then, on each backend, each group in a fresh process:
+current ratings from noisy, biased raters for all but the last 1,000 tasks (about 300,000
+ratings; `panel_ratings`: a third of the tasks wait for adjudication, as in a real panel), a
+six-turn transcript and declared provenance per task, a synthetic event log the tasks derive
+from, and a chained ledger entry per task, declared field, rating and status change with the
+payloads the services write, in bulk; every task is decided through the product's path
+(`recompute_statuses`). `--build-only` prints the status mix it produced. Then, on each
+backend, each group in a fresh process:
 
 - pages: server time of each page rendered with Streamlit's AppTest as the role that uses
   it (median of 5 warm runs);
@@ -37,6 +41,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 POSTGRES = os.environ.get(
     "ITSMREVIEW_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -44,12 +49,68 @@ POSTGRES = os.environ.get(
 EXPERTS = 50
 APPLIER_POLL_S = 0.05  # the gate worker's look between batches
 K = 3
-UNRATED = 2_000
+UNRATED = 1_000
+PROVENANCE = [  # what each task declares, as a log-derived task's file does
+    {"field": "instruction", "source": "logs", "reference": "synth: variant"},
+    {"field": "environment", "source": "logs", "reference": "synth: roles"},
+    {"field": "verifier", "source": "expert", "reference": "author"},
+]
+TURNS = (
+    ("user", "Hi, I cannot reach the VPN since this morning; my laptop says 'connection failed'."),
+    ("agent", "Sorry to hear that. Which office are you in, and which VPN client version?"),
+    ("user", "Amsterdam office, client 5.2. It worked yesterday."),
+    ("agent", "I see a certificate renewal on the gateway overnight. I am opening an incident."),
+    ("user", "Thanks. Do I need to do anything?"),
+    ("agent", "Please restart the client in ten minutes; I will update the ticket then."),
+)
+
+
+def _transcript(t: int) -> list[dict]:
+    """A six-turn conversation of a task's simulated caller."""
+    return [{"role": role, "content": f"{text} (case {t})"} for role, text in TURNS]
+
+
 PASSWORD = "scale-pass"
 PAGES = {
     "lead": ["home", "dashboard", "tasks", "coverage", "completeness", "variants", "ledger"],
     "expert": ["queue"],
 }
+
+
+def panel_ratings(tasks: int, keys: list[str], flag_keys: list[str], seed: int = 7):
+    """Three noisy raters per task, as a real expert panel rates: each task has a quality
+    and each dimension of it a deviation from that; each expert a leniency (bias) and a
+    steadiness (noise), and now and then a rating misread (a value drawn at random). An
+    expert's verdict follows their own mean score, and a few ratings raise a flag. Tuned so
+    that the gate's statuses mix like a real round's (issue 31): about 30% approved, a third
+    needs revision, a third waits for adjudication, 3% rejected.
+
+    Returns (experts: tasks x K ids, scores: tasks x K x dimensions, verdicts: tasks x K,
+    flags: tasks x K lists)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    quality = rng.normal(4.1, 1.3, tasks)
+    deviation = rng.normal(0.0, 0.45, (tasks, 1, len(keys)))
+    bias = rng.normal(0.0, 0.25, EXPERTS + 2)
+    steadiness = rng.uniform(0.35, 0.7, EXPERTS + 2)
+    experts = 2 + (np.arange(tasks)[:, None] * K + np.arange(K)[None, :]) % EXPERTS
+    noise = rng.normal(0.0, 1.0, (tasks, K, len(keys))) * steadiness[experts][:, :, None]
+    raw = quality[:, None, None] + deviation + bias[experts][:, :, None] + noise
+    misread = rng.random((tasks, K, len(keys))) < 0.033
+    raw = np.where(misread, rng.uniform(0.5, 5.5, raw.shape), raw)
+    scores = np.clip(np.rint(raw), 1, 5)
+    mean = scores.mean(axis=2) + rng.normal(0.0, 0.5, (tasks, K))
+    verdicts = np.where(mean >= 3.7, "accept", np.where(mean >= 1.8, "revise", "reject"))
+    flagged = rng.random((tasks, K)) < 0.033
+    picks = rng.integers(0, len(flag_keys), (tasks, K))
+    flags = [
+        [[flag_keys[picks[t, j]]] if flagged[t, j] else [] for j in range(K)] for t in range(tasks)
+    ]
+    return experts, scores, verdicts, flags
+
+
+PG_DATABASE = os.environ.get("ITSMREVIEW_BENCH_PG_DATABASE", "itsmreview_scale")
 
 
 def _database_url(backend: str, folder: Path) -> str:
@@ -60,22 +121,24 @@ def _database_url(backend: str, folder: Path) -> str:
 
     admin = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
-        connection.execute(text('DROP DATABASE IF EXISTS "itsmreview_scale" WITH (FORCE)'))
-        connection.execute(text('CREATE DATABASE "itsmreview_scale"'))
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{PG_DATABASE}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{PG_DATABASE}"'))
     admin.dispose()
-    return make_url(POSTGRES).set(database="itsmreview_scale").render_as_string(False)
+    return make_url(POSTGRES).set(database=PG_DATABASE).render_as_string(False)
 
 
 def build(url: str, tasks: int, folder: Path) -> dict:
     """The database, in bulk; returns what was built."""
     from itsmreview.accounts.models import User
     from itsmreview.accounts.service import hash_password
-    from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant
+    from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
     from itsmreview.coverage import queries as coverage_queries
     from itsmreview.coverage.service import import_log
     from itsmreview.coverage.synthetic import generate_log, write_csv
     from itsmreview.db import analyze, create_db_engine, upgrade_database
+    from itsmreview.ledger.chain import GENESIS_HASH, content_digest, link
     from itsmreview.ledger.models import LedgerEntry
+    from itsmreview.ledger.service import entry_content
     from itsmreview.review.models import (
         Assignment,
         Rating,
@@ -178,7 +241,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                     "verifier": "",
                     "tags": [],
                     "source": {"log": "synth", "variants": [sequences[t % len(sequences)]]},
-                    "provenance": [],
+                    "provenance": PROVENANCE,
                     "extra": {},
                     "created_at": when,
                     "status": "in_review",
@@ -211,13 +274,54 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                 for t in range(1, tasks + 1)
             ],
         )
-        assignments, ratings, scores = [], [], []
+        assignments, ratings, scores, transcripts = [], [], [], []
+        flag_keys = [f.key for f in rubric.flags]
+        experts, given_scores, verdicts, flags = panel_ratings(rated, keys, flag_keys)
+        entries = []  # (artifact type, id, field, action, source kind, reference, actor, payload)
+        for t in range(1, tasks + 1):
+            entries.append(
+                (
+                    "task",
+                    f"task-{t:06d}@v1",
+                    None,
+                    "import",
+                    "system",
+                    "format native",
+                    None,
+                    {"content_hash": f"{t:064x}"},
+                )
+            )
+            entries += [
+                (
+                    "task",
+                    f"task-{t:06d}@v1",
+                    d["field"],
+                    "declare-provenance",
+                    d["source"],
+                    d["reference"],
+                    None,
+                    None,
+                )
+                for d in PROVENANCE
+            ]
         rid = 0
-        for t in range(1, rated + 1):
-            truth = 2 + t % 4
+        for t in range(1, tasks + 1):
+            transcripts.append(
+                {
+                    "task_version_id": t,
+                    "external_id": f"run-{t}",
+                    "title": "Simulated caller",
+                    "simulator": {"model": "replay"},
+                    "messages": _transcript(t),
+                    "n_turns": 6,
+                    "extra": {},
+                }
+            )
+            if t > rated:
+                continue
             for j in range(K):
                 rid += 1
-                expert = 2 + (t * K + j) % EXPERTS
+                expert = int(experts[t - 1, j])
                 stamp = when + timedelta(seconds=rid)
                 assignments.append(
                     {
@@ -230,6 +334,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                         "submitted_at": stamp,
                     }
                 )
+                given = {key: float(given_scores[t - 1, j, k]) for k, key in enumerate(keys)}
                 ratings.append(
                     {
                         "id": rid,
@@ -241,52 +346,87 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                         "revision": 1,
                         "is_current": True,
                         "status": "submitted",
-                        "verdict": "accept" if truth >= 3 else "revise",
-                        "flags": [],
+                        "verdict": str(verdicts[t - 1, j]),
+                        "flags": flags[t - 1][j],
                         "comment": "",
                         "confidence": 4,
                         "rater_kind": "human",
                         "created_at": stamp,
                         "submitted_at": stamp,
+                        "score_vector": pack(keys, given),
                     }
                 )
-                given = {
-                    key: float(min(5, truth + ((t + j + k) % 4 == 0))) for k, key in enumerate(keys)
-                }
-                ratings[-1]["score_vector"] = pack(keys, given)
                 for key, value in given.items():
                     scores.append({"rating_id": rid, "dimension": key, "value": value})
+                # the entry a submit writes: its payload commits to the rating's content
+                content = {
+                    "task_version_id": t,
+                    "round_id": 1,
+                    "expert_id": expert,
+                    "revision": 1,
+                    "rater_kind": "human",
+                    "verdict": ratings[-1]["verdict"],
+                    "flags": sorted(ratings[-1]["flags"]),
+                    "comment": "",
+                    "confidence": 4,
+                    "scores": dict(sorted(given.items())),
+                }
+                entries.append(
+                    (
+                        "rating",
+                        str(rid),
+                        None,
+                        "submit",
+                        "expert",
+                        "",
+                        expert,
+                        {
+                            "task_version_id": t,
+                            "round": "R",
+                            "revision": 1,
+                            "content_sha256": content_digest(content),
+                        },
+                    )
+                )
             if len(scores) >= 200_000:
                 put(Assignment, assignments)
                 put(Rating, ratings)
                 put(RatingScore, scores)
-                assignments, ratings, scores = [], [], []
+                put(Transcript, transcripts)
+                assignments, ratings, scores, transcripts = [], [], [], []
         put(Assignment, assignments)
         put(Rating, ratings)
         put(RatingScore, scores)
-        entries = [("task", f"task-{t:06d}@v1", "import", "system") for t in range(1, tasks + 1)]
-        entries += [("rating", str(r), "submit", "expert") for r in range(1, rid + 1)]
+        put(Transcript, transcripts)
         first = c.execute(text("SELECT COALESCE(MAX(seq), 0) FROM ledger_entries")).scalar()
-        put(
-            LedgerEntry,
-            [
-                {
-                    "seq": first + i,
-                    "created_at": when,
-                    "artifact_type": a,
-                    "artifact_id": b,
-                    "field": None,
-                    "source_kind": kind,
-                    "reference": "",
-                    "action": action,
-                    "actor_id": None,
-                    "payload": {},
-                    "prev_hash": f"{first + i - 1:064x}",
-                    "entry_hash": f"{first + i:064x}",
-                }
-                for i, (a, b, action, kind) in enumerate(entries, start=1)
-            ],
+        prev = (
+            c.execute(
+                text("SELECT entry_hash FROM ledger_entries WHERE seq = :s"), {"s": first}
+            ).scalar()
+            or GENESIS_HASH
         )
+        rows = []
+        stamp = when.isoformat(timespec="microseconds")
+        for i, (a, b, fld, action, kind, ref, actor, payload) in enumerate(entries, start=1):
+            row = {
+                "seq": first + i,
+                "created_at": when,
+                "artifact_type": a,
+                "artifact_id": b,
+                "field": fld,
+                "source_kind": kind,
+                "reference": ref,
+                "action": action,
+                "actor_id": actor,
+                "payload": payload,
+            }
+            row["prev_hash"] = prev
+            row["entry_hash"] = prev = link(entry_content(SimpleNamespace(**row), stamp), prev)
+            rows.append(row)
+            if len(rows) >= 50_000:
+                put(LedgerEntry, rows)
+                rows = []
+        put(LedgerEntry, rows)
         if c.dialect.name == "postgresql":
             for table in ("users", "review_rounds", "tasks", "task_versions", "round_tasks"):
                 c.execute(
@@ -321,16 +461,29 @@ def build(url: str, tasks: int, folder: Path) -> dict:
 
 
 def _settle_statuses(session) -> None:
-    """Store the gate's decision of every task, as the submits would have left it (without a
-    ledger entry per task: this is a benchmark's shortcut, not the product's path)."""
-    from itsmreview.review.reliability import gate_decisions, load_round
-    from sqlalchemy import text
+    """Decide every task as the submits would have left it, through the product's path: the
+    round's gate counts built from its ratings, every task re-decided (`recompute_statuses`,
+    what an alpha crossing does), each change stored with its ledger entry, chained at the
+    commit."""
+    from itsmreview.ledger.service import chain_at_commit
+    from itsmreview.review.reliability import recompute_statuses
 
-    _, decisions = gate_decisions(session=session, data=load_round(session=session))
-    rows = [{"s": d.status, "v": v} for v, d in decisions.items()]
-    session.execute(text("UPDATE task_versions SET status = :s WHERE id = :v"), rows)
-    session.execute(text("UPDATE tasks SET status = :s WHERE id = :v"), rows)  # id == version id
+    chain_at_commit(session)
+    recompute_statuses(session=session)
     session.commit()
+
+
+def status_mix(url: str) -> dict:
+    """How many tasks of the round stand at each status: compare with a real round's mix."""
+    from itsmreview.db import create_db_engine
+    from itsmreview.review.queries import round_status_counts
+    from sqlmodel import Session
+
+    engine = create_db_engine(url)
+    with Session(engine) as session:
+        found = round_status_counts(session=session, round_id=1)
+    engine.dispose()
+    return found
 
 
 def _median(values: list[float]) -> dict:
@@ -825,7 +978,9 @@ def main() -> None:
     parser.add_argument(
         "--build-only",
         metavar="DIR",
-        help="build the SQLite database in DIR (kept, for profiling) and stop",
+        help="build the database in DIR (kept, for profiling and --reuse) and stop: SQLite "
+        "unless --backend postgresql (database ITSMREVIEW_BENCH_PG_DATABASE, default "
+        "itsmreview_scale)",
     )
     parser.add_argument(
         "--reuse",
@@ -844,9 +999,11 @@ def main() -> None:
         folder = Path(args.build_only)
         folder.mkdir(parents=True, exist_ok=True)
         os.environ["ITSMREVIEW_DATA_DIR"] = str(folder)
-        url = _database_url("sqlite", folder)
+        backend = "postgresql" if args.backend == "postgresql" else "sqlite"
+        url = _database_url(backend, folder)
         built = build(url, args.tasks, folder)
         print(f"built {built['tasks']:,} tasks in {built['seconds']:.0f} s: {url}")
+        print(json.dumps(status_mix(url)))
         return
     if args.group:
         print(json.dumps(GROUPS[args.group]()))
