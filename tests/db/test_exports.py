@@ -124,8 +124,9 @@ def test_every_format_reimports_to_the_same_tasks(reviewed):
     # native-a's export is its v1, which the catalog holds: re-importing it is a no-op
     assert sorted(native.report.unchanged) == ["harbor-reset", "native-a", "native-b", "tau2-1"]
     assert tau2.report.unchanged == ["tau2-1"]
-    # Harbor knows a task by its org/name: the re-imported task is that name, same content
-    assert harbor.report.created == ["itsmreview/harbor-reset"]
+    # Harbor knows a task by its org/name, which the export wrote into task.toml; the
+    # sidecar gives the task its id back, so it is a new version of the same task
+    assert harbor.report.created == [] and harbor.report.new_versions == ["harbor-reset"]
 
 
 def test_the_hugging_face_folder_loads_with_datasets(reviewed, monkeypatch):
@@ -324,3 +325,19 @@ def test_export_from_the_cli(reviewed):
     again = CliRunner().invoke(app, ["export", str(out)])
     assert again.exit_code == 1 and "not empty" in again.output
     assert os.path.isfile(out / "manifest.json")
+
+
+def test_a_sidecar_gives_back_only_the_ids_of_tasks_it_still_matches(reviewed):
+    out = reviewed["tmp"] / "set"
+    _export(reviewed, out, formats=["harbor"])
+    sidecar = out / "tasks/harbor/itsmreview.json"
+    data = json.loads(sidecar.read_text())
+    data["tasks"][0]["folder"] = "another-folder"  # the folder was renamed after the export
+    sidecar.write_text(json.dumps(data))
+    with session_scope() as session:
+        harbor = import_path(out / "tasks/harbor", session=session)
+        session.rollback()
+    assert harbor.report.created == ["itsmreview/harbor-reset"]
+    sidecar.write_text("[1, 2")
+    with session_scope() as session, pytest.raises(InvalidInput, match="itsmreview.json"):
+        import_path(out / "tasks/harbor", session=session)

@@ -1,5 +1,6 @@
 """Harbor task directories: task.toml, instruction.md, environment/, tests/, solution/."""
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -8,6 +9,7 @@ from itsmreview.files import UnsafePath, is_within, read_text_bounded, safe_join
 
 TEXT_LIMIT = 200_000  # characters of one file kept in the task (binary files are listed only)
 MAX_FILES = 2_000  # files in one task folder
+SIDECAR = "itsmreview.json"  # written beside dataset.toml by an itsmreview export
 
 
 def is_task_dir(path: Path) -> bool:
@@ -168,7 +170,36 @@ def read(
         )
     if not folders:
         raise FormatError(f"{path}: no Harbor task folder (a folder with task.toml) found")
-    return [read_task(folder, persona=persona, log=log) for folder in folders]
+    tasks = [read_task(folder, persona=persona, log=log) for folder in folders]
+    return _exported_ids(path, tasks)
+
+
+def _exported_ids(path: Path, tasks: list[dict]) -> list[dict]:
+    """Tasks of a folder that an itsmreview export wrote get back the ids they had: the
+    export names Harbor tasks `org/name`, and its sidecar records each one's task id. Only a
+    sidecar entry whose folder and Harbor name still match the task is taken."""
+    sidecar = path / SIDECAR
+    if not sidecar.is_file():
+        return tasks
+    try:
+        data = json.loads(read_text_bounded(sidecar, 64 * 2**20, what="export sidecar"))
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise FormatError(
+            f"{sidecar}: not the sidecar an itsmreview export writes: {exc}"
+        ) from None
+    entries = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise FormatError(f"{sidecar}: 'tasks' must be a list (as an itsmreview export writes it)")
+    known = {
+        (str(e.get("folder")), str(e.get("name"))): e.get("id")
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"].strip()
+    }
+    for task in tasks:
+        exported_id = known.get((task[ORIGINAL]["folder"], task["id"]))
+        if exported_id:
+            task["id"] = exported_id
+    return tasks
 
 
 def planned_files(tasks: list[dict], path: Path) -> list[tuple[Path, str]]:
