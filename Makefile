@@ -10,7 +10,7 @@ PEERS_VENV ?= .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS := "harbor>=0.25"
 
-.PHONY: venv peers demo test wheel-check lint bench bench-scale coverage clean
+.PHONY: venv peers demo test docs wheel-check lint bench bench-scale coverage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,10 +37,16 @@ test: venv peers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python .ci/lint-imports
+	PYTHONSAFEPATH=1 $(BIN)/cog --check $(COG) docs/cli.md
 	PYTHONSAFEPATH=1 $(BIN)/pytest
 	PYTHON=$(BIN)/python .ci/wheel-check
 
 # The wheel built from this checkout, installed into a clean venv: --help, every module, the demo.
+# docs/cli.md's help blocks, regenerated from the commands themselves
+COG := -p "from cli_doc import cli_help" -I docs
+docs: venv
+	PYTHONSAFEPATH=1 $(BIN)/cog -r $(COG) docs/cli.md
+
 wheel-check: venv
 	PYTHON=$(BIN)/python .ci/wheel-check
 
