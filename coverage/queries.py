@@ -1,3 +1,5 @@
+"""Every select of coverage: event logs, their materialised variants, pairs, activities, roles."""
+
 import pandas as pd
 from itsmreview.coverage.models import (
     EventLog,

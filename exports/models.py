@@ -1,3 +1,5 @@
+"""The record of each export written: its manifest's digest, name, filters and counts."""
+
 from datetime import datetime
 
 from itsmreview.db import utcnow

@@ -1,3 +1,5 @@
+"""The ledger's one table: append-only, hash-chained entries."""
+
 from datetime import datetime
 
 from itsmreview.db import utcnow

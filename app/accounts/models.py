@@ -1,3 +1,5 @@
+"""Users, their roles, login sessions and failed logins (the tables of accounts)."""
+
 from datetime import datetime
 from enum import StrEnum
 

@@ -1,3 +1,5 @@
+"""Every select of accounts: users by name, id or e-mail, login sessions, failed logins."""
+
 from itsmreview.accounts.models import LoginFailure, LoginSession, Role, User
 from sqlmodel import Session, select
 

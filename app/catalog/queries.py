@@ -1,3 +1,5 @@
+"""Every select of the catalog: tasks, their versions, declared variants and transcripts."""
+
 from dataclasses import dataclass
 
 import pandas as pd

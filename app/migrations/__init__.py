@@ -1,0 +1,1 @@
+"""Alembic migrations of the schema (versions/, one revision per change)."""

@@ -1,3 +1,5 @@
+"""Alembic's environment: the engine of the configured database and the full table metadata."""
+
 from alembic import context
 from itsmreview.db import create_db_engine
 from itsmreview.schema import metadata

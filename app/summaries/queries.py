@@ -1,3 +1,5 @@
+"""Every select of the stored summaries."""
+
 from itsmreview.summaries.models import Summary
 from sqlmodel import Session, select
 

@@ -1,0 +1,1 @@
+"""The Streamlit pages, one per file; streamlit_app.py builds the navigation over them."""

@@ -1,3 +1,5 @@
+"""Page: persona completeness, whether the task set covers each job persona's work activities."""
+
 import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role

@@ -1,3 +1,5 @@
+"""Page: coverage of a log (variants, pairs, activities, roles, outcomes) by the tasks; gaps."""
+
 import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role

@@ -1,3 +1,5 @@
+"""Page: export an approved task set with its evidence, and the exports written so far."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, utcnow

@@ -1,3 +1,5 @@
+"""Page: the start page, the platform's counts and where to go next for each role."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope

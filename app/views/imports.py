@@ -1,3 +1,5 @@
+"""Page: import event logs and task or transcript files (admins and leads)."""
+
 import tempfile
 from pathlib import Path
 

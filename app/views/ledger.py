@@ -1,3 +1,5 @@
+"""Page: the provenance ledger: head, verification, recorded sources, realism by provenance."""
+
 import datetime as dt
 
 import pandas as pd

@@ -1,3 +1,5 @@
+"""Page: sign in (password or single sign-on); a signed-in user goes to their start page."""
+
 import streamlit as st
 from itsmreview.ui.auth import current_user, login_form, session_ended_message, start_page
 

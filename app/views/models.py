@@ -1,3 +1,5 @@
+"""Page: model review, a Claude model rating a round beside the experts, and how far it agrees."""
+
 import json
 
 import streamlit as st

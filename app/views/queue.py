@@ -1,3 +1,5 @@
+"""Page: the expert's queue, the task with its evidence beside the rubric, one task at a time."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, write_transaction

@@ -1,3 +1,5 @@
+"""Page: the task catalogue, filtered, and one task in full with its ratings and checks."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.browser import declared_variants, filter_choices, task_detail, task_table

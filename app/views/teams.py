@@ -1,3 +1,5 @@
+"""Page: a log's team mapping, assignment groups mapped to the platform's team types."""
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st

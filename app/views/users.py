@@ -1,3 +1,5 @@
+"""Page: user accounts (admins): add, deactivate, change role, reset password."""
+
 import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role

@@ -1,3 +1,5 @@
+"""Page: the variant explorer, one variant of a log with its cases, timing and roles."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.coverage.overview import variant_choices

@@ -1,3 +1,5 @@
+"""What every task format reader shares: the keys of the original document, errors, text blocks."""
+
 import json
 from pathlib import Path
 from typing import Any
