@@ -27,6 +27,12 @@ from itsmreview.ui.text import literal
 user = require(Role.admin)
 
 
+def _formats(text: str) -> str | tuple[str, ...] | None:
+    """The timestamp format field: empty (ISO 8601), one format, or several split by '|'."""
+    formats = tuple(f.strip() for f in text.split("|") if f.strip())
+    return formats[0] if len(formats) == 1 else (formats or None)
+
+
 def _upload_dir() -> Path:
     folder = get_settings().data_dir / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
@@ -119,8 +125,9 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
     timestamp_format = first.text_input(
         "Timestamp format",
         placeholder="ISO 8601 when empty",
-        help="strftime codes, e.g. %d/%m/%Y %H:%M for day-first dates. A format that does not "
-        "read every timestamp stops the import and names the rows.",
+        help="strftime codes, e.g. %d/%m/%Y %H:%M for day-first dates; several, separated by "
+        "' | ', when the column mixes forms (each value is read by the first that fits). A value "
+        "that no format reads stops the import and names the rows.",
     )
     resource = second.selectbox("Resource (optional)", ["(none)", *columns])
     roles = st.multiselect("Role attributes (optional)", columns)
@@ -132,7 +139,7 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
         case=case,
         activity=activity,
         timestamp=timestamp,
-        timestamp_format=timestamp_format.strip() or None,
+        timestamp_format=_formats(timestamp_format),
         resource=None if resource == "(none)" else resource,
         roles=tuple(roles),
         sep=sep,
