@@ -40,6 +40,7 @@ class Dashboard:
     agreement_current: bool = True  # False: the ratings changed since; a refresh is running
     gate_waiting: int = 0  # submitted ratings of the round not yet applied to the gate
     gate_waiting_since: datetime | None = None
+    progress_computed_at: datetime | None = None  # None: counted now (or being counted)
 
     def agreement_frame(self) -> pd.DataFrame:
         columns = ["item", "key", "alpha", "ci_low", "ci_high", "units", "level", "gwet"]
@@ -110,15 +111,21 @@ def dashboard(
     ]
     board = Dashboard(
         open_assignments=queries.open_assignments_frame(session=session),
-        progress=queries.progress_frame(session=session),
+        progress=pd.DataFrame(),
         task_status={},
         rounds=rounds,
     )
     if not rounds:
+        board.progress = queries.progress_frame(session=session)
         board.task_status = status_counts(session=session)
         return board
     review_round = find_round(session, round_name)
-    inline = queries.round_size(session=session, round_id=review_round.id) <= INLINE_TASKS
+    inline = not queries.round_larger_than(
+        session=session, round_id=review_round.id, tasks=INLINE_TASKS
+    )
+    board.progress, board.progress_computed_at = _progress_materialised(
+        session=session, inline=inline
+    )
     figures = _round_agreement_materialised(
         session=session, actor=actor, review_round=review_round, bootstrap=bootstrap, inline=inline
     )
@@ -172,6 +179,38 @@ def _queue_ready(*, session: Session, review_round: ReviewRound, inline: bool) -
 
 
 INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once
+PROGRESS_REFRESH_S = 300  # reservations lapse with time alone: counted again this often
+
+
+def _progress_materialised(*, session: Session, inline: bool) -> tuple[pd.DataFrame, object]:
+    """Assigned and submitted tasks per round and expert, as stored for the newest claim and
+    submit (and counted again every PROGRESS_REFRESH_S, as reservations lapse): counted at
+    once when the newest round is small, else in the background while the stored counts are
+    shown with their time (None when counted now)."""
+    import time as clock
+
+    fingerprint = [
+        *queries.assignments_fingerprint(session=session),
+        int(clock.time() // PROGRESS_REFRESH_S),
+    ]
+
+    def compute(background: Session) -> dict:
+        frame = queries.progress_frame(session=background)
+        return {"rows": frame.to_dict(orient="records"), "columns": list(frame.columns)}
+
+    found = materialised(
+        session=session,
+        kind="progress",
+        key="all",
+        fingerprint=json.dumps(fingerprint),
+        compute=compute,
+        inline=inline,
+    )
+    columns = ["round", "expert", "assigned", "submitted"]
+    if found.payload is None:
+        return pd.DataFrame(columns=columns), None
+    frame = pd.DataFrame(found.payload["rows"], columns=found.payload.get("columns", columns))
+    return frame, None if found.current else found.computed_at
 
 
 def _round_status_materialised(

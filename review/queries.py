@@ -1922,3 +1922,48 @@ def round_has_status(*, session: Session, round_id: int, status: str, besides=No
     if besides is not None:
         query = query.where(TaskVersion.id.not_in(besides))
     return session.exec(query.limit(1)).first() is not None
+
+
+def round_larger_than(*, session: Session, round_id: int, tasks: int) -> bool:
+    """Whether the round holds more than `tasks` task versions (stops after that many rows
+    of its index instead of counting them all)."""
+    query = (
+        select(RoundTask.task_version_id)
+        .where(RoundTask.round_id == round_id)
+        .offset(tasks)
+        .limit(1)
+    )
+    return session.exec(query).first() is not None
+
+
+def assignments_fingerprint(*, session: Session) -> tuple:
+    """(newest assignment id, newest rating id): a claim adds an assignment, a submit a
+    rating, so progress per expert moves with them (and with lapsing reservations)."""
+    newest_assignment = session.exec(select(func.max(Assignment.id))).one()
+    newest_rating = session.exec(select(func.max(Rating.id))).one()
+    return (newest_assignment or 0, newest_rating or 0)
+
+
+def store_statuses(
+    *, session: Session, versions: dict[int, str], tasks: dict[int, str], at
+) -> None:
+    """Set the status of task versions (id -> status) and of tasks (id -> status, with
+    `updated_at`), one executemany each."""
+    from sqlalchemy import bindparam
+
+    session.flush()
+    connection = session.connection()
+    if versions:
+        connection.execute(
+            update(TaskVersion.__table__)
+            .where(TaskVersion.__table__.c.id == bindparam("ident"))
+            .values(status=bindparam("new_status")),
+            [{"ident": v, "new_status": s} for v, s in versions.items()],
+        )
+    if tasks:
+        connection.execute(
+            update(Task.__table__)
+            .where(Task.__table__.c.id == bindparam("ident"))
+            .values(status=bindparam("new_status"), updated_at=bindparam("at")),
+            [{"ident": t, "new_status": s, "at": at} for t, s in tasks.items()],
+        )

@@ -11,11 +11,12 @@ from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.chain import content_digest
-from itsmreview.ledger.service import append_entry
+from itsmreview.ledger.service import append_entries, append_entry
 from itsmreview.review import agreement, gatecache, queries
 from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide, weak_alphas
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
 from itsmreview.review.rubrics import RubricDefinition
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session
 
 VERDICT_CODES = {"reject": 0.0, "revise": 1.0, "accept": 2.0}
@@ -523,10 +524,11 @@ def recompute_statuses(
     each change in the ledger. Returns task version id -> decision. Flushes."""
     data = load_round(session=session, round_name=round_name)
     tasks, decisions = gate_decisions(session=session, data=data)
-    for row in tasks.itertuples():
-        _store_decision(
-            session, row, decisions[int(row.task_version_id)], data.review_round, actor_id
-        )
+    _store_decisions(
+        session,
+        [(row, decisions[int(row.task_version_id)], actor_id) for row in tasks.itertuples()],
+        data.review_round,
+    )
     session.flush()
     _queue_decided(session, data.review_round.id, tasks.itertuples(), decisions, whole=True)
     return decisions
@@ -612,29 +614,42 @@ def build_adjudication_queue(*, session: Session, review_round: ReviewRound) -> 
     return len(decisions)
 
 
-def _store_decision(
-    session: Session, row, decision: Decision, review_round: ReviewRound, actor_id: int | None
-) -> None:
-    """Store a task version's decision when it changed (and on its task when it is the
-    newest version), with a ledger entry."""
-    version_id = int(row.task_version_id)
-    if decision.status == row.status:
+def _store_decisions(session: Session, decided: list, review_round: ReviewRound) -> None:
+    """Store each (row, decision, actor id) whose status changed, on its version (and on its
+    task when it is the newest version), each with a ledger entry: a few statements for any
+    number of tasks (a whole-round re-decision changes thousands), not two look-ups each."""
+    changed = [(row, d, actor) for row, d, actor in decided if d.status != row.status]
+    if not changed:
         return
-    version = session.get(TaskVersion, version_id)
-    version.status = decision.status
-    if row.is_newest:
-        task = session.get(Task, int(row.task_id))
-        task.status = decision.status
-        task.updated_at = utcnow()
-    append_entry(
+    now = utcnow()
+    versions = {int(row.task_version_id): d.status for row, d, _ in changed}
+    tasks = {int(row.task_id): d.status for row, d, _ in changed if row.is_newest}
+    queries.store_statuses(session=session, versions=versions, tasks=tasks, at=now)
+    for model, values in ((TaskVersion, versions), (Task, tasks)):
+        for ident, status in values.items():  # objects the session holds say the same
+            held = session.identity_map.get(session.identity_key(model, ident))
+            if held is not None:
+                set_committed_value(held, "status", status)
+                if model is Task:
+                    set_committed_value(held, "updated_at", now)
+    append_entries(
         session=session,
-        artifact_type="task",
-        artifact_id=f"{row.external_id}@v{row.version}",
-        action=f"status:{decision.status}",
-        source_kind="expert",
-        actor_id=actor_id,
-        reference=f"round {review_round.name}",
-        payload={"from": row.status, "reasons": decision.reasons, "task_version_id": version_id},
+        entries=[
+            {
+                "artifact_type": "task",
+                "artifact_id": f"{row.external_id}@v{row.version}",
+                "action": f"status:{d.status}",
+                "source_kind": "expert",
+                "actor_id": actor,
+                "reference": f"round {review_round.name}",
+                "payload": {
+                    "from": row.status,
+                    "reasons": d.reasons,
+                    "task_version_id": int(row.task_version_id),
+                },
+            }
+            for row, d, actor in changed
+        ],
     )
 
 
@@ -682,9 +697,16 @@ def decide_tasks(
             adjudicated.get(version_id),
             failed.get(version_id, ()),
         )
-        _store_decision(session, row, decision, review_round, actors.get(version_id))
         decisions[version_id] = decision
         decided.append(row)
+    _store_decisions(
+        session,
+        [
+            (row, decisions[int(row.task_version_id)], actors.get(int(row.task_version_id)))
+            for row in decided
+        ],
+        review_round,
+    )
     session.flush()
     _queue_decided(session, review_round.id, decided, decisions, tasks=tasks)
     return decisions

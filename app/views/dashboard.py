@@ -22,7 +22,7 @@ from itsmreview.ui.charts import (
     realism_chart,
 )
 from itsmreview.ui.notice import announce
-from itsmreview.ui.tables import show_table
+from itsmreview.ui.tables import readable, show_table, text_table
 from itsmreview.ui.text import literal
 
 QUEUE_PAGE = 25  # tasks of the adjudication queue per page
@@ -81,19 +81,26 @@ if len(undefined):
     st.caption(
         "Undefined: " + "; ".join(f"{r.item} ({r.undefined})" for r in undefined.itertuples())
     )
-with st.expander("Agreement table (with Gwet's AC2 for skewed ratings)"):
-    show_table(
-        frame.drop(columns=["key"]),
-        {
-            "item": "Item",
-            "alpha": "Alpha",
-            "ci_low": "95% low",
-            "ci_high": "95% high",
-            "units": "Tasks",
-            "level": "Level",
-            "gwet": "Gwet's AC2",
-            "undefined": "Undefined because",
-        },
+# a data grid costs a run 20-40 ms: those of closed expanders are drawn once opened
+table = st.expander(
+    "Agreement table (with Gwet's AC2 for skewed ratings)", key="open-agreement", on_change="rerun"
+)
+if table.open:
+    table.dataframe(
+        readable(
+            frame.drop(columns=["key"]),
+            {
+                "item": "Item",
+                "alpha": "Alpha",
+                "ci_low": "95% low",
+                "ci_high": "95% high",
+                "units": "Tasks",
+                "level": "Level",
+                "gwet": "Gwet's AC2",
+                "undefined": "Undefined because",
+            },
+        ),
+        hide_index=True,
     )
 models = data.model_frame()
 if not models.empty:
@@ -220,7 +227,7 @@ else:
     if shown.empty:
         st.caption("No waiting task matches the search.")
     else:
-        show_table(
+        text_table(  # a page of 25 rows as text: no data grid to load and draw
             shown[["external_id", "title", "reasons"]],
             {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
         )
@@ -357,17 +364,31 @@ with st.expander(f"Approval gate of {literal(data.round_name)}"):
             st.rerun()
 
 st.subheader("Progress per expert")
-with st.expander(f"Open assignments ({len(data.open_assignments)})"):
-    st.caption("Reassign one with `itsmreview round reassign ASSIGNMENT --to EXPERT`.")
-    show_table(
-        data.open_assignments,
-        {
-            "assignment": "Assignment",
-            "round": "Round",
-            "expert": "Expert",
-            "task": "Task",
-            "reserved_until": "Reserved until",
-        },
+open_list = st.expander(
+    f"Open assignments ({len(data.open_assignments)})", key="open-assignments", on_change="rerun"
+)
+if open_list.open:
+    open_list.caption("Reassign one with `itsmreview round reassign ASSIGNMENT --to EXPERT`.")
+    open_list.dataframe(
+        readable(
+            data.open_assignments,
+            {
+                "assignment": "Assignment",
+                "round": "Round",
+                "expert": "Expert",
+                "task": "Task",
+                "reserved_until": "Reserved until",
+            },
+        ),
+        hide_index=True,
     )
-progress = data.progress.assign(open=lambda f: f.assigned - f.submitted)
-st.plotly_chart(progress_chart(progress), key="progress", config=NO_TOOLBAR)
+if data.progress_computed_at is not None:
+    st.caption(
+        f"Counted at {data.progress_computed_at:%Y-%m-%d %H:%M:%S} UTC; claims and submits "
+        "since are being counted in the background."
+    )
+if data.progress.empty:
+    st.caption("No assignment yet (or the counts of a large round are being made).")
+else:
+    progress = data.progress.assign(open=lambda f: f.assigned - f.submitted)
+    st.plotly_chart(progress_chart(progress), key="progress", config=NO_TOOLBAR)
