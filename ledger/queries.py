@@ -60,13 +60,15 @@ ENTRY_COLUMNS = (
 
 def entry_rows(*, session: Session, where=None, batch: int = 5000) -> Iterator:
     """Entries (or those matching `where`) in chain order as plain rows with the entry's
-    fields, read in batches: memory stays bounded whatever the ledger's length."""
+    fields, read in batches: memory stays bounded whatever the ledger's length. Core rows
+    (no ORM loading, which cost more than reading them)."""
+    connection = session.connection()
     after = 0
     while True:
         query = select(*ENTRY_COLUMNS).where(LedgerEntry.seq > after)
         if where is not None:
             query = query.where(where)
-        rows = session.exec(query.order_by(LedgerEntry.seq).limit(batch)).all()
+        rows = connection.execute(query.order_by(LedgerEntry.seq).limit(batch)).all()
         if not rows:
             return
         yield from rows

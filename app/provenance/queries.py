@@ -284,35 +284,40 @@ def versions_by_names(
     *, session: Session, names: list[tuple[str, int]], content: set[tuple[str, int]] = frozenset()
 ) -> tuple[dict[tuple[str, int], tuple], dict[int, list]]:
     """{(external id, version): (task, version)} of these versions as rows (the fields
-    `catalog.service.version_to_native` reads, as attributes), with the transcripts of the
-    versions in `content` (those whose content is checked) by version id."""
+    `catalog.service.version_to_native` reads, as attributes; only id and version for those
+    not in `content`, whose content is not checked), with the transcripts of the versions in
+    `content` by version id."""
     if not names:
         return {}, {}
     wanted = set(names)
     connection = session.connection()  # Core rows: no ORM loading
     pairs = {}
-    for row in connection.execute(
-        select(
-            Task.external_id,
-            Task.title.label("task_title"),
-            Task.persona.label("task_persona"),
-            Task.track.label("task_track"),
-            *VERSION_FIELDS,
-        )
-        .join(TaskVersion, TaskVersion.task_id == Task.id)
-        .where(
-            Task.external_id.in_(sorted({n for n, _ in wanted})),
-            TaskVersion.version.in_(sorted({v for _, v in wanted})),
-        )
-    ):
-        if (row.external_id, row.version) in wanted:
-            task = SimpleNamespace(
-                external_id=row.external_id,
-                title=row.task_title,
-                persona=row.task_persona,
-                track=row.task_track,
+    # a version named by status entries only needs its id: its texts are not read
+    for fields, chosen in ((VERSION_FIELDS, set(content)), (VERSION_FIELDS[:2], wanted - content)):
+        if not chosen:
+            continue
+        for row in connection.execute(
+            select(
+                Task.external_id,
+                Task.title.label("task_title"),
+                Task.persona.label("task_persona"),
+                Task.track.label("task_track"),
+                *fields,
             )
-            pairs[(row.external_id, row.version)] = (task, row)
+            .join(TaskVersion, TaskVersion.task_id == Task.id)
+            .where(
+                Task.external_id.in_(sorted({n for n, _ in chosen})),
+                TaskVersion.version.in_(sorted({v for _, v in chosen})),
+            )
+        ):
+            if (row.external_id, row.version) in chosen:
+                task = SimpleNamespace(
+                    external_id=row.external_id,
+                    title=row.task_title,
+                    persona=row.task_persona,
+                    track=row.task_track,
+                )
+                pairs[(row.external_id, row.version)] = (task, row)
     transcripts: dict[int, list] = {}
     ids = [version.id for name, (_, version) in pairs.items() if name in content]
     if ids:
