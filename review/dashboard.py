@@ -41,6 +41,7 @@ class Dashboard:
     gate_waiting: int = 0  # submitted ratings of the round not yet applied to the gate
     gate_waiting_since: datetime | None = None
     progress_computed_at: datetime | None = None  # None: counted now (or being counted)
+    status_computed_at: datetime | None = None  # None: current; else when they were counted
 
     def agreement_frame(self) -> pd.DataFrame:
         columns = ["item", "key", "alpha", "ci_low", "ci_high", "units", "level", "gwet"]
@@ -130,7 +131,7 @@ def dashboard(
         session=session, actor=actor, review_round=review_round, bootstrap=bootstrap, inline=inline
     )
     board.round_name = review_round.name
-    board.task_status = _round_status_materialised(
+    board.task_status, board.status_computed_at = _round_status_materialised(
         session=session, review_round=review_round, inline=inline
     )
     board.agreement = (
@@ -215,10 +216,11 @@ def _progress_materialised(*, session: Session, inline: bool) -> tuple[pd.DataFr
 
 def _round_status_materialised(
     *, session: Session, review_round: ReviewRound, inline: bool
-) -> dict[str, int]:
+) -> tuple[dict[str, int], datetime | None]:
     """How many of the round's tasks stand at each status, as stored for the ledger's head
     (every decision, rating, gate change and import appends to it): counted at once for a
-    small round, else in the background while the last counts (or none yet) are shown."""
+    small round, else in the background while the last counts (or none yet) are shown, with
+    the time they were counted (None when current)."""
     from itsmreview.ledger.queries import last_entry
 
     head = last_entry(session=session)
@@ -233,7 +235,7 @@ def _round_status_materialised(
         ),
         inline=inline,
     )
-    return dict(found.payload or {})
+    return dict(found.payload or {}), None if found.current else found.computed_at
 
 
 def _round_agreement_materialised(

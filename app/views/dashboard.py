@@ -50,6 +50,11 @@ for column, (label, value) in zip(columns, sorted(status.items()), strict=False)
     column.metric(label.replace("_", " ").capitalize(), value)
 if not status:
     st.caption("The status counts of this round are being computed; reload in a moment.")
+elif data.status_computed_at is not None:
+    st.caption(
+        f"Statuses as counted at {data.status_computed_at:%Y-%m-%d %H:%M:%S} UTC; decisions "
+        "since are being counted in the background."
+    )
 if data.gate_waiting:
     st.caption(
         f"{data.gate_waiting:,} rating(s) submitted since "
