@@ -370,6 +370,34 @@ def _adjudications() -> list[tuple[int, str, str]]:
         ]
 
 
+def test_the_adjudication_queue_is_searched_and_paged_on_the_dashboard(demo_configured):
+    """The lead finds a waiting task by its id; the task picker offers only the tasks of the
+    page shown; a search that finds nothing says so, and the page number stays in range."""
+    at = log_in("lead")
+    waiting = _waiting_task_versions()
+    assert len(waiting) >= 2
+    assert any("task(s) wait for a lead" in c.value for c in at.caption)
+    picker = next(b for b in at.selectbox if b.label == "Task")
+    assert len(picker.options) == len(waiting)  # a demo round's queue fits one page
+    from itsmreview.db import session_scope
+    from itsmreview.review.queries import adjudication_queue_page
+
+    with session_scope() as session:
+        wanted = adjudication_queue_page(session=session, round_id=1, offset=1, limit=1)
+    external_id = wanted["external_id"].iloc[0]
+    at.text_input(key="queue-search").input(external_id.upper()).run()
+    assert not at.exception
+    picker = next(b for b in at.selectbox if b.label == "Task")
+    assert len(picker.options) == 1 and external_id in picker.options[0]
+    from itsmreview.ui.text import literal
+
+    assert any(literal(external_id) in m.value for m in at.markdown)  # the table, as text
+    at.text_input(key="queue-search").input("no waiting task is called this").run()
+    assert not at.exception
+    assert any(c.value == "No waiting task matches the search." for c in at.caption)
+    assert at.number_input(key="queue-page").value == 1
+
+
 def test_the_next_adjudication_never_inherits_the_last_reason(demo_configured):
     at = log_in("lead")
     assert len(_waiting_task_versions()) >= 2  # the demo leaves two for a lead to decide
