@@ -180,8 +180,8 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
 def turn_note_form(view: AssignmentView, transcript, user) -> None:
     """Flag or comment one turn of a transcript; the expert's notes are listed below."""
     from itsmreview.db import session_scope
-    from itsmreview.review.queries import turn_notes
     from itsmreview.review.service import add_turn_note
+    from itsmreview.review.view import turn_notes_of_assignment
 
     key = f"note-{view.assignment.id}-{transcript.id}"
     with st.form(key, clear_on_submit=True):
@@ -208,7 +208,7 @@ def turn_note_form(view: AssignmentView, transcript, user) -> None:
             comment=comment,
         )
     with session_scope() as session:
-        notes = turn_notes(session=session, assignment_id=view.assignment.id)
+        notes = turn_notes_of_assignment(session=session, assignment_id=view.assignment.id)
     notes = notes[notes["transcript"] == transcript.external_id]
     if len(notes):
         text_table(

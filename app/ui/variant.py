@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.coverage.explorer import VariantDetail, source_details
-from itsmreview.coverage.queries import latest_log
+from itsmreview.coverage.service import latest_log
 from itsmreview.db import session_scope
 from itsmreview.settings import get_settings
 from itsmreview.ui.charts import NO_TOOLBAR
