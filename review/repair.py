@@ -39,6 +39,36 @@ from pydantic import ValidationError
 from sqlmodel import Session
 
 
+def _enter_round(
+    session: Session,
+    *,
+    task: Task,
+    version: TaskVersion,
+    review_round: ReviewRound,
+    priority: float,
+    actor_id: int | None,
+    payload: dict,
+) -> None:
+    """`version` joins `review_round` at `priority`, in review if it was a draft, and the
+    ledger records the requeue with `payload` (why it joined)."""
+    session.add(RoundTask(round_id=review_round.id, task_version_id=version.id, priority=priority))
+    if version.status == TaskStatus.draft:
+        version.status = TaskStatus.in_review
+        task.status = TaskStatus.in_review
+        task.updated_at = utcnow()
+    session.flush()
+    append_entry(
+        session=session,
+        artifact_type="task",
+        artifact_id=f"{task.external_id}@v{version.version}",
+        action="requeue",
+        source_kind="system",
+        actor_id=actor_id,
+        reference=f"round {review_round.name}",
+        payload=payload,
+    )
+
+
 def requeue_revisions(
     *, session: Session, external_ids: Sequence[str], actor_id: int | None = None
 ) -> list[str]:
@@ -61,7 +91,6 @@ def requeue_revisions(
             ):
                 continue
             iteration = len(queries.repairs_of_task(session=session, task_id=task.id)) + 1
-            session.add(RoundTask(round_id=round_id, task_version_id=newest.id, priority=priority))
             session.add(
                 TaskRepair(
                     task_id=task.id,
@@ -71,19 +100,13 @@ def requeue_revisions(
                     iteration=iteration,
                 )
             )
-            if newest.status == TaskStatus.draft:
-                newest.status = TaskStatus.in_review
-                task.status = TaskStatus.in_review
-                task.updated_at = utcnow()
-            session.flush()
-            append_entry(
-                session=session,
-                artifact_type="task",
-                artifact_id=f"{task.external_id}@v{newest.version}",
-                action="requeue",
-                source_kind="system",
+            _enter_round(
+                session,
+                task=task,
+                version=newest,
+                review_round=review_round,
+                priority=priority,
                 actor_id=actor_id,
-                reference=f"round {review_round.name}",
                 payload={"repair_iteration": iteration, "revises_task_version_id": old_id},
             )
             done.append(f"{task.external_id}@v{newest.version} -> {review_round.name}")
@@ -358,22 +381,13 @@ def _carry_review(
             session=session, round_id=round_id, task_version_id=accepted.id
         ):
             continue
-        review_round = session.get(ReviewRound, round_id)
-        session.add(
-            RoundTask(round_id=round_id, task_version_id=accepted.id, priority=place.priority)
-        )
-        accepted.status = TaskStatus.in_review
-        task.status = TaskStatus.in_review
-        task.updated_at = utcnow()
-        session.flush()
-        append_entry(
-            session=session,
-            artifact_type="task",
-            artifact_id=f"{task.external_id}@v{accepted.version}",
-            action="requeue",
-            source_kind="system",
+        _enter_round(
+            session,
+            task=task,
+            version=accepted,
+            review_round=session.get(ReviewRound, round_id),
+            priority=place.priority,
             actor_id=actor_id,
-            reference=f"round {review_round.name}",
             payload={"accepted_proposal": proposal.id, "follows_task_version_id": before.id},
         )
 
