@@ -30,20 +30,8 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
 from measure import peak_mb  # noqa: E402
+from scale import PROVENANCE, TURNS  # noqa: E402  (the scale build's task material)
 
-PROVENANCE = [  # what each task declares, as a log-derived task's file does
-    {"field": "instruction", "source": "logs", "reference": "synth: variant"},
-    {"field": "environment", "source": "logs", "reference": "synth: roles"},
-    {"field": "verifier", "source": "expert", "reference": "author"},
-]
-TURNS = (
-    ("user", "Hi, I cannot reach the VPN since this morning; my laptop says 'connection failed'."),
-    ("agent", "Sorry to hear that. Which office are you in, and which VPN client version?"),
-    ("user", "Amsterdam office, client 5.2. It worked yesterday."),
-    ("agent", "I see a certificate renewal on the gateway overnight. I am opening an incident."),
-    ("user", "Thanks. Do I need to do anything?"),
-    ("agent", "Please restart the client in ten minutes; I will update the ticket then."),
-)
 EXPERTS = 30
 K = 3
 
