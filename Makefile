@@ -10,7 +10,7 @@ PEERS_VENV ?= .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS := "harbor>=0.25"
 
-.PHONY: venv peers demo test docs wheel-check lint bench bench-scale coverage clean
+.PHONY: venv peers demo test test-fast docs wheel-check lint bench bench-scale coverage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ test: venv peers
 	PYTHONSAFEPATH=1 $(BIN)/pytest
 	PYTHON=$(BIN)/python .ci/wheel-check
 
+# The fast tier for the edit-test loop (about a minute): lint, contracts, docs, pure tests.
+# `make test` (what CI runs) is the whole suite on both databases, the browser and the wheel.
+test-fast: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python .ci/lint-imports
+	PYTHONSAFEPATH=1 $(BIN)/cog --check $(COG) docs/cli.md
+	PYTHONSAFEPATH=1 $(BIN)/pytest -q tests/unit
+
 # The wheel built from this checkout, installed into a clean venv: --help, every module, the demo.
 # docs/cli.md's help blocks, regenerated from the commands themselves
 COG := -p "from cli_doc import cli_help" -I docs
@@ -67,7 +76,7 @@ bench-scale: venv
 TESTS ?= tests
 coverage: venv
 	mkdir -p build
-	COVERAGE_FILE=build/.coverage $(BIN)/python -m coverage run --source=app,review,coverage,ledger,exports -m pytest -q $(TESTS)
+	COVERAGE_FILE=build/.coverage $(BIN)/python -m coverage run --source=app,review,coverage,ledger,exports,catalog,accounts -m pytest -q $(TESTS)
 	$(BIN)/python .ci/coverage-by-package build/.coverage
 
 clean:

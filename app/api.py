@@ -26,7 +26,7 @@ from itsmreview.errors import (
     PermissionDenied,
 )
 from itsmreview.exports.service import export_set, verify_export
-from itsmreview.provenance.service import verify_ledger
+from itsmreview.ledger.evidence.service import verify_ledger
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.reliability import round_agreement
 from itsmreview.review.rubrics import ensure_rubric, load_rubric

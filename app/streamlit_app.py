@@ -26,7 +26,7 @@ PAGE_TITLES = {
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
     "exports": ("Exports", ":material/inventory_2:"),
-    "models": ("Model review", ":material/smart_toy:"),
+    "model_review": ("Model review", ":material/smart_toy:"),
     "users": ("Users", ":material/group:"),
     "imports": ("Imports", ":material/upload_file:"),
 }
@@ -83,7 +83,7 @@ else:
             page("completeness"),
             page("ledger"),
             page("exports"),
-            page("models"),
+            page("model_review"),
         ]
     if user.role == Role.admin:
         sections["Admin"] = [page("users"), page("imports")]

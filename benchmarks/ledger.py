@@ -373,7 +373,7 @@ def child(task: str, url: str) -> dict:
             count = sum(1 for row in queries.raw_entries(session=session) if hashed(row))
             ok = True
         else:
-            from itsmreview.provenance.service import verify_ledger
+            from itsmreview.ledger.evidence.service import verify_ledger
 
             report = verify_ledger(session=session)
             count, ok = report.entries, report.ok

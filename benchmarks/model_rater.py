@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from measure import peak_mb  # noqa: E402
 
 
@@ -33,7 +34,7 @@ def _responder(latency_s: float, log: Path | None):
     appended to `log` as it arrives (before the answer), so a kill loses none."""
     import random
 
-    from itsmreview.assist.replay import message, task_of, tool_use
+    from anthropic_replay import message, task_of, tool_use
     from itsmreview.review.rubrics import load_rubric
 
     rubric = load_rubric()
@@ -60,8 +61,8 @@ def _responder(latency_s: float, log: Path | None):
 
 
 def _api(latency_s: float, log: Path | None):
-    from itsmreview.assist import client as model_client
-    from itsmreview.assist.replay import ReplayAPI
+    from anthropic_replay import ReplayAPI
+    from itsmreview.review.assist import client as model_client
 
     api = ReplayAPI(_responder(latency_s, log), latency_s=latency_s)
     model_client.http_client_factory = api.client
@@ -71,8 +72,8 @@ def _api(latency_s: float, log: Path | None):
 def worker(latency_s: float, log: Path) -> None:
     """One run of the review, in this process (killed by the parent in phase 2)."""
     from itsmreview.accounts.queries import user_by_username
-    from itsmreview.assist.rater import run_model_review, start_model_review
     from itsmreview.db import session_scope
+    from itsmreview.review.assist.rater import run_model_review, start_model_review
 
     _api(latency_s, log)
     with session_scope() as session:
@@ -99,7 +100,7 @@ def worker(latency_s: float, log: Path) -> None:
 
 def baseline(requests: int, latency_s: float, concurrency: int) -> float:
     """Seconds for `requests` rating-sized requests through the SDK and the replayed API."""
-    from itsmreview.assist import client as model_client
+    from itsmreview.review.assist import client as model_client
 
     api = _api(latency_s, None)
     client = model_client.make_client()
@@ -169,8 +170,8 @@ def main() -> None:
     scale.build(url, args.tasks, folder)
 
     from itsmreview.accounts.queries import user_by_username
-    from itsmreview.assist.rater import plan_model_review
     from itsmreview.db import session_scope
+    from itsmreview.review.assist.rater import plan_model_review
 
     with session_scope() as session:
         lead = user_by_username(session=session, username="lead")

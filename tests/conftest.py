@@ -7,6 +7,7 @@ ITSMREVIEW_TEST_DATA names the real data folder (default: ../shared/data beside 
 
 import os
 import shutil
+import sys
 import threading
 import uuid
 from pathlib import Path
@@ -18,6 +19,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
+# test-only code that is no part of the wheel (the Messages API stand-in)
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 SHARED_DATA = Path(os.environ.get("ITSMREVIEW_TEST_DATA") or ROOT.parent / "shared" / "data")
 STRICT = os.environ.get("ITSMREVIEW_REQUIRE_ALL_TESTS") == "1"
 POSTGRES_URL = os.environ.get(

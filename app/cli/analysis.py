@@ -85,7 +85,7 @@ def benchmark_coverage_command(
 ) -> None:
     """Coverage of the whole benchmark over several logs (each weighted by its events or
     equally), and per persona on each log: which persona is thin on which log."""
-    from itsmreview.coverage.benchmark import benchmark_coverage
+    from itsmreview.coverage.across_logs import benchmark_coverage
 
     ensure_schema()
     chosen = [n.strip() for n in logs.split(",") if n.strip()] if logs else None

@@ -36,7 +36,7 @@ def ledger_verify(
     team mappings, proposals, adjudications, gates, logs, exports), each object has its
     entry, statuses are the recorded decisions. Exit 1 naming each problem (object, entry,
     what differs), or when --expect-head does not match. Prints the head it ends on."""
-    from itsmreview.provenance.service import verify_ledger
+    from itsmreview.ledger.evidence.service import verify_ledger
 
     ensure_schema()
     with open_session() as session:
@@ -82,7 +82,7 @@ def ledger_head(
 ) -> None:
     """Print SEQ:HASH of the newest entry: keep it outside the database and check it later
     with `ledger verify --expect-head`."""
-    from itsmreview.provenance.service import ledger_head as head_of
+    from itsmreview.ledger.evidence.service import ledger_head as head_of
 
     ensure_schema()
     with open_session() as session:
@@ -115,7 +115,7 @@ def ledger_add(
 ) -> None:
     """Record where a field of an artifact came from (the logs, external practice such as a
     paper or a vendor schema, or experts), as a ledger entry."""
-    from itsmreview.provenance.service import Reference, record_source
+    from itsmreview.ledger.evidence.service import Reference, record_source
 
     ensure_schema()
     with open_session() as session:
@@ -139,7 +139,7 @@ def ledger_summary(
 ) -> None:
     """Field x source kind over the current version of every task (each field counted once),
     overall and per log; review activity apart."""
-    from itsmreview.provenance.service import provenance_summary
+    from itsmreview.ledger.evidence.service import provenance_summary
 
     ensure_schema()
     with open_session() as session:
@@ -166,7 +166,7 @@ def ledger_export(
     task: Annotated[str | None, typer.Option(help="Only the entries of this task.")] = None,
 ) -> None:
     """Write the ledger (or one task's entries) as JSON lines or W3C PROV-JSON."""
-    from itsmreview.provenance.service import export_ledger
+    from itsmreview.ledger.evidence.service import export_ledger
 
     ensure_schema()
     with open_session() as session:

@@ -46,7 +46,11 @@ def rate_command(
 ) -> None:
     """Let the model rate the round's tasks on its rubric, from what an expert sees. Resumes:
     tasks this model and prompt rated are skipped. Ctrl-C cancels (answers so far are kept)."""
-    from itsmreview.assist.rater import plan_model_review, run_model_review, start_model_review
+    from itsmreview.review.assist.rater import (
+        plan_model_review,
+        run_model_review,
+        start_model_review,
+    )
 
     ensure_schema()
     with open_session() as session:
@@ -115,8 +119,8 @@ def hints_command(
 ) -> None:
     """Draft task hints for the most frequent variants of a log that no approved task covers,
     from the variant's statistics and real cases; each hint is recorded in the ledger."""
-    from itsmreview.assist import client as model_client
-    from itsmreview.assist.hints import draft_gap_hints, write_hints
+    from itsmreview.review.assist import client as model_client
+    from itsmreview.review.assist.hints import draft_gap_hints, write_hints
 
     ensure_schema()
     model_client.make_client()  # no key: say how to enable it before any work

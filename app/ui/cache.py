@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from itsmreview.db import session_scope
-from itsmreview.provenance.service import ledger_head
+from itsmreview.ledger.evidence.service import ledger_head
 from itsmreview.settings import get_settings
 from itsmreview.summaries.service import materialised
 

@@ -46,7 +46,7 @@ PROVENANCE_COLUMNS = {
 
 def provenance_card(external_id: str) -> None:
     """Where each field of the task came from (logs, external practice, experts)."""
-    from itsmreview.provenance.service import provenance_card as card_of
+    from itsmreview.ledger.evidence.service import provenance_card as card_of
     from itsmreview.ui.auth import current_user
     from itsmreview.ui.cache import cached
 

@@ -155,7 +155,7 @@ elif over_time.open:
 realism = st.expander("Realism by provenance and coverage", key="open-realism", on_change="rerun")
 if realism.open:
     with realism:
-        from itsmreview.provenance.service import realism_by_provenance
+        from itsmreview.ledger.evidence.service import realism_by_provenance
 
         shown = in_background(realism_by_provenance)(user, round_name=data.round_name)
         background_note(shown, "Realism by provenance")

@@ -7,7 +7,7 @@ import plotly.express as px
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.provenance.service import (
+from itsmreview.ledger.evidence.service import (
     ARTIFACT_KINDS,
     KINDS,
     Reference,

@@ -2,7 +2,7 @@
 
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.catalog.browser import declared_variants, filter_choices, task_detail, task_table
+from itsmreview.catalog.task_list import declared_variants, filter_choices, task_detail, task_table
 from itsmreview.db import session_scope
 from itsmreview.review.checks import checks_of_version
 from itsmreview.review.repair import repair_iterations

@@ -120,7 +120,8 @@ def test_admin_lands_on_users_and_opens_imports(demo_configured):
 
 
 @pytest.mark.parametrize(
-    "page", ["dashboard", "coverage", "teams", "ledger", "exports", "models", "users", "imports"]
+    "page",
+    ["dashboard", "coverage", "teams", "ledger", "exports", "model_review", "users", "imports"],
 )
 def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, page):
     at = log_in("expert1")
@@ -137,7 +138,7 @@ def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, 
         ("dashboard", "lead"),
         ("coverage", "lead"),
         ("ledger", "lead"),
-        ("models", "lead"),
+        ("model_review", "lead"),
         ("users", "admin"),
         ("imports", "admin"),
     ],
@@ -824,8 +825,8 @@ def test_the_ledger_entries_page_through_and_a_new_filter_starts_at_its_first_pa
 ):
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
+    from itsmreview.ledger.evidence.service import Reference, record_source
     from itsmreview.ledger.models import LedgerEntry
-    from itsmreview.provenance.service import Reference, record_source
     from sqlmodel import func, select
 
     with session_scope() as session:  # enough world sources for three pages of 200
@@ -898,11 +899,11 @@ def test_a_link_opened_before_logging_in_asks_for_the_password_and_opens(demo_co
 
 
 def test_without_a_key_the_model_page_says_how_and_sends_nothing(demo_configured, monkeypatch):
-    from itsmreview.assist import client as model_client
+    from itsmreview.review.assist import client as model_client
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setattr(model_client, "http_client_factory", lambda: pytest.fail("a request"))
-    at = open_page(log_in("lead"), "models")
+    at = open_page(log_in("lead"), "model_review")
     assert titles(at) == ["Model review"]
     assert any("ANTHROPIC\\_API\\_KEY" in i.value for i in at.info)
     start = next(b for b in at.button if b.label.startswith("Start the model review"))
@@ -916,10 +917,10 @@ def test_a_lead_runs_the_model_review_and_reads_it_beside_the_experts(demo_confi
     import json as json_module
     import time
 
-    from itsmreview.assist import client as model_client
-    from itsmreview.assist.models import ModelRun
-    from itsmreview.assist.replay import ReplayAPI, message, tool_use
+    from anthropic_replay import ReplayAPI, message, tool_use
     from itsmreview.db import session_scope
+    from itsmreview.review.assist import client as model_client
+    from itsmreview.review.assist.models import ModelRun
     from sqlmodel import select
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
@@ -942,7 +943,7 @@ def test_a_lead_runs_the_model_review_and_reads_it_beside_the_experts(demo_confi
     api = ReplayAPI(respond)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setattr(model_client, "http_client_factory", api.client)
-    at = open_page(log_in("lead"), "models")
+    at = open_page(log_in("lead"), "model_review")
     at.number_input(key="model-limit").set_value(6).run()
     start = next(b for b in at.button if b.label.startswith("Start the model review"))
     assert start.label == "Start the model review of 6 task(s)" and not start.disabled

@@ -5,10 +5,10 @@ import json
 
 import pytest
 from itsmreview.accounts.service import create_user
-from itsmreview.catalog.browser import filter_choices, task_table
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
+from itsmreview.catalog.task_list import filter_choices, task_table
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import verify_chain

@@ -16,7 +16,7 @@ from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.errors import InvalidInput
 from itsmreview.exports.bundle import verify_folder
-from itsmreview.provenance.service import Reference, record_source
+from itsmreview.ledger.evidence.service import Reference, record_source
 from sqlmodel import select
 from typer.testing import CliRunner
 

@@ -11,8 +11,8 @@ from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
 from itsmreview.cli import app
 from itsmreview.db import session_scope
+from itsmreview.ledger.evidence.service import verify_ledger
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.provenance.service import verify_ledger
 from itsmreview.review import gatecache, gatework, queries
 from itsmreview.review.models import Assignment, RoundCoincidence
 from itsmreview.review.reliability import gate_decisions, load_round, queue_built_at

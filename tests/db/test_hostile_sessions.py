@@ -299,7 +299,7 @@ def test_the_cli_operator_is_not_checked(engine, world):
 
 @pytest.fixture
 def model_rater(session, world):
-    from itsmreview.assist.rater import model_rater
+    from itsmreview.review.assist.rater import model_rater
 
     rater = model_rater(session=session, model="claude-test", prompt_sha256="ab" * 32)
     session.commit()
@@ -358,8 +358,8 @@ def test_the_cli_refuses_to_activate_a_model_rater(configured, model_rater_cli):
 
 @pytest.fixture
 def model_rater_cli(configured):
-    from itsmreview.assist.rater import model_rater
     from itsmreview.db import session_scope
+    from itsmreview.review.assist.rater import model_rater
 
     with session_scope() as session:
         return model_rater(session=session, model="claude-test", prompt_sha256="cd" * 32).username

@@ -19,9 +19,9 @@ from itsmreview import db as db_module
 from itsmreview import settings as settings_module
 from itsmreview.cli import app
 from itsmreview.db import session_scope
+from itsmreview.ledger.evidence.service import ledger_head, verify_ledger
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import append_entry
-from itsmreview.provenance.service import ledger_head, verify_ledger
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlmodel import select
@@ -70,13 +70,13 @@ def _build(url: str, data_dir: Path) -> None:
     """The demo, then what it lacks: model ratings, a failed machine check, proposals (one
     dismissed, one open), a gate change, an adjudication, an export and a rating queued for
     the gate."""
+    from anthropic_replay import ReplayAPI
     from itsmreview.accounts.queries import user_by_username
-    from itsmreview.assist import client as model_client
-    from itsmreview.assist.rater import run_model_review, start_model_review
-    from itsmreview.assist.replay import ReplayAPI
     from itsmreview.catalog.models import Task, TaskVersion
     from itsmreview.demo.loader import DEMO_ROUND, load_demo
     from itsmreview.exports.service import export_set
+    from itsmreview.review.assist import client as model_client
+    from itsmreview.review.assist.rater import run_model_review, start_model_review
     from itsmreview.review.checks import import_checks
     from itsmreview.review.models import Assignment
     from itsmreview.review.reliability import adjudicate, set_gate

@@ -376,7 +376,7 @@ def test_coverage_per_persona_and_across_logs(session, tables, tmp_path):
     from itsmreview.accounts.service import create_user
     from itsmreview.catalog.native import parse_bundle
     from itsmreview.catalog.service import import_tasks
-    from itsmreview.coverage.benchmark import benchmark_coverage
+    from itsmreview.coverage.across_logs import benchmark_coverage
     from itsmreview.coverage.report import coverage_report
     from itsmreview.coverage.synthetic import generate_log, write_csv
 

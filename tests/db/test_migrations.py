@@ -128,7 +128,7 @@ def test_ratings_and_adjudications_recorded_before_commitments_get_commit_entrie
     from itsmreview.catalog.native import NativeTask
     from itsmreview.db import _engine_for, session_scope
     from itsmreview.ledger import chain
-    from itsmreview.provenance.service import verify_ledger
+    from itsmreview.ledger.evidence.service import verify_ledger
     from sqlalchemy import text
 
     engine = create_db_engine(empty_database_url)

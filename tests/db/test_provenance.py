@@ -11,9 +11,7 @@ from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger import chain
-from itsmreview.ledger.models import LedgerEntry
-from itsmreview.ledger.service import entry_content
-from itsmreview.provenance.service import (
+from itsmreview.ledger.evidence.service import (
     Reference,
     ledger_head,
     provenance_card,
@@ -21,6 +19,8 @@ from itsmreview.provenance.service import (
     record_source,
     verify_ledger,
 )
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.ledger.service import entry_content
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.reliability import adjudicate, set_gate
 from itsmreview.review.rubrics import ensure_rubric, load_rubric
@@ -319,7 +319,7 @@ def test_ledger_commands(history, tmp_path):
 
 
 def test_realism_split_by_provenance(history):
-    from itsmreview.provenance.service import realism_by_provenance
+    from itsmreview.ledger.evidence.service import realism_by_provenance
 
     with session_scope() as session:
         lead = _lead(session)
@@ -342,7 +342,7 @@ def test_realism_split_by_provenance(history):
 
 
 def test_filter_choices_walk_the_artifact_types_like_distinct(history):
-    from itsmreview.provenance.queries import artifact_types
+    from itsmreview.ledger.evidence.queries import artifact_types
 
     with session_scope() as session:
         walked = artifact_types(session=session)

@@ -3,12 +3,12 @@
 import pytest
 from itsmreview.accounts.queries import user_by_username
 from itsmreview.accounts.service import add_user, users_overview
-from itsmreview.catalog.browser import task_detail, task_table
+from itsmreview.catalog.task_list import task_detail, task_table
 from itsmreview.coverage.overview import log_overview
 from itsmreview.demo.loader import load_demo
 from itsmreview.errors import PermissionDenied
 from itsmreview.exports.service import export_choices, list_exports, preview
-from itsmreview.provenance.service import (
+from itsmreview.ledger.evidence.service import (
     Reference,
     audit_for,
     ledger_page,

@@ -1,9 +1,9 @@
 """The lead's task list: filtered, counted and paged in the database."""
 
 from itsmreview.accounts.service import create_user
-from itsmreview.catalog.browser import declared_variants, filter_choices, task_table
 from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
+from itsmreview.catalog.task_list import declared_variants, filter_choices, task_table
 from itsmreview.sequences import sequence_key
 
 SEQUENCES = [["Accepted", "Completed"], ["Accepted", "Queued", "Completed"]]

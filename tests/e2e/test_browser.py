@@ -359,7 +359,7 @@ def test_a_link_as_the_servers_first_request_opens_the_app_not_its_files(server,
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(f"{server}/models")
+    browser.get(f"{server}/model_review")
     wait = WebDriverWait(browser, 45)
     field = wait.until(
         ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']"))

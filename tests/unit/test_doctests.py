@@ -13,7 +13,7 @@ MODULES = [
     "itsmreview.coverage.linked",
     "itsmreview.coverage.outcomes",
     "itsmreview.coverage.teams",
-    "itsmreview.coverage.benchmark",
+    "itsmreview.coverage.across_logs",
     "itsmreview.demo.loader",
     "itsmreview.ledger.chain",
     "itsmreview.review.agreement",
@@ -24,8 +24,8 @@ MODULES = [
     "itsmreview.ui.text",
     "itsmreview.coverage.eventlog",
     "itsmreview.coverage.friction",
-    "itsmreview.assist.client",
-    "itsmreview.assist.prompts",
+    "itsmreview.review.assist.client",
+    "itsmreview.review.assist.prompts",
     "itsmreview.processes",
 ]
 

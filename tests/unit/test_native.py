@@ -89,7 +89,7 @@ def test_shipped_json_schema_is_current_and_validates_the_demo_bundle():
     from itsmreview.catalog.native import SCHEMA_PATH, bundle_schema
 
     shipped = json.loads(SCHEMA_PATH.read_text())
-    assert shipped == bundle_schema(), "regenerate app/catalog/native.schema.json"
+    assert shipped == bundle_schema(), "regenerate catalog/native.schema.json"
     jsonschema.validate({"tasks": [TASK]}, shipped)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"tasks": [{**TASK, "track": "solo"}]}, shipped)

@@ -4,9 +4,9 @@ stored."""
 
 from dataclasses import dataclass, field
 
-from itsmreview.assist.models import RequestOutcome
-from itsmreview.assist.prompts import RATE_PROMPT, prompt_sha256, prompt_text
-from itsmreview.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
+from itsmreview.review.assist.models import RequestOutcome
+from itsmreview.review.assist.prompts import RATE_PROMPT, prompt_sha256, prompt_text
+from itsmreview.review.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
 from itsmreview.review.rubrics import RubricDefinition
 
 TOOL_NAME = "record_rating"

@@ -1,7 +1,7 @@
 """A request that offers the model one tool and forces it, and the tool call read back from
 the answer: what the model rater and the gap hints share."""
 
-from itsmreview.assist.models import RequestOutcome
+from itsmreview.review.assist.models import RequestOutcome
 
 
 class UnusableAnswer(Exception):

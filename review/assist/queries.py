@@ -2,8 +2,8 @@
 
 import pandas as pd
 from itsmreview.accounts.models import User
-from itsmreview.assist.models import ModelRequest, ModelRun, ModelRunStatus
 from itsmreview.db import frame_of
+from itsmreview.review.assist.models import ModelRequest, ModelRun, ModelRunStatus
 from itsmreview.review.models import Assignment, AssignmentStatus
 from sqlmodel import Session, select
 

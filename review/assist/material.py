@@ -4,10 +4,10 @@ source variants' statistics), laid out as text inside a fence, bounded in size."
 import json
 import math
 
-from itsmreview.assist.prompts import fenced
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.coverage.explorer import VariantDetail, source_details
+from itsmreview.review.assist.prompts import fenced
 from sqlmodel import Session
 
 MAX_MESSAGE_CHARS = 4_000

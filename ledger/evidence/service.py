@@ -15,10 +15,10 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.ledger.evidence import queries
+from itsmreview.ledger.evidence.audit import AuditReport, verify_ledger
 from itsmreview.ledger.prov import prov_document
 from itsmreview.ledger.service import append_entry, entry_record
-from itsmreview.provenance import queries
-from itsmreview.provenance.audit import AuditReport, verify_ledger
 from itsmreview.review import queries as review_queries
 from sqlmodel import Session
 

@@ -11,10 +11,6 @@ from pathlib import Path
 import pandas as pd
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.assist import client as model_client
-from itsmreview.assist.material import estimated_tokens, variant_summary
-from itsmreview.assist.prompts import HINTS_PROMPT, fenced, prompt_sha256, prompt_text
-from itsmreview.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
 from itsmreview.coverage.explorer import VariantDetail, variant_detail
 from itsmreview.coverage.report import coverage_report
 from itsmreview.coverage.variants import sequence_key
@@ -22,6 +18,10 @@ from itsmreview.errors import InvalidInput
 from itsmreview.files import jsonl_and_markdown, write_text_atomically
 from itsmreview.ledger.chain import canonical_json, content_digest
 from itsmreview.ledger.service import append_entry
+from itsmreview.review.assist import client as model_client
+from itsmreview.review.assist.material import estimated_tokens, variant_summary
+from itsmreview.review.assist.prompts import HINTS_PROMPT, fenced, prompt_sha256, prompt_text
+from itsmreview.review.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
 from itsmreview.settings import get_settings
 from sqlmodel import Session
 

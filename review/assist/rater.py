@@ -13,23 +13,23 @@ from datetime import timedelta
 
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
-from itsmreview.assist import client as model_client
-from itsmreview.assist import queries
-from itsmreview.assist.material import estimated_tokens, task_material
-from itsmreview.assist.models import ModelRequest, ModelRun, ModelRunStatus, RequestOutcome
-from itsmreview.assist.rating import (
-    ModelJudgement,
-    UnusableAnswer,
-    parse_rating,
-    rate_prompt_sha256,
-    rating_request,
-)
 from itsmreview.db import session_scope, utcnow, write_transaction
 from itsmreview.errors import Conflict, InvalidInput
 from itsmreview.ledger.chain import canonical_json, content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.processes import process_alive, this_process
 from itsmreview.review import queries as review_queries
+from itsmreview.review.assist import client as model_client
+from itsmreview.review.assist import queries
+from itsmreview.review.assist.material import estimated_tokens, task_material
+from itsmreview.review.assist.models import ModelRequest, ModelRun, ModelRunStatus, RequestOutcome
+from itsmreview.review.assist.rating import (
+    ModelJudgement,
+    UnusableAnswer,
+    parse_rating,
+    rate_prompt_sha256,
+    rating_request,
+)
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,

@@ -4,16 +4,18 @@ import json
 
 import streamlit as st
 from itsmreview.accounts.models import Role
-from itsmreview.assist import client as model_client
-from itsmreview.assist.hints import (
+from itsmreview.db import session_scope
+from itsmreview.errors import ItsmReviewError
+from itsmreview.review.assist import client as model_client
+from itsmreview.review.assist.hints import (
     draft_gap_hints,
     estimated_hint_tokens,
     hints_markdown,
     plan_gap_hints,
 )
-from itsmreview.assist.models import ModelRunStatus
-from itsmreview.assist.prompts import HINTS_PROMPT, RATE_PROMPT, prompt_text
-from itsmreview.assist.rater import (
+from itsmreview.review.assist.models import ModelRunStatus
+from itsmreview.review.assist.prompts import HINTS_PROMPT, RATE_PROMPT, prompt_text
+from itsmreview.review.assist.rater import (
     cancel_model_review,
     is_stale,
     model_runs,
@@ -22,8 +24,6 @@ from itsmreview.assist.rater import (
     run_in_background,
     start_model_review,
 )
-from itsmreview.db import session_scope
-from itsmreview.errors import ItsmReviewError
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require

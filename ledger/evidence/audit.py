@@ -23,8 +23,8 @@ from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.service import version_to_native
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger import chain
+from itsmreview.ledger.evidence import queries
 from itsmreview.ledger.service import verify_chain
-from itsmreview.provenance import queries
 from itsmreview.review.checks import check_content
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
 from itsmreview.review.reliability import adjudication_content
