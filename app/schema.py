@@ -4,6 +4,7 @@ from itsmreview.accounts import models as accounts_models
 from itsmreview.catalog import models as catalog_models
 from itsmreview.coverage import models as coverage_models
 from itsmreview.exports import models as exports_models
+from itsmreview.jobs import models as jobs_models
 from itsmreview.ledger import models as ledger_models
 from itsmreview.review import models as review_models
 from itsmreview.review.assist import models as assist_models
@@ -18,6 +19,7 @@ __all__ = [
     "catalog_models",
     "coverage_models",
     "exports_models",
+    "jobs_models",
     "ledger_models",
     "metadata",
     "review_models",

@@ -116,6 +116,22 @@ class Settings(BaseSettings):
         "statuses follow within a fraction of a second. `queue`: submits are only queued, "
         "for a separate `itsmreview round apply-queued --watch` process to apply.",
     )
+    jobs: Literal["in-process", "worker"] = Field(
+        default="in-process",
+        description="Where background work runs: model reviews, exports started from the "
+        "Exports page, the Dashboard's summaries and (unless ITSMREVIEW_GATE_APPLY says "
+        "otherwise) the approval gate's queue. `in-process`: threads of the web process that "
+        "asked (one machine, SQLite). `worker`: queued in the database for `itsmreview worker` "
+        "processes (several replicas; a restart of a web process interrupts nothing; a killed "
+        "worker's job is taken over by another).",
+    )
+    job_lease_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a worker holds a job without renewing it (it renews every third "
+        "of this while the job runs): a worker that died gives its job to another after at "
+        "most this long.",
+    )
     gate_poll_s: float = Field(
         default=2.0,
         gt=0,

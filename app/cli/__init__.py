@@ -12,6 +12,7 @@ from itsmreview.cli import (  # noqa: F401 - each module registers its commands
     server,
     tasks,
     users,
+    worker,
 )
 from itsmreview.cli.base import app
 

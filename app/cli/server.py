@@ -82,8 +82,9 @@ def serve(
     env = dict(os.environ)
     env["ITSMREVIEW_DATABASE_URL"] = settings.resolved_database_url()
     env["ITSMREVIEW_DATA_DIR"] = str(settings.data_dir.resolve())
-    # a server's experts do not wait for the gate: a worker thread applies their submits
-    env.setdefault("ITSMREVIEW_GATE_APPLY", "background")
+    # a server's experts do not wait for the gate: a worker thread applies their submits, or,
+    # with ITSMREVIEW_JOBS=worker, the `itsmreview worker` processes
+    env.setdefault("ITSMREVIEW_GATE_APPLY", "queue" if settings.jobs == "worker" else "background")
     command = [
         sys.executable,
         "-m",

@@ -1,5 +1,7 @@
 """Page: export an approved task set with its evidence, and the exports written so far."""
 
+from pathlib import Path
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, utcnow
@@ -16,6 +18,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
 from itsmreview.ui.text import literal
+from itsmreview.worker import in_workers, job_of, queue_export
 
 ALL = "(all)"
 user = require(Role.lead)
@@ -76,32 +79,66 @@ with st.form("export"):
     submitted = st.form_submit_button(
         "Export", type="primary", disabled=not shown["tasks"] or not formats
     )
-if submitted:
+
+
+def _show_export(result) -> None:
+    st.success(
+        f"Exported {result['tasks']} task(s) to {result['path']}; manifest sha256 "
+        f"`{result['manifest_sha256']}`"
+    )
+    zip_path = Path(result["zip_path"]) if result.get("zip_path") else None
+    if zip_path is not None and zip_path.is_file():
+        st.download_button(
+            "Download the zip",
+            data=zip_path.read_bytes(),
+            file_name=zip_path.name,
+            mime="application/zip",
+        )
+    elif zip_path is not None:
+        st.caption(f"The zip is at {zip_path} on the worker's host (not readable from here).")
+
+
+@st.fragment(run_every=1.0)
+def _export_job(job_id: int) -> None:
+    """An export a worker runs: its progress from the database until it ends."""
+    job = job_of(job_id)
+    if job.status in ("queued", "running"):
+        waiting = "waiting for a worker" if job.status == "queued" else (job.message or "running")
+        st.progress(job.progress, text=f"export {job.key}: {waiting}")
+        return
+    st.session_state.pop("export-job", None)
+    if job.status == "done":
+        _show_export(job.result or {})
+    else:
+        st.error(f"The export {job.key} failed: {job.error}")
+
+
+options = dict(
+    formats=formats,
+    with_names=with_names,
+    allow_tentative=bool(weak),
+    reason=reason,
+    make_zip=True,
+    **filters,
+)
+if submitted and in_workers():
+    job = perform(queue_export, name=name, actor=user, **options)
+    if job is not FAILED:
+        st.session_state["export-job"] = job.id
+if st.session_state.get("export-job"):
+    _export_job(st.session_state["export-job"])
+elif submitted:
     bar = st.progress(0.0, text="applying ratings still on their way to the gate")
     apply_pending()  # they decide what is approved, too
     result = perform(
         export_named,
         name=name,
         actor=user,
-        formats=formats,
-        with_names=with_names,
-        allow_tentative=bool(weak),
-        reason=reason,
-        make_zip=True,
         progress=lambda stage, fraction: bar.progress(fraction, text=stage),
-        **filters,
+        **options,
     )
     if result is not FAILED:
-        st.success(
-            f"Exported {result.tasks} task(s) to {result.path}; manifest sha256 "
-            f"`{result.manifest_sha256}`"
-        )
-        st.download_button(
-            "Download the zip",
-            data=result.zip_path.read_bytes(),
-            file_name=result.zip_path.name,
-            mime="application/zip",
-        )
+        _show_export(result.as_dict() | {"zip_path": result.zip_path})
 st.subheader("Exports so far")
 with session_scope() as session:
     history = list_exports(session=session, actor=user)

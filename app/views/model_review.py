@@ -21,7 +21,6 @@ from itsmreview.review.assist.rater import (
     model_runs,
     plan_model_review,
     review_rounds,
-    run_in_background,
     start_model_review,
 )
 from itsmreview.settings import get_settings
@@ -32,6 +31,7 @@ from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
+from itsmreview.worker import start_model_review_run
 
 user = require(Role.lead)
 settings = get_settings()
@@ -110,7 +110,7 @@ if start:
         limit=int(limit) or None,
     )
     if run is not FAILED:
-        run_in_background(run.id)
+        start_model_review_run(run.id)  # a worker's job, or a thread of this server
         announce(f"Model review {run.id} started.")
         st.rerun()
 

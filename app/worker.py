@@ -1,0 +1,117 @@
+"""`itsmreview worker`: the handler of each job kind, and a loop that also applies the gate.
+
+A worker process runs what the web processes queue (setting `jobs=worker`): model reviews,
+exports started from the Exports page and the Dashboard's summaries, and, between jobs, the
+ratings waiting for the approval gate (their own queue, `gate_pending`). Any number of workers
+may run, on any hosts that reach the database; see docs/deployment.md."""
+
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import SessionCheck, require_role, revalidate
+from itsmreview.db import session_scope
+from itsmreview.jobs.models import Job
+from itsmreview.jobs.service import JobContext, Worker, enqueue, handler
+from itsmreview.settings import get_settings
+from sqlmodel import Session
+
+
+def in_workers() -> bool:
+    """Whether background work goes to `itsmreview worker` processes (ITSMREVIEW_JOBS=worker)."""
+    return get_settings().jobs == "worker"
+
+
+def start_model_review_run(run_id: int) -> bool:
+    """Run an opened model review in the background: a worker's job, or a thread of this
+    process. False when it runs already."""
+    if in_workers():
+        with session_scope() as session:
+            job = enqueue(
+                session=session, kind="model_review", key=str(run_id), payload={"run_id": run_id}
+            )
+            return job.attempts == 0 and job.started_at is None
+    from itsmreview.review.assist.rater import run_in_background
+
+    return run_in_background(run_id)
+
+
+def queue_export(*, session: Session, actor: User, name: str, **options) -> Job:
+    """Queue an export into the data folder's exports/NAME for a worker (the Exports page with
+    ITSMREVIEW_JOBS=worker); options as `exports.service.export_set` takes them (JSON-ready).
+    Leads only; the worker acts as this lead while their session lasts."""
+    from itsmreview.exports.service import export_folder
+
+    require_role(actor, Role.lead)
+    folder = export_folder(name)  # a bad name fails here, before anything is queued
+    return enqueue(
+        session=session,
+        kind="export",
+        key=folder.name,
+        payload={"name": folder.name, **actor_fields(actor), **options},
+        max_attempts=3,
+    )
+
+
+def job_of(job_id: int) -> Job:
+    """A job as stored now (the pages poll it for progress)."""
+    from itsmreview.jobs.service import job_status
+
+    with session_scope() as session:
+        job = job_status(session=session, job_id=job_id)
+        session.expunge(job)
+        return job
+
+
+@handler("model_review")
+def run_model_review_job(job: JobContext) -> dict:
+    """Idempotent: a model review resumes where it stopped (tasks already answered are skipped)."""
+    from itsmreview.review.assist.rater import run_model_review
+
+    run = run_model_review(
+        int(job.payload["run_id"]),
+        progress=lambda stage, fraction: job.progress(fraction, stage),
+    )
+    return {"run_id": run.id, "status": str(run.status)}
+
+
+@handler("export")
+def run_export_job(job: JobContext) -> dict:
+    """Idempotent: an export is staged and published by one rename; a rerun of a published one
+    with the same name fails cleanly instead of writing twice."""
+    from itsmreview.exports.service import export_named
+    from itsmreview.review.gatework import apply_pending
+
+    options = dict(job.payload)
+    name = options.pop("name")
+    check = SessionCheck(int(options.pop("actor_id")), int(options.pop("actor_epoch")))
+    apply_pending()  # ratings on their way to the gate decide what is approved, too
+    with session_scope() as session:
+        actor = revalidate(session=session, check=check)  # still the lead who asked
+        result = export_named(
+            name,
+            session=session,
+            actor=actor,
+            progress=lambda stage, fraction: job.progress(fraction, stage),
+            **options,
+        )
+    return {
+        "path": str(result.path),
+        "zip_path": str(result.zip_path) if result.zip_path else None,
+        "tasks": result.tasks,
+        "manifest_sha256": result.manifest_sha256,
+    }
+
+
+def actor_fields(user: User) -> dict:
+    """What a job remembers of who queued it: the worker acts as them only while their
+    session is as it was (same epoch: not logged out, deactivated or changed since)."""
+    return {"actor_id": int(user.id), "actor_epoch": int(user.session_epoch or 0)}
+
+
+def apply_gate_queue() -> int:
+    from itsmreview.review.gatework import apply_pending
+
+    return apply_pending()
+
+
+def worker(*, poll_s: float = 2.0, kinds: list[str] | None = None) -> Worker:
+    """A worker of this process over the configured database (`run()` it; `stop()` ends it)."""
+    return Worker(poll_s=poll_s, kinds=kinds, between=apply_gate_queue)

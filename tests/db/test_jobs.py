@@ -1,0 +1,230 @@
+"""The job queue on both databases: one job per kind and key at a time, each claimed by one
+worker, a dead worker's job taken over when its lease lapses, retries, NOTIFY wake-ups, and a
+worker process killed mid-export whose export a second worker finishes intact."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from itsmreview.db import session_scope, utcnow, write_transaction
+from itsmreview.errors import InvalidInput
+from itsmreview.jobs import service
+from itsmreview.jobs.models import Job, JobStatus
+from itsmreview.jobs.service import enqueue, run_next
+from itsmreview.settings import get_settings
+
+
+@pytest.fixture
+def handlers():
+    """Handlers of test-only kinds, removed afterwards."""
+    added = []
+
+    def add(kind, function):
+        service.HANDLERS[kind] = function
+        added.append(kind)
+
+    yield add
+    for kind in added:
+        service.HANDLERS.pop(kind, None)
+
+
+def _job(job_id: int) -> Job:
+    with session_scope() as session:
+        job = session.get(Job, job_id)
+        session.expunge(job)
+        return job
+
+
+def _enqueue(kind: str, key: str = "", **payload) -> int:
+    with session_scope() as session:
+        return enqueue(session=session, kind=kind, key=key, payload=payload).id
+
+
+def test_one_active_job_per_kind_and_key(configured, handlers):
+    handlers("t-echo", lambda job: {"echo": job.payload["n"]})
+    first = _enqueue("t-echo", "a", n=1)
+    assert _enqueue("t-echo", "a", n=2) == first  # queued: the same job
+    other = _enqueue("t-echo", "b", n=3)
+    assert other != first
+    assert run_next(kinds=["t-echo"]).job_id == first
+    done = _job(first)
+    assert (done.status, done.result, done.progress, done.attempts) == ("done", {"echo": 1}, 1.0, 1)
+    again = _enqueue("t-echo", "a", n=4)  # the first one ended: a new job
+    assert again not in (first, other)
+    with session_scope() as session, pytest.raises(InvalidInput):
+        enqueue(session=session, kind="", key="x")
+
+
+def test_progress_is_stored_and_a_failure_is_retried_then_failed(configured, handlers):
+    calls = []
+
+    def flaky(job):
+        calls.append(job.job_id)
+        job.progress(0.4, "reading", every_s=0)
+        assert _job(job.job_id).message == "reading"  # readable by a page while it runs
+        raise RuntimeError(f"attempt {len(calls)} broke")
+
+    handlers("t-flaky", flaky)
+    with session_scope() as session:
+        job_id = enqueue(session=session, kind="t-flaky", max_attempts=2).id
+    run_next(kinds=["t-flaky"])
+    job = _job(job_id)
+    assert (job.status, job.attempts, job.error) == ("queued", 1, "RuntimeError: attempt 1 broke")
+    assert job.run_after > utcnow()  # backs off
+    assert run_next(kinds=["t-flaky"]) is None  # not due yet
+    _due_now(job_id)
+    run_next(kinds=["t-flaky"])
+    job = _job(job_id)
+    assert (job.status, job.attempts, job.error) == ("failed", 2, "RuntimeError: attempt 2 broke")
+    assert len(calls) == 2
+
+
+def _due_now(job_id: int) -> None:
+    def move(session):
+        job = session.get(Job, job_id)
+        job.run_after = utcnow() - timedelta(seconds=1)
+        session.add(job)
+
+    write_transaction(move)
+
+
+def test_a_dead_workers_job_is_taken_over_and_the_dead_one_cannot_close_it(configured, handlers):
+    handlers("t-work", lambda job: {"by": job.worker})
+    job_id = _enqueue("t-work")
+    from sqlalchemy import Engine
+
+    engine: Engine = __import__("itsmreview.db", fromlist=["get_engine"]).get_engine()
+    dead = service._claim(engine, "dead-worker", ["t-work"])  # claimed, then the process died
+    assert dead.job_id == job_id
+    assert run_next(worker="second", kinds=["t-work"]) is None  # its lease still holds
+
+    def lapse(session):
+        job = session.get(Job, job_id)
+        job.lease_until = utcnow() - timedelta(seconds=1)
+        session.add(job)
+
+    write_transaction(lapse)
+    taken = run_next(worker="second", kinds=["t-work"])
+    assert taken.job_id == job_id
+    job = _job(job_id)
+    assert (job.status, job.attempts, job.result) == ("done", 2, {"by": "second"})
+    assert not service._close(dead, status=JobStatus.failed, error="late")  # changes nothing
+    assert _job(job_id).status == "done"
+
+
+def test_two_workers_run_every_job_exactly_once(configured, handlers):
+    ran: list[int] = []
+    lock = threading.Lock()
+
+    def work(job):
+        time.sleep(0.01)
+        with lock:
+            ran.append(job.job_id)
+
+    handlers("t-many", work)
+    ids = [_enqueue("t-many", str(n)) for n in range(30)]
+
+    def drain(name):
+        while run_next(worker=name, kinds=["t-many"]):
+            pass
+
+    workers = [threading.Thread(target=drain, args=(f"w{n}",)) for n in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert sorted(ran) == sorted(ids)  # each once
+    with session_scope() as session:
+        statuses = {session.get(Job, i).status for i in ids}
+    assert statuses == {"done"}
+
+
+def test_a_waiting_worker_runs_a_new_job_at_once(configured, handlers):
+    """PostgreSQL wakes a waiting worker by NOTIFY (its poll here is far longer than the test
+    may take); SQLite's worker polls."""
+    from itsmreview.jobs.service import Worker
+
+    postgres = not configured.resolved_database_url().startswith("sqlite")
+    handlers("t-wake", lambda job: None)
+    waiting = Worker(poll_s=60.0 if postgres else 0.1, kinds=["t-wake"])
+    thread = threading.Thread(target=waiting.run)
+    thread.start()
+    try:
+        time.sleep(0.5)  # waiting now
+        started = time.monotonic()
+        job_id = _enqueue("t-wake")
+        while _job(job_id).status != "done":
+            assert time.monotonic() - started < 30, "the worker was not woken"
+            time.sleep(0.05)
+    finally:
+        waiting.stop()
+        if postgres:  # wake it so that it sees the stop
+            _enqueue("t-wake", "stop")
+        thread.join(90)
+    assert not thread.is_alive()
+    assert waiting.ran >= 1
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from itsmreview.jobs import service
+    from itsmreview.worker import worker
+
+    original = service.JobContext.progress
+
+    def slow(self, fraction, message="", **options):  # a long export, for the test to kill
+        held = original(self, fraction, message, every_s=0)
+        time.sleep(0.4)
+        return held
+
+    service.JobContext.progress = slow
+    worker(poll_s=0.1, kinds=["export"]).run()
+    """
+)
+
+
+def test_a_worker_killed_mid_export_loses_nothing(reviewed, monkeypatch):
+    """kill -9 of the worker while it writes an export: nothing is published half-written; a
+    second worker takes the job over when its lease lapses and publishes the whole export."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.exports.service import verify_export
+    from itsmreview.worker import queue_export
+
+    monkeypatch.setenv("ITSMREVIEW_JOB_LEASE_S", "2")
+    get_settings.cache_clear()
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        job_id = queue_export(session=session, actor=lead, name="killed", bootstrap=200).id
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
+    process = subprocess.Popen([sys.executable, "-c", WORKER], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while _job(job_id).progress <= 0.0:
+            assert process.poll() is None, "the worker ended before the export started"
+            assert time.monotonic() < deadline, "the worker never started the export"
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    killed = _job(job_id)
+    assert killed.status == "running" and 0.0 < killed.progress < 1.0
+    exports = get_settings().data_dir / "exports"
+    assert not (exports / "killed").exists()  # nothing published half-written
+
+    time.sleep(2.5)  # its lease lapses
+    taken = run_next(worker="second", kinds=["export"])
+    assert taken is not None and taken.job_id == job_id
+    job = _job(job_id)
+    assert (job.status, job.attempts) == ("done", 2), job.error
+    assert job.result["tasks"] > 0
+    report = verify_export(exports / "killed")
+    assert report.ok, report
