@@ -205,34 +205,8 @@ def summary_rows(summary: list[dict], dimensions: list[str]) -> list[dict]:
     ]
 
 
-def card(
-    *,
-    name: str,
-    count: int,
-    personas: dict[str, int],
-    license: dict,
-    logs: list[dict],
-    agreement: dict[str, list[dict]],
-    summary: list[dict],
-    dimensions: list[str],
-    summary_total: int | None = None,
-) -> str:
-    """The dataset card. Nothing in it depends on where the export is written. `summary`
-    needs only its first MARKDOWN_LIMIT rows when `summary_total` says how many there are."""
-    persona_text = ", ".join(f"{escape(p)} ({n})" for p, n in sorted(personas.items()))
-    fields = "\n".join(f"- `{key}`: {text}" for key, text in FIELDS.items())
-    kinds = {log["origin"] for log in logs}
-    if kinds == {"synthetic"}:
-        source_claim = "synthetic event logs (generated, not recorded from real operations)"
-    elif kinds == {"real"}:
-        source_claim = "real operational event logs"
-    elif logs:
-        source_claim = "event logs whose origin is stated per log below"
-    else:
-        source_claim = "no event log"
-    licence_text = f"`{escape(license['spdx'])}`" + (
-        f" ({escape(license['name'])})" if license.get("name") else ""
-    )
+def _front_matter(name: str, license: dict, count: int) -> str:
+    """The card's YAML header: name, licence, tags, size and the three configs."""
     return f"""---
 pretty_name: {json.dumps(name, ensure_ascii=False)}
 {license_yaml(license)}
@@ -259,7 +233,41 @@ configs:
   - split: train
     path: evidence/ratings.jsonl
 ---
+"""
 
+
+def _source_claim(logs: list[dict]) -> str:
+    """What the card says the tasks were derived from, by the origins of their logs."""
+    kinds = {log["origin"] for log in logs}
+    if kinds == {"synthetic"}:
+        return "synthetic event logs (generated, not recorded from real operations)"
+    if kinds == {"real"}:
+        return "real operational event logs"
+    if logs:
+        return "event logs whose origin is stated per log below"
+    return "no event log"
+
+
+def card(
+    *,
+    name: str,
+    count: int,
+    personas: dict[str, int],
+    license: dict,
+    logs: list[dict],
+    agreement: dict[str, list[dict]],
+    summary: list[dict],
+    dimensions: list[str],
+    summary_total: int | None = None,
+) -> str:
+    """The dataset card. Nothing in it depends on where the export is written. `summary`
+    needs only its first MARKDOWN_LIMIT rows when `summary_total` says how many there are."""
+    persona_text = ", ".join(f"{escape(p)} ({n})" for p, n in sorted(personas.items()))
+    fields = "\n".join(f"- `{key}`: {text}" for key, text in FIELDS.items())
+    licence_text = f"`{escape(license['spdx'])}`" + (
+        f" ({escape(license['name'])})" if license.get("name") else ""
+    )
+    return f"""{_front_matter(name, license, count)}
 # Dataset Card for {escape(name)}
 
 ## Dataset Summary
@@ -281,7 +289,7 @@ the verdicts. Config `ratings`: every rating (raters pseudonymised).
 
 ### Source Data
 
-Tasks were derived from {source_claim} (process variants, roles and example cases named in
+Tasks were derived from {_source_claim(logs)} (process variants, roles and example cases named in
 `source_log`, `variants`, `case_ids`) and from external practice and experts, as
 `provenance_json` records per field. Each source log, as the provenance ledger records it:
 
