@@ -10,7 +10,7 @@ PEERS_VENV ?= .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS := "harbor>=0.25"
 
-.PHONY: venv peers demo test test-fast docs wheel-check lint bench bench-scale coverage clean
+.PHONY: venv peers demo team team-down test test-fast docs wheel-check lint bench bench-scale coverage clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ peers: $(PEERS_STAMP)
 
 demo: venv
 	$(BIN)/itsmreview demo
+
+# Two replicas behind nginx, one worker, an S3 server and the local PostgreSQL, on this machine
+# (deploy/team.py; needs Debian's nginx). `make team-down` stops them; the data stays in build/team.
+team: venv
+	$(BIN)/python deploy/team.py up
+
+team-down:
+	$(BIN)/python deploy/team.py down
 
 test: venv peers
 	$(BIN)/ruff check .
