@@ -90,6 +90,31 @@ def session_scope(engine: Engine | None = None) -> Iterator[Session]:
             raise
 
 
+@contextmanager
+def own_transaction(engine: Engine, *, wait_s: float = 2.0) -> Iterator[Session]:
+    """A short transaction on a connection of its own, committed on success, beside whatever
+    transaction the caller holds open (an import's lease must be visible to other processes
+    before the import commits). On SQLite it waits at most `wait_s` for the write lock (a
+    caller that holds it would otherwise wait for itself) and raises the busy error after."""
+    with engine.connect() as connection:
+        sqlite = engine.dialect.name == "sqlite"
+        if sqlite:
+            connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+            connection.commit()  # SQLAlchemy began a transaction for the pragma; the session's own
+        try:
+            with Session(bind=connection, expire_on_commit=False) as session:
+                try:
+                    yield session
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA busy_timeout=10000")
+                connection.commit()
+
+
 WRITE_RETRY_SECONDS = 30.0  # how long a write keeps retrying while the database is busy
 
 
@@ -254,7 +279,7 @@ def alembic_config(url: str | None = None) -> "Config":
     return config
 
 
-HEAD_REVISION = "0019"  # the newest migration; a test checks it against the scripts
+HEAD_REVISION = "0020"  # the newest migration; a test checks it against the scripts
 
 
 def ensure_current(engine: Engine | None = None) -> None:

@@ -29,9 +29,36 @@ def safe_join(root: Path, relative: str) -> Path:
     ...
     itsmreview.files.UnsafePath: '../etc/passwd' leaves its folder ...
     """
+    target = root.joinpath(*relative_parts(relative))
+    if not is_within(root, target):
+        raise UnsafePath(f"{str(relative)!r} resolves outside {root} through a link")
+    return target
+
+
+MAX_KEY_CHARS = 1024  # a relative path (a storage key) in characters; S3 allows 1,024 bytes
+MAX_NAME_BYTES = 255  # one segment, as most file systems allow
+
+
+def relative_parts(relative: str) -> list[str]:
+    """The segments of `relative`, a plain relative path: no absolute path, drive or `..`
+    segment, no NUL, not empty, at most MAX_KEY_CHARS characters and MAX_NAME_BYTES bytes a
+    segment. Checks the text only (safe_join also resolves links). Raises UnsafePath.
+
+    >>> relative_parts("logs/ab12/events.parquet")
+    ['logs', 'ab12', 'events.parquet']
+    >>> relative_parts("/etc/passwd")
+    Traceback (most recent call last):
+    ...
+    itsmreview.files.UnsafePath: '/etc/passwd' is an absolute path; use a path relative to ...
+    """
     text = str(relative)
     if not text or "\x00" in text:
-        raise UnsafePath(f"{text!r} is not a usable file name (empty or with a NUL character)")
+        raise UnsafePath(f"{text[:80]!r} is not a usable file name (empty or with a NUL character)")
+    if len(text) > MAX_KEY_CHARS:
+        raise UnsafePath(
+            f"{text[:40]!r}... is {len(text):,} characters long; a path may have at most "
+            f"{MAX_KEY_CHARS:,}"
+        )
     posix, windows = PurePosixPath(text.replace("\\", "/")), PureWindowsPath(text)
     if posix.is_absolute() or windows.drive or windows.root:
         raise UnsafePath(f"{text!r} is an absolute path; use a path relative to its folder")
@@ -40,10 +67,13 @@ def safe_join(root: Path, relative: str) -> Path:
     parts = [p for p in posix.parts if p not in ("", ".")]
     if not parts:
         raise UnsafePath(f"{text!r} names the folder itself, not a file in it")
-    target = root.joinpath(*parts)
-    if not is_within(root, target):
-        raise UnsafePath(f"{text!r} resolves outside {root} through a link")
-    return target
+    long = next((p for p in parts if len(p.encode("utf-8", "replace")) > MAX_NAME_BYTES), None)
+    if long is not None:
+        raise UnsafePath(
+            f"{long[:40]!r}... is longer than {MAX_NAME_BYTES} bytes; a file name may have at "
+            f"most {MAX_NAME_BYTES}"
+        )
+    return parts
 
 
 def is_within(root: Path, path: Path) -> bool:

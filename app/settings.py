@@ -21,6 +21,21 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL of the database. Default: a SQLite file "
         "`itsmreview.db` in the data folder. PostgreSQL: `postgresql+psycopg://user@host/db`.",
     )
+    storage_url: str | None = Field(
+        default=None,
+        description="Where imported logs' event files are stored: a local folder (a path or "
+        "`file:///path`) or `s3://bucket/prefix` (endpoint, keys and region from the usual "
+        "AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION). Default: "
+        "the data folder. The database stores locations relative to it, so replicas that "
+        "share the database must share this storage (under any local path).",
+    )
+    storage_lease_s: float = Field(
+        default=600,
+        gt=0,
+        description="Seconds an import's lease on its staged files lasts; a running import "
+        "renews it every third of that. Another import's cleanup removes staged files only "
+        "when their import ended without publishing them or their lease expired.",
+    )
     port: int = Field(default=8501, description="Port the Streamlit app listens on.")
     demo_seed: int = Field(
         default=2013, description="Seed of the synthetic demo log and demo review round."

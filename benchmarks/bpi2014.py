@@ -48,11 +48,10 @@ def child(task: str, folder: str) -> dict:
         with tempfile.TemporaryDirectory() as scratch:
             engine = create_db_engine(f"sqlite:///{scratch}/bench.db")
             upgrade_database(engine)
+            _storage_in(scratch)
             start = time.perf_counter()
             with session_scope(engine) as session:
-                log = import_log(
-                    folder, session=session, preset="bpi2014", data_dir=Path(scratch)
-                ).log
+                log = import_log(folder, session=session, preset="bpi2014").log
                 extra = {"events": log.n_events, "variants": log.n_variants}
     elif task == "pandas":
         read = {
@@ -143,3 +142,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _storage_in(folder: str) -> None:
+    """The log's files go to `folder` (the storage is a setting: ITSMREVIEW_STORAGE_URL)."""
+    import os
+
+    from itsmreview.settings import get_settings
+
+    os.environ["ITSMREVIEW_STORAGE_URL"] = folder
+    get_settings.cache_clear()

@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 from itsmreview.catalog import queries
 from itsmreview.catalog.formats import (
     TRANSCRIPT_FORMATS,
@@ -18,6 +17,7 @@ from itsmreview.catalog.service import ImportReport, import_tasks, version_to_na
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.sequences import sequence_key
+from itsmreview.storage import get_storage
 from sqlmodel import Session
 
 FORMAT_CHOICES = ("auto", "native", "harbor", "tau2", "eogym", *TRANSCRIPT_FORMATS)
@@ -126,11 +126,13 @@ def unresolved_links(tasks: list[NativeTask], *, session: Session) -> dict[str, 
                     coverage_queries.variants_frame(session=session, log_id=log.id)["sequence_key"]
                 )
                 cases = set()
-                if log.events_path and (Path(log.events_path) / "cases.parquet").exists():
+                storage = get_storage()
+                if log.events_path and storage.exists(log.events_path, "cases.parquet"):
                     cases = set(
-                        pd.read_parquet(
-                            Path(log.events_path) / "cases.parquet", columns=["case_id"]
-                        )["case_id"].astype(str)
+                        storage.read_table(log.events_path, "cases.parquet", columns=["case_id"])
+                        .column("case_id")
+                        .cast("string")
+                        .to_pylist()
                     )
                 roles = coverage_queries.role_values_frame(session=session, log_id=log.id)
                 values = {a: set(r["value"]) for a, r in roles.groupby("attribute")}

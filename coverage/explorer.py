@@ -1,16 +1,15 @@
 """One variant in detail: frequency, durations, roles and the timelines of real cases."""
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 from itsmreview.coverage import queries
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.friction import friction
 from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.variants import sequence_key
 from itsmreview.errors import NotFound
+from itsmreview.storage import get_storage
 from sqlmodel import Session
 
 MAX_CASES_FOR_ROLES = 2000
@@ -49,8 +48,10 @@ class VariantDetail:
         )
 
 
-def _read_events(events_path: Path, case_ids: list[str]) -> pd.DataFrame:
-    table = pq.read_table(events_path / "events.parquet", filters=[("case_id", "in", case_ids)])
+def _read_events(events_path: str, case_ids: list[str]) -> pd.DataFrame:
+    table = get_storage().read_table(
+        events_path, "events.parquet", filters=[("case_id", "in", case_ids)]
+    )
     return table.to_pandas()
 
 
@@ -73,14 +74,17 @@ def variant_detail(
     n_variants = log.n_variants if level == VariantLevel.raw else log.n_collapsed_variants
     if variant is None or not log.events_path:
         return VariantDetail.missing(log_name, sequence, n_variants)
-    folder = Path(log.events_path)
-    if not (folder / "cases.parquet").is_file():
+    folder, storage = log.events_path, get_storage()
+    if not storage.exists(folder, "cases.parquet"):
         raise NotFound(
-            f"the stored cases of log {log_name!r} are missing ({folder}): import the log again"
+            f"the stored cases of log {log_name!r} are missing ({folder} in the storage "
+            f"{storage.location()}): every replica must share the storage; else import the "
+            "log again"
         )
     column = "variant_key" if level == VariantLevel.raw else "collapsed_variant_key"
-    cases = pq.read_table(
-        folder / "cases.parquet",
+    cases = storage.read_table(
+        folder,
+        "cases.parquet",
         columns=["case_id", column, "throughput_s"],
         filters=[(column, "==", key)],
     ).to_pandas()

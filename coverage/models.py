@@ -25,6 +25,7 @@ class EventLog(SQLModel, table=True):
     mapping: dict = Field(default_factory=dict, sa_type=JSON)
     mapping_hash: str = Field(sa_type=String(64))
     preset: str | None = Field(default=None, sa_type=String(32))
+    # the key of its files' folder, relative to the storage root (itsmreview.storage)
     events_path: str | None = Field(default=None, sa_type=Text)
     n_cases: int = 0
     n_events: int = 0
@@ -108,3 +109,27 @@ class TeamMapping(SQLModel, table=True):
     content_sha256: str = Field(sa_type=String(64))
     created_at: datetime = Field(default_factory=utcnow)
     created_by_id: int | None = Field(default=None, foreign_key="users.id")
+
+
+class LeaseState(StrEnum):
+    running = "running"  # the import may still write and publish; renewed while it runs
+    published = "published"  # committed with its log: never removed by cleanup
+    ended = "ended"  # the import failed or was refused: its files may go
+    reaped = "reaped"  # a cleanup took it: its files are being removed
+
+
+class ImportLease(SQLModel, table=True):
+    """An import's claim on the storage key it stages its files under. Committed on its own
+    before the import writes a file, renewed while it runs; the import's own transaction
+    marks it published (only while it is still running), so a cleanup, which first marks an
+    ended or expired lease reaped in a committed transaction of its own, never removes files
+    a log points at."""
+
+    __tablename__ = "import_leases"
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(sa_type=String(255), unique=True)
+    holder: str = Field(default="", sa_type=String(255))  # host and process, for people
+    state: LeaseState = Field(default=LeaseState.running, sa_type=String(16))
+    started_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(index=True)

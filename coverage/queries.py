@@ -3,6 +3,8 @@
 import pandas as pd
 from itsmreview.coverage.models import (
     EventLog,
+    ImportLease,
+    LeaseState,
     LogActivity,
     LogDirectlyFollows,
     LogRoleValue,
@@ -10,7 +12,7 @@ from itsmreview.coverage.models import (
     VariantLevel,
 )
 from itsmreview.db import frame_of
-from sqlalchemy import func
+from sqlalchemy import and_, delete, exists, func, or_, update
 from sqlmodel import Session, select
 
 
@@ -40,12 +42,6 @@ def latest_log(*, session: Session, name: str) -> EventLog | None:
     return session.exec(
         select(EventLog).where(EventLog.name == name).order_by(EventLog.version.desc()).limit(1)
     ).first()
-
-
-def stored_event_paths(*, session: Session) -> set[str]:
-    """The materialised folder of every imported log version."""
-    rows = session.exec(select(EventLog.events_path).where(EventLog.events_path.is_not(None)))
-    return {str(path) for path in rows.all()}
 
 
 def list_logs(*, session: Session) -> list[EventLog]:
@@ -157,3 +153,70 @@ def team_mapping_versions(*, session: Session, log_name: str) -> list:
             .order_by(TeamMapping.id.desc())
         ).all()
     )
+
+
+def begin_lease(*, session: Session, key: str, holder: str, expires_at) -> None:
+    session.add(ImportLease(key=key, holder=holder[:255], expires_at=expires_at))
+
+
+def renew_lease(*, session: Session, key: str, expires_at) -> int:
+    """Move a running lease's expiry; 0 when it is no longer running (published, ended,
+    reaped)."""
+    return session.exec(
+        update(ImportLease)
+        .where(ImportLease.key == key, ImportLease.state == LeaseState.running)
+        .values(expires_at=expires_at)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+
+
+def settle_lease(*, session: Session, key: str, state: LeaseState) -> int:
+    """Mark a running lease published or ended; 0 when it was not running any more (a
+    cleanup reaped it after it expired)."""
+    return session.exec(
+        update(ImportLease)
+        .where(ImportLease.key == key, ImportLease.state == LeaseState.running)
+        .values(state=state)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+
+
+def _reapable(now):
+    """Leases whose files a cleanup may remove: ended, already reaped, or running past their
+    expiry; never one whose key a stored log points at."""
+    return and_(
+        or_(
+            ImportLease.state.in_((LeaseState.ended, LeaseState.reaped)),
+            and_(ImportLease.state == LeaseState.running, ImportLease.expires_at < now),
+        ),
+        ~exists().where(EventLog.events_path == ImportLease.key),
+    )
+
+
+def reapable_leases(*, session: Session, now) -> list[str]:
+    """The keys of the leases a cleanup may reap now, oldest first."""
+    return list(
+        session.exec(select(ImportLease.key).where(_reapable(now)).order_by(ImportLease.id)).all()
+    )
+
+
+def reap_lease(*, session: Session, key: str, now) -> int:
+    """Mark one lease reaped if it still may be (see `_reapable`); 1 when it was. A running
+    import's publish and this update take turns on the row, so exactly one of them wins."""
+    return session.exec(
+        update(ImportLease)
+        .where(ImportLease.key == key, _reapable(now))
+        .values(state=LeaseState.reaped)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+
+
+def forget_lease(*, session: Session, key: str, state: LeaseState = LeaseState.reaped) -> None:
+    """Drop a lease in `state` once its files are gone (reaped by a cleanup, or running when
+    its own import removed them)."""
+    session.exec(delete(ImportLease).where(ImportLease.key == key, ImportLease.state == state))
+
+
+def lease_states(*, session: Session) -> dict[str, str]:
+    """Every lease's key and state (tests and diagnostics)."""
+    return dict(session.exec(select(ImportLease.key, ImportLease.state)).all())

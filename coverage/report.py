@@ -1,10 +1,7 @@
 """Coverage of an imported log by the tasks derived from it (service layer)."""
 
 from enum import StrEnum
-from pathlib import Path
 
-import pandas as pd
-import pyarrow.parquet as pq
 from itsmreview.catalog.queries import task_sources
 from itsmreview.coverage import queries
 from itsmreview.coverage.metrics import CoverageReport, LogTables, TaskSource, compute_coverage
@@ -15,6 +12,7 @@ from itsmreview.coverage.outcomes import (
     outcome_coverage,
 )
 from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.storage import get_storage
 from sqlmodel import Session
 
 
@@ -39,9 +37,17 @@ def load_log_tables(*, session: Session, log_id: int, n_cases: int) -> LogTables
 def _case_variants(events_path: str | None, case_ids: set[str]) -> dict[str, str]:
     if not case_ids or not events_path:
         return {}
-    cases = pd.read_parquet(Path(events_path) / "cases.parquet", columns=["case_id", "variant_key"])
-    found = cases[cases["case_id"].isin(case_ids)]
-    return dict(zip(found["case_id"], found["variant_key"], strict=True))
+    found = (
+        get_storage()
+        .read_table(
+            events_path,
+            "cases.parquet",
+            columns=["case_id", "variant_key"],
+            filters=[("case_id", "in", sorted(case_ids))],
+        )
+        .to_pandas()
+    )
+    return dict(zip(found["case_id"].astype(str), found["variant_key"], strict=True))
 
 
 def declared_sources(
@@ -130,14 +136,18 @@ def _case_outcomes(events_path: str | None, sla_hours: dict[str, float] | None):
     carry no attributes."""
     if not events_path:
         return None
-    path = Path(events_path) / "cases.parquet"
-    if not path.is_file():
+    storage = get_storage()
+    if not storage.exists(events_path, "cases.parquet"):
         return None
-    wanted = [n for n in pq.read_schema(path).names if n.startswith(ATTRIBUTE_PREFIX)]
+    schema = storage.read_schema(events_path, "cases.parquet")
+    wanted = [n for n in schema.names if n.startswith(ATTRIBUTE_PREFIX)]
     if not wanted:
         return None
     extra = ["throughput_s"] if sla_hours else []
-    return case_outcomes(pd.read_parquet(path, columns=["case_id", *extra, *wanted]), sla_hours)
+    cases = storage.read_table(
+        events_path, "cases.parquet", columns=["case_id", *extra, *wanted]
+    ).to_pandas()
+    return case_outcomes(cases, sla_hours)
 
 
 def _report(

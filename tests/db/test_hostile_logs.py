@@ -19,6 +19,7 @@ from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic_bpi2014 import FILES, generate_bpi2014, write_bpi2014
 from itsmreview.coverage.teams import parse_mapping
 from itsmreview.errors import InvalidInput
+from itsmreview.storage import get_storage
 from sqlmodel import func, select
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -43,7 +44,7 @@ def _nothing_written(session, data_dir: Path) -> None:
 def _refused(session, tmp_path, path, match, **options):
     data_dir = tmp_path / "data"
     with pytest.raises(InvalidInput, match=match) as raised:
-        import_log(path, session=session, data_dir=data_dir, **options)
+        import_log(path, session=session, **options)
     _nothing_written(session, data_dir)
     return str(raised.value)
 
@@ -182,8 +183,8 @@ def _spec(tmp_path, text: str) -> Path:
 
 def test_the_spec_used_by_these_cases_imports(session, snow, tmp_path):
     where, spec, _ = snow
-    log = import_log(where, session=session, linked_spec=spec, data_dir=tmp_path / "d").log
-    cases = pq.read_table(Path(log.events_path) / "cases.parquet").to_pandas()
+    log = import_log(where, session=session, linked_spec=spec).log
+    cases = pq.read_table(get_storage().path(log.events_path, "cases.parquet")).to_pandas()
     first = cases.set_index("case_id").loc["INC1"]
     assert first["attr:handle_hours"] == pytest.approx(3.8744)
     assert first["attr:change_type"] == "Normal" and first["attr:reassignments"] == 2
@@ -288,13 +289,12 @@ def test_encoding_given_with_the_preset_reads_every_table_of_the_folder(session,
     for key, name in FILES.items():
         found[key].to_csv(where / name, sep=";", index=False, encoding="utf-8")
     mapping = replace(PRESETS["bpi2014"], encoding="utf-8")
-    log = import_log(
-        where, session=session, preset="bpi2014", mapping=mapping, data_dir=tmp_path / "d"
-    ).log
-    cases = pq.read_table(Path(log.events_path) / "cases.parquet").to_pandas()
+    log = import_log(where, session=session, preset="bpi2014", mapping=mapping).log
+    cases = pq.read_table(get_storage().path(log.events_path, "cases.parquet")).to_pandas()
     assert cases.set_index("case_id").loc["IM0000001", "attr:ci_name"] == "Gebäude-Drucker"
     assert log.mapping["encoding"] == "utf-8"
     session.rollback()
+    service_module.discard_files(log)  # not committed: its files go as the CLI's do
     bad = replace(PRESETS["bpi2014"], encoding="rot13")
     _refused(session, tmp_path, where, "unknown encoding 'rot13'", preset="bpi2014", mapping=bad)
 

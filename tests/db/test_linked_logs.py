@@ -11,6 +11,7 @@ from itsmreview.coverage.models import EventLog
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic_bpi2014 import FILES, generate_bpi2014, write_bpi2014
 from itsmreview.errors import InvalidInput
+from itsmreview.storage import get_storage
 from sqlmodel import func, select
 
 
@@ -28,7 +29,7 @@ def tables(tmp_path):
 
 
 def _cases(log: EventLog) -> pd.DataFrame:
-    return pq.read_table(Path(log.events_path) / "cases.parquet").to_pandas()
+    return pq.read_table(get_storage().path(log.events_path, "cases.parquet")).to_pandas()
 
 
 def test_the_four_tables_import_from_their_folder(session, tables, tmp_path):
@@ -36,7 +37,7 @@ def test_the_four_tables_import_from_their_folder(session, tables, tmp_path):
     raw = {
         k: pd.read_csv(folder / n, sep=";", encoding="latin-1", dtype=str) for k, n in FILES.items()
     }  # noqa: E501
-    log = import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d").log
+    log = import_log(folder, session=session, preset="bpi2014").log
     session.commit()
     activities = raw["activities"]
     assert (log.n_events, log.n_cases) == (len(activities), activities["Incident ID"].nunique())
@@ -73,9 +74,7 @@ def test_linked_tables_leave_the_events_as_the_activity_table_alone_gives(
     session, tables, tmp_path
 ):
     folder, _ = tables
-    alone = import_log(
-        folder / FILES["activities"], session=session, preset="bpi2014", data_dir=tmp_path / "a"
-    ).log
+    alone = import_log(folder / FILES["activities"], session=session, preset="bpi2014").log
 
     def import_joined():
         return import_log(
@@ -83,7 +82,6 @@ def test_linked_tables_leave_the_events_as_the_activity_table_alone_gives(
             session=session,
             preset="bpi2014",
             name="joined",
-            data_dir=tmp_path / "b",
             linked={"incidents": folder / FILES["incidents"]},
         )
 
@@ -109,7 +107,7 @@ def test_a_bad_table_is_refused_with_its_place_and_nothing_is_stored(session, ta
         match=r"Detail_Incident.csv: 1 timestamp\(s\) in column 'Close Time'.*"
         r"\(row 7: '2013/01/07 08:17'\)",
     ):
-        import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+        import_log(folder, session=session, preset="bpi2014")
     session.rollback()
     assert session.exec(select(func.count()).select_from(EventLog)).one() == 0
     stored = tmp_path / "d" / "logs"
@@ -122,19 +120,18 @@ def test_a_folder_link_out_of_it_or_a_missing_table_is_refused(session, tables, 
     (folder / FILES["incidents"]).rename(outside)
     os.symlink(outside, folder / FILES["incidents"])
     with pytest.raises(InvalidInput, match="not a regular file inside"):
-        import_log(folder, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+        import_log(folder, session=session, preset="bpi2014")
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(InvalidInput, match="no Detail_Incident_Activity.csv in the folder"):
-        import_log(empty, session=session, preset="bpi2014", data_dir=tmp_path / "d")
+        import_log(empty, session=session, preset="bpi2014")
     with pytest.raises(InvalidInput, match="is a folder"):
-        import_log(folder, session=session, preset="bpi2013", data_dir=tmp_path / "d")
+        import_log(folder, session=session, preset="bpi2013")
     with pytest.raises(InvalidInput, match="need --preset bpi2014"):
         import_log(
             folder / FILES["activities"],
             session=session,
             preset="bpi2013",
-            data_dir=tmp_path / "d",
             linked={"incidents": outside},
         )
 
@@ -175,7 +172,7 @@ def test_outcome_coverage_follows_the_cases_and_values_tasks_declare(session, ta
     from itsmreview.coverage.report import coverage_report
 
     folder, found = tables
-    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    import_log(folder, session=session, preset="bpi2014", name="b14")
     incidents = found["incidents"].set_index("Incident ID")
     chosen = ["IM0000002", "IM0000003"]
     tasks = [
@@ -222,7 +219,6 @@ def test_a_log_without_case_attributes_has_no_outcomes(session, tables, tmp_path
         session=session,
         preset="bpi2014",
         name="alone",
-        data_dir=tmp_path / "d",
     )
     report, _ = coverage_report(session=session, log_name="alone")
     assert report.outcomes == {} and report.as_dict()["outcomes"] == {}
@@ -246,7 +242,7 @@ def test_a_team_mapping_is_versioned_recorded_and_read_by_coverage(session, tabl
     from itsmreview.ledger.models import LedgerEntry
 
     folder, found = tables
-    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    import_log(folder, session=session, preset="bpi2014", name="b14")
     lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
     activities = found["activities"]
     events = activities["Assignment Group"].value_counts()
@@ -381,9 +377,9 @@ def test_coverage_per_persona_and_across_logs(session, tables, tmp_path):
     from itsmreview.coverage.synthetic import generate_log, write_csv
 
     folder, found = tables
-    import_log(folder, session=session, preset="bpi2014", name="b14", data_dir=tmp_path / "d")
+    import_log(folder, session=session, preset="bpi2014", name="b14")
     small = write_csv(generate_log(200, seed=4), tmp_path / "v.csv")
-    import_log(small, session=session, preset="bpi2013", name="vinst", data_dir=tmp_path / "d")
+    import_log(small, session=session, preset="bpi2013", name="vinst")
     lead, _ = create_user(session=session, username="lena", role="lead", password="lead-pass-1")
     activities = found["activities"]
     by_case = activities.groupby("Incident ID", sort=False)["IncidentActivity_Type"].agg(list)
@@ -474,9 +470,7 @@ def test_the_real_logs_keep_their_numbers_under_the_new_mechanisms(
     from itsmreview.coverage.report import coverage_report, load_log_tables, resolve_sources
     from itsmreview.coverage.teams import group_table, set_team_mapping
 
-    log = import_log(
-        real_file(*parts), session=session, preset=preset, name="real", data_dir=tmp_path
-    )
+    log = import_log(real_file(*parts), session=session, preset=preset, name="real")
     log = log.log
     assert (log.n_cases, log.n_events) == (cases, events)
     assert not [c for c in _cases(log).columns if c.startswith("attr:")]
@@ -568,7 +562,7 @@ def test_the_documented_servicenow_spec_joins_its_tables(session, tmp_path):
         folder / "change_request.csv", index=False
     )
     spec = _documented_spec(tmp_path)
-    log = import_log(folder, session=session, linked_spec=spec, data_dir=tmp_path / "d").log
+    log = import_log(folder, session=session, linked_spec=spec).log
     session.commit()
     assert (log.n_cases, log.n_events, log.preset) == (2, 5, "servicenow")
     cases = _cases(log).set_index("case_id")
@@ -584,7 +578,7 @@ def test_the_documented_servicenow_spec_joins_its_tables(session, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text(spec.read_text().replace("table: audit", "table: trail"), encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"tables \['trail'\] have no file under `files`"):
-        import_log(folder, session=session, linked_spec=broken, data_dir=tmp_path / "d")
+        import_log(folder, session=session, linked_spec=broken)
     with pytest.raises(InvalidInput, match="drop --preset"):
         import_log(folder, session=session, linked_spec=spec, preset="bpi2014")
 
@@ -625,7 +619,7 @@ def test_the_published_formats_of_every_table_import_as_pandas_reads_them(sessio
     project: the real headers, `;`, Latin-1, `#N/B`/`#MULTIVALUE`, decimal commas), each
     table writing its times its own way: activities `07-01-2013 08:17:17`, incidents
     `05/02/2012 13:32:57` (and a few without seconds or zeros), interactions `9-9-2011 9:23`."""
-    log = import_log(REAL_FORMAT, session=session, preset="bpi2014", data_dir=tmp_path / "d").log
+    log = import_log(REAL_FORMAT, session=session, preset="bpi2014").log
     session.commit()
     raw = {
         k: pd.read_csv(REAL_FORMAT / n, sep=";", encoding="latin-1", dtype=str)
@@ -638,7 +632,7 @@ def test_the_published_formats_of_every_table_import_as_pandas_reads_them(sessio
     assert log.first_timestamp.replace(tzinfo=None) == stamps.min().to_pydatetime().replace(
         tzinfo=None
     )
-    events = pq.read_table(Path(log.events_path) / "events.parquet").to_pandas()
+    events = pq.read_table(get_storage().path(log.events_path, "events.parquet")).to_pandas()
     expected = (
         activities.assign(timestamp=stamps)
         .reset_index()
