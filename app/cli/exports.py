@@ -36,64 +36,80 @@ export_app = typer.Typer(
 app.add_typer(export_app, name="export")
 
 
+# The options of `export create`, one alias each: the command's signature stays one line per option.
+OutArg = Annotated[Path, typer.Argument(help="Folder to write (must not exist or be empty).")]
+FormatOpt = Annotated[
+    str, typer.Option("--format", help="Comma-separated: native, harbor, hf, tau2.")
+]
+NameOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="The export's name in the card, manifest and dataset.toml (default: the "
+        "round's name, else itsmreview-export); OUT's name is never used."
+    ),
+]
+LicenseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--license",
+        help="SPDX identifier of the set's licence (MIT, CC-BY-4.0, ...), or other / "
+        "LicenseRef-NAME with --license-name.",
+    ),
+]
+LicenseNameOpt = Annotated[
+    str | None, typer.Option("--license-name", help="The licence's name, for --license other.")
+]
+OrgOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Harbor org of task and dataset names (org/name); default: ITSMREVIEW_EXPORT_ORG."
+    ),
+]
+RoundOpt = Annotated[str | None, typer.Option("--round", help="Only tasks approved in this round.")]
+LogOpt = Annotated[str | None, typer.Option(help="Only tasks derived from this log.")]
+PersonaOpt = Annotated[str | None, typer.Option(help="Only tasks of this persona.")]
+TentativeOpt = Annotated[
+    bool,
+    typer.Option("--allow-tentative", help="Export even if agreement does not reach the gate."),
+]
+ReasonOpt = Annotated[
+    str, typer.Option(help="Why a tentative export goes out (manifest and ledger).")
+]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace OUT if it exists and is not empty.")
+]
+WithNamesOpt = Annotated[
+    bool, typer.Option("--with-names", help="Raters by name instead of rater-01, ...")
+]
+AtOpt = Annotated[
+    datetime | None,
+    typer.Option(help="Export time written into the manifest (ISO 8601), for reproducibility."),
+]
+ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip.")]
+BootstrapOpt = Annotated[int, typer.Option(help="Bootstrap samples for the agreement intervals.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
 @export_app.command("create")
 @boundary
 def export_create(
-    out: Annotated[Path, typer.Argument(help="Folder to write (must not exist or be empty).")],
-    format: Annotated[
-        str, typer.Option("--format", help="Comma-separated: native, harbor, hf, tau2.")
-    ] = "native",
-    name: Annotated[
-        str | None,
-        typer.Option(
-            help="The export's name in the card, manifest and dataset.toml (default: the "
-            "round's name, else itsmreview-export); OUT's name is never used."
-        ),
-    ] = None,
-    license: Annotated[
-        str | None,
-        typer.Option(
-            "--license",
-            help="SPDX identifier of the set's licence (MIT, CC-BY-4.0, ...), or other / "
-            "LicenseRef-NAME with --license-name.",
-        ),
-    ] = None,
-    license_name: Annotated[
-        str | None, typer.Option("--license-name", help="The licence's name, for --license other.")
-    ] = None,
-    org: Annotated[
-        str | None,
-        typer.Option(
-            help="Harbor org of task and dataset names (org/name); default: ITSMREVIEW_EXPORT_ORG."
-        ),
-    ] = None,
-    round_name: Annotated[
-        str | None, typer.Option("--round", help="Only tasks approved in this round.")
-    ] = None,
-    log: Annotated[str | None, typer.Option(help="Only tasks derived from this log.")] = None,
-    persona: Annotated[str | None, typer.Option(help="Only tasks of this persona.")] = None,
-    allow_tentative: Annotated[
-        bool,
-        typer.Option("--allow-tentative", help="Export even if agreement does not reach the gate."),
-    ] = False,
-    reason: Annotated[
-        str, typer.Option(help="Why a tentative export goes out (manifest and ledger).")
-    ] = "",
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace OUT if it exists and is not empty.")
-    ] = False,
-    with_names: Annotated[
-        bool, typer.Option("--with-names", help="Raters by name instead of rater-01, ...")
-    ] = False,
-    at: Annotated[
-        datetime | None,
-        typer.Option(help="Export time written into the manifest (ISO 8601), for reproducibility."),
-    ] = None,
-    make_zip: Annotated[bool, typer.Option("--zip", help="Also write OUT.zip.")] = False,
-    bootstrap: Annotated[
-        int, typer.Option(help="Bootstrap samples for the agreement intervals.")
-    ] = 1000,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    out: OutArg,
+    format: FormatOpt = "native",
+    name: NameOpt = None,
+    license: LicenseOpt = None,
+    license_name: LicenseNameOpt = None,
+    org: OrgOpt = None,
+    round_name: RoundOpt = None,
+    log: LogOpt = None,
+    persona: PersonaOpt = None,
+    allow_tentative: TentativeOpt = False,
+    reason: ReasonOpt = "",
+    force: ForceOpt = False,
+    with_names: WithNamesOpt = False,
+    at: AtOpt = None,
+    make_zip: ZipOpt = False,
+    bootstrap: BootstrapOpt = 1000,
+    as_json: JsonOpt = False,
 ) -> None:
     """Export the approved versions of the chosen tasks with their ratings, agreement, gate
     decisions, adjudications, coverage, rubrics, ledger slice and a manifest of sha256 digests."""
@@ -126,7 +142,13 @@ def export_create(
         )
     if as_json:
         echo_json(result.as_dict())
-        return
+    else:
+        _echo_export(result)
+
+
+def _echo_export(result) -> None:
+    """What an export wrote, for a reader: tasks and formats, the forms some tasks lack,
+    the manifest's digest, the zip and a tentative export's reason."""
     counts = result.manifest["counts"]
     typer.echo(
         f"exported {result.tasks} approved task(s) ({', '.join(result.formats)}) with "
@@ -149,7 +171,7 @@ def export_create(
 @boundary
 def export_verify(
     out: Annotated[Path, typer.Argument(help="An export folder.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Check every file of an export against its manifest; exit 1 naming each missing,
     changed or extra file."""
