@@ -94,6 +94,35 @@ def _import_batch(
     dry_run: bool,
     report: ImportReport,
 ) -> None:
+    """One batch: plan (new task, new version or unchanged), then write the versions, their
+    variants and transcripts, and append their ledger entries at once."""
+    planned = _plan_batch(items, session, author_id, dry_run, report)
+    if dry_run or not planned:
+        return
+    session.flush()  # new tasks get their ids, in one statement per table
+    versions = [
+        _new_version(item, digest, task, number, source_format, author_id)
+        for item, digest, task, number in planned
+    ]
+    session.add_all([version for version, _ in versions])
+    session.flush()
+    entries = []
+    for (version, dumped), (item, digest, _, number) in zip(versions, planned, strict=True):
+        _add_parts(session, version, dumped)
+        entries += _ledger_entries(item.id, number, digest, dumped, source_format, actor_id)
+    append_entries(session=session, entries=entries)
+
+
+def _plan_batch(
+    items: list[NativeTask],
+    session: Session,
+    author_id: int | None,
+    dry_run: bool,
+    report: ImportReport,
+) -> list[tuple[NativeTask, str, Task, int]]:
+    """(item, content hash, task, version number) of each item whose content is new, in
+    order; new tasks are added to the session and changed ones updated (unless `dry_run`).
+    The report says which items were created, got a new version or were unchanged."""
     stored = queries.tasks_by_external_ids(session=session, external_ids=[i.id for i in items])
     hashes: dict[int, set[str]] = {}
     newest: dict[int, int] = {}
@@ -133,85 +162,101 @@ def _import_batch(
                 task.updated_at = utcnow()
         written[item.id] = ({*known, digest}, number + 1)
         planned.append((item, digest, task, number + 1))
-    if dry_run or not planned:
-        return
-    session.flush()  # new tasks get their ids, in one statement per table
-    versions = []
-    for item, digest, task, number in planned:
-        dumped = item.stored()
-        simulators = [t.get("simulator") or {} for t in dumped["transcripts"]]
-        authoring = {
-            "difficulty": item.difficulty,
-            "user_type": item.user_type or simulator_user_type(simulators),
-            "simulator_backbone": simulator_backbone(simulators),
+    return planned
+
+
+def _new_version(
+    item: NativeTask,
+    digest: str,
+    task: Task,
+    number: int,
+    source_format: str,
+    author_id: int | None,
+) -> tuple[TaskVersion, dict]:
+    """The version `number` of `task` holding `item` (not yet added), and the item as
+    stored; the task takes the version's authoring fields (difficulty, user type, backbone)."""
+    dumped = item.stored()
+    simulators = [t.get("simulator") or {} for t in dumped["transcripts"]]
+    authoring = {
+        "difficulty": item.difficulty,
+        "user_type": item.user_type or simulator_user_type(simulators),
+        "simulator_backbone": simulator_backbone(simulators),
+    }
+    for name, value in authoring.items():
+        setattr(task, name, value)
+    version = TaskVersion(
+        task_id=task.id,
+        version=number,
+        content_hash=digest,
+        title=item.title,
+        persona=item.persona,
+        track=item.track,
+        source_format=source_format,
+        instruction=item.instruction,
+        environment=item.environment,
+        ground_truth=item.ground_truth,
+        verifier=item.verifier,
+        tags=item.tags,
+        source=dumped["source"],
+        provenance=dumped["provenance"],
+        extra={k: v for k, v in dumped.items() if k not in CORE_FIELDS},
+        edited_by_id=author_id,
+        **authoring,
+    )
+    return version, dumped
+
+
+def _add_parts(session: Session, version: TaskVersion, dumped: dict) -> None:
+    """Add a stored version's declared variant sequences and its transcripts."""
+    for key, sequence in declared_sequences(dumped["source"]).items():
+        session.add(
+            TaskVersionVariant(task_version_id=version.id, sequence_key=key, sequence=sequence)
+        )
+    for transcript in dumped["transcripts"]:
+        session.add(
+            Transcript(
+                task_version_id=version.id,
+                external_id=transcript["id"],
+                title=transcript.get("title", ""),
+                simulator=transcript.get("simulator", {}),
+                messages=transcript["messages"],
+                n_turns=len(transcript["messages"]),
+                extra={k: v for k, v in transcript.items() if k not in TRANSCRIPT_FIELDS},
+            )
+        )
+
+
+def _ledger_entries(
+    external_id: str,
+    number: int,
+    digest: str,
+    dumped: dict,
+    source_format: str,
+    actor_id: int | None,
+) -> list[dict]:
+    """A version's ledger entries: its import, then each field's declared provenance."""
+    artifact = f"{external_id}@v{number}"
+    imported = {
+        "artifact_type": "task",
+        "artifact_id": artifact,
+        "action": "import",
+        "source_kind": "system",
+        "actor_id": actor_id,
+        "reference": f"format {source_format}",
+        "payload": {"content_hash": digest},
+    }
+    return [imported] + [
+        {
+            "artifact_type": "task",
+            "artifact_id": artifact,
+            "field": declared["field"],
+            "action": "declare-provenance",
+            "source_kind": declared["source"],
+            "reference": declared.get("reference", ""),
+            "actor_id": actor_id,
         }
-        for name, value in authoring.items():
-            setattr(task, name, value)
-        version = TaskVersion(
-            task_id=task.id,
-            version=number,
-            content_hash=digest,
-            title=item.title,
-            persona=item.persona,
-            track=item.track,
-            source_format=source_format,
-            instruction=item.instruction,
-            environment=item.environment,
-            ground_truth=item.ground_truth,
-            verifier=item.verifier,
-            tags=item.tags,
-            source=dumped["source"],
-            provenance=dumped["provenance"],
-            extra={k: v for k, v in dumped.items() if k not in CORE_FIELDS},
-            edited_by_id=author_id,
-            **authoring,
-        )
-        versions.append((version, dumped))
-    session.add_all([version for version, _ in versions])
-    session.flush()
-    entries = []
-    for (version, dumped), (item, digest, _, number) in zip(versions, planned, strict=True):
-        for key, sequence in declared_sequences(dumped["source"]).items():
-            session.add(
-                TaskVersionVariant(task_version_id=version.id, sequence_key=key, sequence=sequence)
-            )
-        for transcript in dumped["transcripts"]:
-            session.add(
-                Transcript(
-                    task_version_id=version.id,
-                    external_id=transcript["id"],
-                    title=transcript.get("title", ""),
-                    simulator=transcript.get("simulator", {}),
-                    messages=transcript["messages"],
-                    n_turns=len(transcript["messages"]),
-                    extra={k: v for k, v in transcript.items() if k not in TRANSCRIPT_FIELDS},
-                )
-            )
-        artifact = f"{item.id}@v{number}"
-        entries.append(
-            {
-                "artifact_type": "task",
-                "artifact_id": artifact,
-                "action": "import",
-                "source_kind": "system",
-                "actor_id": actor_id,
-                "reference": f"format {source_format}",
-                "payload": {"content_hash": digest},
-            }
-        )
-        entries += [
-            {
-                "artifact_type": "task",
-                "artifact_id": artifact,
-                "field": declared["field"],
-                "action": "declare-provenance",
-                "source_kind": declared["source"],
-                "reference": declared.get("reference", ""),
-                "actor_id": actor_id,
-            }
-            for declared in dumped["provenance"]
-        ]
-    append_entries(session=session, entries=entries)
+        for declared in dumped["provenance"]
+    ]
 
 
 ANALYZE_AFTER = 1000  # tasks written in one import: refresh the planner's statistics
