@@ -235,6 +235,65 @@ def _nearest(sequence: Sequence[str], raw: pd.DataFrame) -> list[dict]:
 def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageReport:
     """Coverage of `log` by the declared `sources`; see the module docstring."""
     n_cases = log.n_cases
+    raw_keys, key_of = _declared_sequences(sources)
+    collapsed_key_of = {key: sequence_key(collapse(seq)) for key, (seq, _) in raw_keys.items()}
+    raw_covered = log.raw["sequence_key"].isin(raw_keys)
+    collapsed_covered = log.collapsed["sequence_key"].isin(set(collapsed_key_of.values()))
+    variant_coverage = float(log.raw.loc[raw_covered, "case_count"].sum() / n_cases)
+    collapsed_coverage = float(log.collapsed.loc[collapsed_covered, "case_count"].sum() / n_cases)
+    covered_pairs, task_activities = set(), set()
+    for sequence, _ in raw_keys.values():
+        task_activities.update(sequence)
+        covered_pairs.update(zip(sequence, sequence[1:], strict=False))
+    pair_covered, df_coverage = _df_coverage(log.df_pairs, covered_pairs)
+    role_coverage, role_gaps = _role_coverage(log.roles, sources)
+    in_log = set(log.raw["sequence_key"])
+    absent = [
+        AbsentSequence(task_ids=ids, sequence=list(seq), nearest=_nearest(seq, log.raw))
+        for key, (seq, ids) in raw_keys.items()
+        if key not in in_log
+    ]
+    uncovered = log.raw.loc[~raw_covered]
+    gaps = {
+        "variants": [
+            {
+                "sequence": list(r.sequence),
+                "case_count": int(r.case_count),
+                "weight": float(r.case_count / n_cases),
+            }
+            for r in uncovered.nlargest(GAP_ROWS, "case_count").itertuples()
+        ],
+        "df_pairs": _df_gaps(log.df_pairs, pair_covered),
+        "role_values": role_gaps[:GAP_ROWS],
+        "greedy_tasks_to_reach": greedy_curve(
+            (uncovered["case_count"] / n_cases).tolist(), variant_coverage
+        ),
+    }
+    js = None
+    if raw_keys:
+        js = _mix_divergence(log.collapsed, sources, lambda s: collapsed_key_of[key_of[s]])
+    return CoverageReport(
+        tasks=len(sources),
+        variant_coverage=variant_coverage,
+        variant_coverage_collapsed=collapsed_coverage,
+        df_coverage=df_coverage,
+        activity_coverage=_activity_coverage(log.activities, task_activities),
+        role_coverage=role_coverage,
+        covered_variants=int(raw_covered.sum()),
+        covered_collapsed_variants=int(collapsed_covered.sum()),
+        absent_sequences=absent,
+        gaps=gaps,
+        js_divergence=js,
+        declared_keys=set(raw_keys),
+        declared_pairs=covered_pairs,
+    )
+
+
+def _declared_sequences(
+    sources: Sequence[TaskSource],
+) -> tuple[dict[str, tuple[tuple[str, ...], list[str]]], dict[tuple[str, ...], str]]:
+    """The sequences the tasks declare, by key: (sequence, ids of the tasks declaring it);
+    and the key of each sequence."""
     raw_keys: dict[str, tuple[tuple[str, ...], list[str]]] = {}
     key_of: dict[tuple[str, ...], str] = {}
     for source in sources:
@@ -244,42 +303,57 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
             if key is None:
                 key = key_of[sequence] = sequence_key(sequence)
             raw_keys.setdefault(key, (sequence, []))[1].append(source.task_id)
-    collapsed_key_of = {key: sequence_key(collapse(seq)) for key, (seq, _) in raw_keys.items()}
-    collapsed_declared = set(collapsed_key_of.values())
+    return raw_keys, key_of
 
-    raw_covered = log.raw["sequence_key"].isin(raw_keys)
-    collapsed_covered = log.collapsed["sequence_key"].isin(collapsed_declared)
-    variant_coverage = float(log.raw.loc[raw_covered, "case_count"].sum() / n_cases)
-    collapsed_coverage = float(log.collapsed.loc[collapsed_covered, "case_count"].sum() / n_cases)
 
-    covered_pairs, task_activities = set(), set()
-    for sequence, _ in raw_keys.values():
-        task_activities.update(sequence)
-        covered_pairs.update(zip(sequence, sequence[1:], strict=False))
-    pair_index = pd.MultiIndex.from_frame(log.df_pairs[["source", "target"]])
+def _df_coverage(df_pairs: pd.DataFrame, covered_pairs: set) -> tuple[np.ndarray, float]:
+    """Which of the log's DF pairs the tasks cover (a mask), and their share of DF
+    occurrences."""
+    pair_index = pd.MultiIndex.from_frame(df_pairs[["source", "target"]])
     pair_covered = (
         pair_index.isin(list(covered_pairs))
         if covered_pairs
         else np.zeros(len(pair_index), dtype=bool)
     )
-    total_df = log.df_pairs["count"].sum()
-    df_coverage = (
-        float(log.df_pairs.loc[pair_covered, "count"].sum() / total_df) if total_df else 0.0
-    )
-    activity_covered = log.activities["name"].isin(task_activities)
-    total_events = log.activities["event_count"].sum()
-    activity_coverage = (
-        float(log.activities.loc[activity_covered, "event_count"].sum() / total_events)
-        if total_events
-        else 0.0
-    )
+    total_df = df_pairs["count"].sum()
+    share = float(df_pairs.loc[pair_covered, "count"].sum() / total_df) if total_df else 0.0
+    return pair_covered, share
 
+
+def _df_gaps(df_pairs: pd.DataFrame, pair_covered: np.ndarray) -> list[dict]:
+    """The GAP_ROWS most frequent DF pairs no task covers, with their share."""
+    total_df = df_pairs["count"].sum()
+    return [
+        {
+            "source": r.source,
+            "target": r.target,
+            "count": int(r.count),
+            "weight": float(r.count / total_df),
+        }
+        for r in df_pairs.loc[~pair_covered].nlargest(GAP_ROWS, "count").itertuples()
+    ]
+
+
+def _activity_coverage(activities: pd.DataFrame, task_activities: set[str]) -> float:
+    """The share of the log's events whose activity occurs in a task sequence."""
+    covered = activities["name"].isin(task_activities)
+    total_events = activities["event_count"].sum()
+    if not total_events:
+        return 0.0
+    return float(activities.loc[covered, "event_count"].sum() / total_events)
+
+
+def _role_coverage(
+    roles: pd.DataFrame, sources: Sequence[TaskSource]
+) -> tuple[dict[str, float], list[dict]]:
+    """Per role attribute, the share of events whose value some task declares; and the
+    undeclared values with their share, largest first."""
     declared_roles: dict[str, set[str]] = {}
     for source in sources:
         for attribute, values in source.roles.items():
             declared_roles.setdefault(attribute, set()).update(values)
     role_coverage, role_gaps = {}, []
-    for attribute, rows in log.roles.groupby("attribute", sort=True):
+    for attribute, rows in roles.groupby("attribute", sort=True):
         covered = rows["value"].isin(declared_roles.get(attribute, set()))
         total = rows["event_count"].sum()
         role_coverage[attribute] = float(rows.loc[covered, "event_count"].sum() / total)
@@ -292,63 +366,19 @@ def compute_coverage(log: LogTables, sources: Sequence[TaskSource]) -> CoverageR
                 }
             )
     role_gaps.sort(key=lambda g: -g["weight"])
+    return role_coverage, role_gaps
 
-    in_log = set(log.raw["sequence_key"])
-    absent = [
-        AbsentSequence(task_ids=ids, sequence=list(seq), nearest=_nearest(seq, log.raw))
-        for key, (seq, ids) in raw_keys.items()
-        if key not in in_log
-    ]
 
-    uncovered = log.raw.loc[~raw_covered]
-    gaps = {
-        "variants": [
-            {
-                "sequence": list(r.sequence),
-                "case_count": int(r.case_count),
-                "weight": float(r.case_count / n_cases),
-            }
-            for r in uncovered.nlargest(GAP_ROWS, "case_count").itertuples()
-        ],
-        "df_pairs": [
-            {
-                "source": r.source,
-                "target": r.target,
-                "count": int(r.count),
-                "weight": float(r.count / total_df),
-            }
-            for r in log.df_pairs.loc[~pair_covered].nlargest(GAP_ROWS, "count").itertuples()
-        ],
-        "role_values": role_gaps[:GAP_ROWS],
-        "greedy_tasks_to_reach": greedy_curve(
-            (uncovered["case_count"] / n_cases).tolist(), variant_coverage
-        ),
-    }
-
-    js = None
-    if raw_keys:
-        task_mix = Counter()
-        for source in sources:
-            for sequence in source.sequences:
-                key = collapsed_key_of[key_of[tuple(sequence)]]
-                task_mix[key] += 1 / len(source.sequences)
-        log_mix = dict(zip(log.collapsed["sequence_key"], log.collapsed["case_count"], strict=True))
-        keys = list(log_mix) + [k for k in task_mix if k not in log_mix]
-        js = js_divergence([task_mix.get(k, 0.0) for k in keys], [log_mix.get(k, 0) for k in keys])
-        js = None if math.isnan(js) else js
-
-    return CoverageReport(
-        tasks=len(sources),
-        variant_coverage=variant_coverage,
-        variant_coverage_collapsed=collapsed_coverage,
-        df_coverage=df_coverage,
-        activity_coverage=activity_coverage,
-        role_coverage=role_coverage,
-        covered_variants=int(raw_covered.sum()),
-        covered_collapsed_variants=int(collapsed_covered.sum()),
-        absent_sequences=absent,
-        gaps=gaps,
-        js_divergence=js,
-        declared_keys=set(raw_keys),
-        declared_pairs=covered_pairs,
-    )
+def _mix_divergence(
+    collapsed: pd.DataFrame, sources: Sequence[TaskSource], collapsed_key
+) -> float | None:
+    """JS divergence of the tasks' mix of collapsed variants (each task's weight split over
+    its sequences) from the log's case mix; None when undefined."""
+    task_mix = Counter()
+    for source in sources:
+        for sequence in source.sequences:
+            task_mix[collapsed_key(tuple(sequence))] += 1 / len(source.sequences)
+    log_mix = dict(zip(collapsed["sequence_key"], collapsed["case_count"], strict=True))
+    keys = list(log_mix) + [k for k in task_mix if k not in log_mix]
+    js = js_divergence([task_mix.get(k, 0.0) for k in keys], [log_mix.get(k, 0) for k in keys])
+    return None if math.isnan(js) else js

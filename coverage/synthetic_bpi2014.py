@@ -236,86 +236,25 @@ def generate_bpi2014(
     related_change = rng.random(incidents) < 0.09
     for i in range(incidents):
         incident_id = f"IM{i + 1:07d}"
-        prefix, subtypes = CI_TYPES[ci_type[i]][1], CI_TYPES[ci_type[i]][2]
-        ci_name = f"{prefix}{int(rng.integers(1, 900)):06d}"
+        ci_name = f"{CI_TYPES[ci_type[i]][1]}{int(rng.integers(1, 900)):06d}"
         km = f"KM{int(rng.integers(1, 2500)):07d}"
         my_interactions = [f"SD{interaction_no + k:07d}" for k in range(linked_interactions[i])]
         interaction_no += len(my_interactions)
-        # the work: open at the service desk, assigned, updated, reassigned, closed
-        desk = groups[int(rng.choice(3, p=[0.6, 0.25, 0.15]))]
-        first = groups[int(rng.choice(GROUPS, p=group_p))]
-        reassignments = int(min(rng.geometric(0.55) - 1, 12))
-        held, trace = [first], [("Open", desk), ("Assignment", first)]
-        for _ in range(reassignments):
-            if len(held) > 1 and rng.random() < 0.3:
-                target = held[-2]  # back to the group it came from: ping-pong
-            else:
-                target = groups[int(rng.choice(GROUPS, p=group_p))]
-                while target == held[-1]:
-                    target = groups[int(rng.choice(GROUPS, p=group_p))]
-            held.append(target)
-            for update in _pick(rng, UPDATES, int(rng.integers(0, 3))):
-                trace.append((update, held[-2]))
-            trace.append(("Reassignment", target))
-        for update in _pick(rng, UPDATES, int(rng.poisson(4.8))):
-            trace.append((update, held[-1]))
-        if rng.random() < 0.62:
-            trace.append(("Caused By CI", held[-1]))
-        trace.append(("Closed", held[-1]))
-        # time: minutes to hours between events, longer waits before a reassignment
-        level = 6 - priority[i]
-        waits = rng.lognormal(mean=np.log(25 * level), sigma=1.3, size=len(trace) - 1)
-        waits *= np.array([3.0 if kind == "Reassignment" else 1.0 for kind, _ in trace[1:]])
-        moments = [opened[i]]
-        for minutes in waits:
-            moments.append(moments[-1] + timedelta(minutes=float(minutes)))
-        stamps = _stamp(moments)
-        for (kind, group), stamp in zip(trace, stamps, strict=True):
+        trace, reassignments = _work(rng, groups, group_p)
+        moments = _event_times(rng, opened[i], trace, level=6 - priority[i])
+        for (kind, group), stamp in zip(trace, _stamp(moments), strict=True):
             activity_no += int(rng.integers(1, 40))
-            rows.append(
-                (
-                    incident_id,
-                    stamp,
-                    f"001A{activity_no:07d}",
-                    kind,
-                    group,
-                    km,
-                    my_interactions[0] if kind == "Open" else MISSING,
-                )
-            )
-        resolved, closed = moments[-1], moments[-1] + timedelta(minutes=float(rng.integers(1, 90)))
-        handle = float(rng.lognormal(mean=np.log(2.5 * level), sigma=1.0))
-        change = change_ids[int(rng.integers(0, n_changes))] if related_change[i] else MISSING
+            opening = my_interactions[0] if kind == "Open" else MISSING
+            rows.append((incident_id, stamp, f"001A{activity_no:07d}", kind, group, km, opening))
         incident_rows.append(
-            (
-                ci_name,
-                ci_type[i],
-                subtypes[int(rng.integers(0, len(subtypes)))],
-                f"WBS{int(rng.integers(1, 300)):06d}",
-                incident_id,
-                "Closed",
-                str(impact[i]),
-                str(urgency[i]),
-                str(priority[i]),
-                _pick(rng, CATEGORIES, 1)[0],
-                km,
-                "Closed",
-                str(reassignments),
-                opened[i].strftime(INCIDENT_STAMP),
-                "",
-                resolved.strftime(INCIDENT_STAMP),
-                closed.strftime(INCIDENT_STAMP),
-                _decimal_comma(np.array([handle]))[0],
-                _pick(rng, CLOSURE_CODES, 1)[0],
-                str(len(my_interactions)),
-                my_interactions[0] if len(my_interactions) == 1 else "#MULTIVALUE",
-                "" if rng.random() < 0.95 else "1",
-                "1" if related_change[i] else "",
-                change,
-                ci_name,
-                ci_type[i],
-                subtypes[0],
-                f"WBS{int(rng.integers(1, 300)):06d}",
+            _incident_row(
+                rng,
+                (incident_id, ci_name, ci_type[i], km),
+                (impact[i], urgency[i], priority[i]),
+                reassignments,
+                moments,
+                my_interactions,
+                change_ids if related_change[i] else None,
             )
         )
         for k, interaction_id in enumerate(my_interactions):
@@ -326,18 +265,120 @@ def generate_bpi2014(
                     rng, interaction_id, touched, ci_name, ci_type[i], impact[i], incident_id, km
                 )
             )
-    # contacts solved at the first call, linked to no incident
-    standalone = max(
-        0,
-        round(incidents * FULL["interactions"] / FULL["incidents"]) - len(interaction_rows),
+    standalone = round(incidents * FULL["interactions"] / FULL["incidents"]) - len(interaction_rows)
+    interaction_rows += _first_call_interactions(rng, max(0, standalone), interaction_no)
+    return {
+        "activities": pd.DataFrame(rows, columns=ACTIVITY_COLUMNS),
+        "incidents": pd.DataFrame(incident_rows, columns=INCIDENT_COLUMNS),
+        "interactions": pd.DataFrame(interaction_rows, columns=INTERACTION_COLUMNS),
+        "changes": _changes(rng, change_ids),
+    }
+
+
+def _work(
+    rng: np.random.Generator, groups: list[str], group_p: np.ndarray
+) -> tuple[list[tuple[str, str]], int]:
+    """An incident's work as (activity, assignment group) pairs: opened at the service desk,
+    assigned, updated, reassigned (sometimes back: ping-pong), closed; and how many times it
+    was reassigned."""
+    desk = groups[int(rng.choice(3, p=[0.6, 0.25, 0.15]))]
+    first = groups[int(rng.choice(GROUPS, p=group_p))]
+    reassignments = int(min(rng.geometric(0.55) - 1, 12))
+    held, trace = [first], [("Open", desk), ("Assignment", first)]
+    for _ in range(reassignments):
+        if len(held) > 1 and rng.random() < 0.3:
+            target = held[-2]  # back to the group it came from: ping-pong
+        else:
+            target = groups[int(rng.choice(GROUPS, p=group_p))]
+            while target == held[-1]:
+                target = groups[int(rng.choice(GROUPS, p=group_p))]
+        held.append(target)
+        for update in _pick(rng, UPDATES, int(rng.integers(0, 3))):
+            trace.append((update, held[-2]))
+        trace.append(("Reassignment", target))
+    for update in _pick(rng, UPDATES, int(rng.poisson(4.8))):
+        trace.append((update, held[-1]))
+    if rng.random() < 0.62:
+        trace.append(("Caused By CI", held[-1]))
+    trace.append(("Closed", held[-1]))
+    return trace, reassignments
+
+
+def _event_times(
+    rng: np.random.Generator, opened: datetime, trace: list[tuple[str, str]], *, level: int
+) -> list[datetime]:
+    """When each event of `trace` happened: minutes to hours apart (longer at a higher
+    `level`, 1 to 5), waits before a reassignment three times as long."""
+    waits = rng.lognormal(mean=np.log(25 * level), sigma=1.3, size=len(trace) - 1)
+    waits *= np.array([3.0 if kind == "Reassignment" else 1.0 for kind, _ in trace[1:]])
+    moments = [opened]
+    for minutes in waits:
+        moments.append(moments[-1] + timedelta(minutes=float(minutes)))
+    return moments
+
+
+def _incident_row(
+    rng: np.random.Generator,
+    names: tuple[str, str, str, str],
+    levels: tuple[int, int, int],
+    reassignments: int,
+    moments: list[datetime],
+    interactions: list[str],
+    change_ids: list[str] | None,
+) -> tuple:
+    """An incident's row of Detail_Incident.csv. `names`: incident id, CI name, CI type and
+    KM number; `levels`: impact, urgency and priority; `change_ids`: the changes one of
+    which caused it, or None."""
+    incident_id, ci_name, ci_type, km = names
+    impact, urgency, priority = levels
+    subtypes = CI_TYPES[ci_type][2]
+    resolved, closed = moments[-1], moments[-1] + timedelta(minutes=float(rng.integers(1, 90)))
+    handle = float(rng.lognormal(mean=np.log(2.5 * (6 - priority)), sigma=1.0))
+    change = change_ids[int(rng.integers(0, len(change_ids)))] if change_ids else MISSING
+    return (
+        ci_name,
+        ci_type,
+        subtypes[int(rng.integers(0, len(subtypes)))],
+        f"WBS{int(rng.integers(1, 300)):06d}",
+        incident_id,
+        "Closed",
+        str(impact),
+        str(urgency),
+        str(priority),
+        _pick(rng, CATEGORIES, 1)[0],
+        km,
+        "Closed",
+        str(reassignments),
+        moments[0].strftime(INCIDENT_STAMP),
+        "",
+        resolved.strftime(INCIDENT_STAMP),
+        closed.strftime(INCIDENT_STAMP),
+        _decimal_comma(np.array([handle]))[0],
+        _pick(rng, CLOSURE_CODES, 1)[0],
+        str(len(interactions)),
+        interactions[0] if len(interactions) == 1 else "#MULTIVALUE",
+        "" if rng.random() < 0.95 else "1",
+        "1" if change_ids else "",
+        change,
+        ci_name,
+        ci_type,
+        subtypes[0],
+        f"WBS{int(rng.integers(1, 300)):06d}",
     )
-    for k in range(standalone):
+
+
+def _first_call_interactions(rng: np.random.Generator, count: int, first_number: int) -> list:
+    """`count` contacts solved at the first call, linked to no incident, numbered from
+    `first_number`."""
+    types = list(CI_TYPES)
+    rows = []
+    for k in range(count):
         moment = START + timedelta(seconds=int(rng.integers(0, SPAN_DAYS * 86400)))
         chosen = types[int(rng.choice(len(types), p=[CI_TYPES[t][0] for t in types]))]
-        interaction_rows.append(
+        rows.append(
             _interaction(
                 rng,
-                f"SD{interaction_no + k:07d}",
+                f"SD{first_number + k:07d}",
                 moment,
                 f"{CI_TYPES[chosen][1]}{int(rng.integers(1, 900)):06d}",
                 chosen,
@@ -346,12 +387,7 @@ def generate_bpi2014(
                 f"KM{int(rng.integers(1, 2500)):07d}",
             )
         )
-    return {
-        "activities": pd.DataFrame(rows, columns=ACTIVITY_COLUMNS),
-        "incidents": pd.DataFrame(incident_rows, columns=INCIDENT_COLUMNS),
-        "interactions": pd.DataFrame(interaction_rows, columns=INTERACTION_COLUMNS),
-        "changes": _changes(rng, change_ids),
-    }
+    return rows
 
 
 def _interaction(rng, interaction_id, touched, ci_name, ci_type, impact, incident, km) -> tuple:

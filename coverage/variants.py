@@ -168,20 +168,9 @@ def materialise(events: pd.DataFrame) -> Materialised:
     """
     if events.empty:
         raise ValueError("cannot materialise an empty log")
-    case_codes, case_labels = _codes(events["case_id"])
+    case_ids, starts, boundary = _split_cases(events["case_id"])
     act, names = _codes(events["activity"])
-    boundary = np.ones(len(case_codes), dtype=bool)
-    boundary[1:] = case_codes[1:] != case_codes[:-1]
-    starts = np.flatnonzero(boundary)
-    if case_codes.min() < 0:
-        raise ValueError("events without a case id; normalise the log first")
-    if np.bincount(case_codes[starts]).max() > 1:
-        raise ValueError("events are not grouped by case; normalise the log first")
-    case_ids = case_labels[case_codes[starts]]
-    if not all(type(label) is str for label in case_labels):
-        case_ids = case_ids.astype(str).astype(object)
     n_cases = len(starts)
-
     stamps = events["timestamp"].to_numpy(dtype="datetime64[ns]").view(np.int64)
     started = np.minimum.reduceat(stamps, starts)
     ended = np.maximum.reduceat(stamps, starts)
@@ -190,11 +179,10 @@ def materialise(events: pd.DataFrame) -> Materialised:
 
     raw_ids, raw_first = _variant_ids(starts, act)
     keep = np.ones(len(act), dtype=bool)
-    keep[1:] = (act[1:] != act[:-1]) | boundary[1:]
+    keep[1:] = (act[1:] != act[:-1]) | boundary[1:]  # the first of each run of one activity
     kept_act = act[keep]
     kept_starts = np.flatnonzero(boundary[keep])
     collapsed_ids, collapsed_first = _variant_ids(kept_starts, kept_act)
-
     raw, raw_keys = _variant_table(
         raw_ids, raw_first, starts, act, names, throughput, case_ids, "raw"
     )
@@ -219,13 +207,54 @@ def materialise(events: pd.DataFrame) -> Materialised:
             "collapsed_variant_key": pd.Categorical.from_codes(collapsed_ids, collapsed_keys),
         }
     )
+    df_pairs = _df_pairs(act, names, boundary)
+    case_of_event = np.repeat(np.arange(n_cases), n_events)
+    summary = {
+        "cases": n_cases,
+        "events": len(events),
+        "activities": len(names),
+        "variants": len(raw),
+        "collapsed_variants": len(collapsed),
+        "df_pairs": len(df_pairs),
+        "singleton_variants": int((raw["case_count"] == 1).sum()),
+        "first_timestamp": pd.Timestamp(int(stamps.min()), unit="ns", tz="UTC"),
+        "last_timestamp": pd.Timestamp(int(stamps.max()), unit="ns", tz="UTC"),
+    }
+    return Materialised(
+        pd.concat([raw, collapsed], ignore_index=True),
+        df_pairs,
+        _activities(act, names, case_of_event, n_cases),
+        _role_values(events, case_of_event, n_cases),
+        cases,
+        summary,
+    )
 
+
+def _split_cases(case_column: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The case ids in order, where each case's events start, and a mask of the events
+    that start a case. Raises ValueError for events without a case or not grouped by case."""
+    case_codes, case_labels = _codes(case_column)
+    boundary = np.ones(len(case_codes), dtype=bool)
+    boundary[1:] = case_codes[1:] != case_codes[:-1]
+    starts = np.flatnonzero(boundary)
+    if case_codes.min() < 0:
+        raise ValueError("events without a case id; normalise the log first")
+    if np.bincount(case_codes[starts]).max() > 1:
+        raise ValueError("events are not grouped by case; normalise the log first")
+    case_ids = case_labels[case_codes[starts]]
+    if not all(type(label) is str for label in case_labels):
+        case_ids = case_ids.astype(str).astype(object)
+    return case_ids, starts, boundary
+
+
+def _df_pairs(act: np.ndarray, names: np.ndarray, boundary: np.ndarray) -> pd.DataFrame:
+    """Directly-follows pairs inside cases with their counts, most frequent first."""
     n_names = len(names)
     follows = ~boundary[1:]
     pair_codes = act[:-1][follows] * n_names + act[1:][follows]
     pair_counts = np.bincount(pair_codes, minlength=n_names * n_names)
     present = np.flatnonzero(pair_counts)
-    df_pairs = pd.DataFrame(
+    return pd.DataFrame(
         {
             "source": names[present // n_names],
             "target": names[present % n_names],
@@ -233,8 +262,13 @@ def materialise(events: pd.DataFrame) -> Materialised:
         }
     ).sort_values(["count", "source", "target"], ascending=[False, True, True], ignore_index=True)
 
-    case_of_event = np.repeat(np.arange(n_cases), n_events)
-    activities = pd.DataFrame(
+
+def _activities(
+    act: np.ndarray, names: np.ndarray, case_of_event: np.ndarray, n_cases: int
+) -> pd.DataFrame:
+    """Each activity's event and case counts, most events first."""
+    n_names = len(names)
+    return pd.DataFrame(
         {
             "name": names,
             "event_count": np.bincount(act, minlength=n_names),
@@ -242,6 +276,9 @@ def materialise(events: pd.DataFrame) -> Materialised:
         }
     ).sort_values(["event_count", "name"], ascending=[False, True], ignore_index=True)
 
+
+def _role_values(events: pd.DataFrame, case_of_event: np.ndarray, n_cases: int) -> pd.DataFrame:
+    """Per role attribute and value, its event and case counts (values sorted)."""
     role_tables = []
     for column in role_columns(events):
         codes, labels = _codes(events[column])
@@ -261,22 +298,6 @@ def materialise(events: pd.DataFrame) -> Materialised:
             }
         )
         role_tables.append(table.sort_values("value", ignore_index=True))
-    role_values = (
-        pd.concat(role_tables, ignore_index=True)
-        if role_tables
-        else pd.DataFrame(columns=["attribute", "value", "event_count", "case_count"])
-    )
-
-    summary = {
-        "cases": n_cases,
-        "events": len(events),
-        "activities": n_names,
-        "variants": len(raw),
-        "collapsed_variants": len(collapsed),
-        "df_pairs": len(df_pairs),
-        "singleton_variants": int((raw["case_count"] == 1).sum()),
-        "first_timestamp": pd.Timestamp(int(stamps.min()), unit="ns", tz="UTC"),
-        "last_timestamp": pd.Timestamp(int(stamps.max()), unit="ns", tz="UTC"),
-    }
-    variants = pd.concat([raw, collapsed], ignore_index=True)
-    return Materialised(variants, df_pairs, activities, role_values, cases, summary)
+    if not role_tables:
+        return pd.DataFrame(columns=["attribute", "value", "event_count", "case_count"])
+    return pd.concat(role_tables, ignore_index=True)
