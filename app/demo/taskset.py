@@ -52,16 +52,24 @@ def pick_variant(variants: pd.DataFrame, pattern: str, pick: int) -> pd.Series:
     return matching.iloc[min(pick, len(matching) - 1)]
 
 
+class _Clock:
+    """A transcript's clock: `at(minutes)` moves it on and says the time."""
+
+    def __init__(self, start: datetime):
+        self.now = start
+
+    def at(self, minutes: float = 0.0) -> str:
+        self.now = self.now + timedelta(minutes=minutes)
+        return self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _transcript(spec: dict, start: datetime) -> dict:
+    """The demo run of a task spec: the caller's opening and facts, the team's tool calls
+    (with a handover and a colleague's answer where the spec has them), the closing."""
     caller = spec["caller"]
     user = f"{caller['name']} ({caller['dept']})"
     team = spec.get("team") or ["Agent"]
-    clock = [start]
-
-    def at(minutes: float = 0.0) -> str:
-        clock[0] = clock[0] + timedelta(minutes=minutes)
-        return clock[0].strftime("%Y-%m-%dT%H:%M:%SZ")
-
+    at = _Clock(start).at
     messages = [
         {"role": "system", "actor": "Environment", "time": at(), "content": spec["environment"]},
         {"role": "user", "actor": user, "time": at(1), "content": spec["opening"]},
@@ -73,63 +81,8 @@ def _transcript(spec: dict, start: datetime) -> dict:
         },
         {"role": "user", "actor": user, "time": at(2), "content": spec["facts"]},
     ]
-    colleague = spec.get("colleague")
-    tools = spec["tools"]
-    for index, tool in enumerate(tools):
-        agent = team[min(index * len(team) // max(len(tools), 1), len(team) - 1)]
-        if len(team) > 1 and index == len(tools) // 2 and index > 0:
-            messages.append(
-                {
-                    "role": "agent",
-                    "actor": team[0],
-                    "time": at(1),
-                    "content": f"Handing over to {team[1]}: facts gathered, next step is "
-                    f"{tool['name'].replace('_', ' ')}.",
-                }
-            )
-        call_id = f"call_{index + 1}"
-        messages.append(
-            {
-                "role": "agent",
-                "actor": agent,
-                "time": at(2),
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": call_id,
-                        "name": tool["name"],
-                        "arguments": tool["arguments"],
-                        "requested_by": agent,
-                    }
-                ],
-            }
-        )
-        messages.append(
-            {
-                "role": "tool",
-                "actor": tool["name"],
-                "time": at(0.2),
-                "tool_call_id": call_id,
-                "content": yaml.safe_dump(tool["result"], sort_keys=False).strip(),
-            }
-        )
-        if colleague and index == 0:
-            messages.append(
-                {
-                    "role": "agent",
-                    "actor": team[-1],
-                    "time": at(1),
-                    "content": f"@{colleague['actor']}: {colleague['ask']}",
-                }
-            )
-            messages.append(
-                {
-                    "role": "colleague",
-                    "actor": colleague["actor"],
-                    "time": at(colleague.get("delay_minutes", 15)),
-                    "content": colleague["reply"],
-                }
-            )
+    for index in range(len(spec["tools"])):
+        messages += _tool_turns(spec, index, team, at)
     messages.append({"role": "agent", "actor": team[-1], "time": at(2), "content": spec["closing"]})
     messages.append({"role": "user", "actor": user, "time": at(3), "content": spec["user_close"]})
     actors = sorted({m["actor"] for m in messages if m["role"] in ("user", "colleague")})
@@ -139,6 +92,69 @@ def _transcript(spec: dict, start: datetime) -> dict:
         "simulator": {"backbone": "hand-written demo", "temperature": None, "personas": actors},
         "messages": messages,
     }
+
+
+def _tool_turns(spec: dict, index: int, team: list[str], at: Callable[..., str]) -> list[dict]:
+    """The messages of the spec's `index`-th tool: a handover half-way through a team's
+    tools, the call and its result, and after the first tool the colleague's answer."""
+    tools, colleague = spec["tools"], spec.get("colleague")
+    tool = tools[index]
+    agent = team[min(index * len(team) // max(len(tools), 1), len(team) - 1)]
+    messages = []
+    if len(team) > 1 and index == len(tools) // 2 and index > 0:
+        messages.append(
+            {
+                "role": "agent",
+                "actor": team[0],
+                "time": at(1),
+                "content": f"Handing over to {team[1]}: facts gathered, next step is "
+                f"{tool['name'].replace('_', ' ')}.",
+            }
+        )
+    call_id = f"call_{index + 1}"
+    messages.append(
+        {
+            "role": "agent",
+            "actor": agent,
+            "time": at(2),
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "name": tool["name"],
+                    "arguments": tool["arguments"],
+                    "requested_by": agent,
+                }
+            ],
+        }
+    )
+    messages.append(
+        {
+            "role": "tool",
+            "actor": tool["name"],
+            "time": at(0.2),
+            "tool_call_id": call_id,
+            "content": yaml.safe_dump(tool["result"], sort_keys=False).strip(),
+        }
+    )
+    if colleague and index == 0:
+        messages.append(
+            {
+                "role": "agent",
+                "actor": team[-1],
+                "time": at(1),
+                "content": f"@{colleague['actor']}: {colleague['ask']}",
+            }
+        )
+        messages.append(
+            {
+                "role": "colleague",
+                "actor": colleague["actor"],
+                "time": at(colleague.get("delay_minutes", 15)),
+                "content": colleague["reply"],
+            }
+        )
+    return messages
 
 
 def build_task_set(variants: pd.DataFrame, cases: pd.DataFrame, log_name: str) -> list[NativeTask]:
