@@ -61,7 +61,7 @@ def build(url: str, tasks: int, approved: bool = False) -> int:
         Rubric,
     )
     from itsmreview.review.reliability import adjudication_content
-    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.scorevector import pack
     from itsmreview.review.service import rating_content
     from sqlalchemy import insert

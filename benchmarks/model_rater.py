@@ -35,7 +35,7 @@ def _responder(latency_s: float, log: Path | None):
     import random
 
     from anthropic_replay import message, task_of, tool_use
-    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.rubrics.service import load_rubric
 
     rubric = load_rubric()
     rng = random.Random(7)

@@ -146,7 +146,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
         ReviewRound,
         RoundTask,
     )
-    from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
     from itsmreview.review.scorevector import pack
     from itsmreview.sequences import sequence_key
     from sqlalchemy import insert, text

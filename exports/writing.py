@@ -17,7 +17,7 @@ from itsmreview.ledger.prov import ProvWriter
 from itsmreview.review import queries as review_queries
 from itsmreview.review import reliability
 from itsmreview.review.approval import TaskRatings, decide
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
 Report = Callable[[str, float], None]

@@ -318,7 +318,7 @@ def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[s
         recompute_statuses,
         redecide_task,
     )
-    from itsmreview.review.rubrics import RubricDefinition
+    from itsmreview.review.rubrics.service import RubricDefinition
 
     out: dict[str, str] = {}
     for round_id in queries.open_rounds_of_versions(session=session, task_version_ids=version_ids):

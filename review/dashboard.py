@@ -383,7 +383,7 @@ def round_authoring(*, session: Session, actor: User, round_name: str | int | No
     """`authoring_figures` of a round (the newest when None). Leads only; the page computes
     it in the background for a large round (`ui.cache.in_background`)."""
     from itsmreview.review.models import Rubric
-    from itsmreview.review.rubrics import RubricDefinition
+    from itsmreview.review.rubrics.service import RubricDefinition
 
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
@@ -416,7 +416,7 @@ def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, fl
     """task version id -> audit-100 score of the round's scored tasks."""
     from itsmreview.review.models import Rubric
     from itsmreview.review.reliability import gate_config
-    from itsmreview.review.rubrics import RubricDefinition
+    from itsmreview.review.rubrics.service import RubricDefinition
 
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)

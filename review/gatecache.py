@@ -15,7 +15,7 @@ from itsmreview.db import utcnow
 from itsmreview.errors import Busy
 from itsmreview.review import agreement, queries
 from itsmreview.review.models import ReviewRound, RoundCoincidence
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 

@@ -32,7 +32,7 @@ from itsmreview.review.reliability import (
     gate_config,
     recompute_statuses,
 )
-from itsmreview.review.rubrics import definition_by_id
+from itsmreview.review.rubrics.service import definition_by_id
 from itsmreview.settings import get_settings
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url

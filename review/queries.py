@@ -1,9 +1,7 @@
 from __future__ import annotations
-
 import json
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
-
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import bulk_insert, distinct_walk, frame_of, in_ids, numeric_batches, utcnow
@@ -35,7 +33,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
-
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -961,12 +958,6 @@ def set_assignment_submitted(*, session: Session, assignment_id: int, at) -> Non
     )
 
 
-def rubric_hash(*, session: Session, rubric_id: int) -> str | None:
-    from itsmreview.review.models import Rubric
-
-    return session.exec(select(Rubric.content_hash).where(Rubric.id == rubric_id)).first()
-
-
 def add_scores(*, session: Session, rating_id: int, scores) -> None:
     """A submitted rating's score rows, in one statement."""
     if scores:
@@ -1179,23 +1170,6 @@ def set_round_task_priorities(*, session: Session, priorities: list[tuple[int, f
         )
     )
     session.exec(text(f"DROP TABLE {temporary}"))
-
-
-def rubric_named(*, session: Session, name: str):
-    from itsmreview.review.models import Rubric
-
-    return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()
-
-
-def rubric_versions(*, session: Session, name: str) -> list:
-    """Every stored version of the rubric `name`, newest first."""
-    from itsmreview.review.models import Rubric
-
-    return list(
-        session.exec(
-            select(Rubric).where(Rubric.name == name).order_by(Rubric.version.desc())
-        ).all()
-    )
 
 
 def score_rows(*, session: Session, rating_id: int) -> list[RatingScore]:
@@ -1535,11 +1509,6 @@ def proposal_count(*, session: Session, round_id: int) -> dict[str, int]:
     return {str(s): int(n) for s, n in rows}
 
 
-# The gate's queue: each submitted human rating waits in gate_pending until its effect on the
-# round's coincidence counts and its task's decision is applied (review.gatework). A set of
-# tasks is always passed as a select of gate_pending, never as one parameter per task.
-
-
 def queue_gate_work(
     *,
     session: Session,
@@ -1827,9 +1796,6 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
         session, table, [{"id": id_, **row} for id_, row in zip(ids, rows, strict=True)]
     )
     return ids
-
-
-# --- the adjudication queue, materialised (summaries.models.QueuedAdjudication) -----------
 
 
 def clear_adjudication_queue(*, session: Session, round_id: int, tasks=None) -> None:

@@ -15,7 +15,7 @@ from itsmreview.ledger.service import append_entries, append_entry
 from itsmreview.review import agreement, gatecache, queries
 from itsmreview.review.approval import Decision, GateConfig, TaskRatings, decide, weak_alphas
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session
 

@@ -33,7 +33,7 @@ from itsmreview.review.models import (
     Rubric,
     TaskRepair,
 )
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.service import own_assignment
 from pydantic import ValidationError
 from sqlmodel import Session

@@ -25,7 +25,7 @@ from itsmreview.review.models import (
     Verdict,
 )
 from itsmreview.review.priority import set_priorities
-from itsmreview.review.rubrics import RubricDefinition, definition_by_id
+from itsmreview.review.rubrics.service import RubricDefinition, definition_by_id
 from itsmreview.review.scorevector import pack
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session

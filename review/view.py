@@ -11,7 +11,7 @@ from itsmreview.errors import NotFound
 from itsmreview.review import queries
 from itsmreview.review.checks import checks_frame
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.service import own_assignment
 from sqlmodel import Session
 

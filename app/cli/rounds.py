@@ -33,7 +33,7 @@ def round_create(
 ) -> None:
     """Open a review round over the newest versions of tasks; experts then claim them."""
     from itsmreview.catalog.service import latest_version_ids
-    from itsmreview.review.rubrics import DEFAULT_RUBRIC, ensure_rubric, load_rubric
+    from itsmreview.review.rubrics.service import DEFAULT_RUBRIC, ensure_rubric, load_rubric
     from itsmreview.review.service import create_round
 
     ensure_schema()

@@ -22,7 +22,7 @@ from itsmreview.review import queries as review_queries
 from itsmreview.review.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.gatework import apply_queued_here
 from itsmreview.review.reliability import recompute_statuses
-from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.storage import get_storage
 from sqlmodel import Session

@@ -19,7 +19,7 @@ from itsmreview.ledger.evidence import queries
 from itsmreview.ledger.evidence.audit import AuditReport, verify_ledger
 from itsmreview.ledger.prov import prov_document
 from itsmreview.ledger.service import append_entry, entry_record
-from itsmreview.review import queries as review_queries
+from itsmreview.review.rubrics import queries as review_queries
 from sqlmodel import Session
 
 KINDS = ("logs", "external", "expert")

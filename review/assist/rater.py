@@ -41,7 +41,7 @@ from itsmreview.review.models import (
     Verdict,
 )
 from itsmreview.review.reliability import find_round
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.scorevector import pack
 from itsmreview.review.service import rating_content
 from itsmreview.settings import get_settings

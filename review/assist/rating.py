@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itsmreview.review.assist.models import RequestOutcome
 from itsmreview.review.assist.prompts import RATE_PROMPT, prompt_sha256, prompt_text
 from itsmreview.review.assist.toolcall import UnusableAnswer, forced_tool_request, tool_input
-from itsmreview.review.rubrics import RubricDefinition
+from itsmreview.review.rubrics.service import RubricDefinition
 
 TOOL_NAME = "record_rating"
 MATERIAL_LAYOUT = 1  # raise when material.task_material lays the material out differently

@@ -1108,7 +1108,7 @@ def test_an_audit_round_asks_pass_warn_fail_blocked(demo_configured):
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.catalog.queries import latest_version_ids
     from itsmreview.db import session_scope
-    from itsmreview.review.rubrics import ensure_rubric, load_rubric
+    from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
     from itsmreview.review.service import create_round
 
     with session_scope() as session:

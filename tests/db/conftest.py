@@ -15,7 +15,7 @@ from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope
 from itsmreview.exports.service import export_set
 from itsmreview.review.assignment import claim_next
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
 from sqlmodel import select
 

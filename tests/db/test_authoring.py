@@ -24,7 +24,7 @@ from itsmreview.review.repair import (
     propose_resolution,
     write_feedback,
 )
-from itsmreview.review.rubrics import RubricDefinition, ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from sqlmodel import select
 

@@ -13,7 +13,7 @@ from itsmreview.ledger.service import verify_chain
 from itsmreview.review.assignment import claim_next, close_round, reassign, release_expired
 from itsmreview.review.models import Assignment, AssignmentStatus, Rating
 from itsmreview.review.queries import queue_frame
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
 from itsmreview.review.view import expert_queue
 from sqlmodel import Session, select

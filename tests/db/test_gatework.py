@@ -16,7 +16,7 @@ from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review import gatecache, gatework, queries
 from itsmreview.review.models import Assignment, RoundCoincidence
 from itsmreview.review.reliability import gate_decisions, load_round, queue_built_at
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.settings import get_settings
 from sqlmodel import Session, select

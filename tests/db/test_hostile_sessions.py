@@ -30,7 +30,7 @@ from itsmreview.review.assignment import claim_next
 from itsmreview.review.models import Assignment, Rating, ResolutionProposal
 from itsmreview.review.reliability import adjudicate
 from itsmreview.review.repair import propose_resolution
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, save_draft, submit_rating
 from sqlalchemy import func
 from sqlmodel import Session, select
@@ -133,7 +133,7 @@ def assignment_of(engine, username: str, version_id: int) -> int:
 
 def _rubric_scores(engine) -> dict:
     """Every required dimension of the round's rubric at its top point."""
-    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.rubrics.service import load_rubric
 
     return {d.key: d.scale[1] for d in load_rubric("itsm-realism").dimensions if d.required}
 

@@ -81,7 +81,7 @@ def _build(url: str, data_dir: Path) -> None:
     from itsmreview.review.models import Assignment
     from itsmreview.review.reliability import adjudicate, set_gate
     from itsmreview.review.repair import decide_proposal, propose_resolution
-    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.service import submit_rating
 
     engine = db_module.create_db_engine(url)

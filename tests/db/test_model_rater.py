@@ -24,7 +24,7 @@ from itsmreview.review.assist.rater import (
 from itsmreview.review.assist.rating import TOOL_NAME, rating_tool
 from itsmreview.review.models import Assignment, Rating, RoundTask
 from itsmreview.review.reliability import round_agreement
-from itsmreview.review.rubrics import load_rubric
+from itsmreview.review.rubrics.service import load_rubric
 from sqlmodel import func, select
 from typer.testing import CliRunner
 

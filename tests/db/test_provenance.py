@@ -23,7 +23,7 @@ from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import entry_content
 from itsmreview.review.assignment import claim_next
 from itsmreview.review.reliability import adjudicate, set_gate
-from itsmreview.review.rubrics import ensure_rubric, load_rubric
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
 from sqlalchemy import text
 from sqlmodel import select

@@ -528,7 +528,7 @@ def _assert_queue_as_recomputed(session, lead) -> int:
 def _revise(session, version_id: int, value: int, verdict: str) -> None:
     """The first human rater of a task submits a new revision with every dimension at
     `value` (a submit, as the expert's page makes it)."""
-    from itsmreview.review.rubrics import load_rubric
+    from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.service import submit_rating
 
     rating = session.exec(

@@ -3,7 +3,7 @@
 import pandas as pd
 from itsmreview.review.approval import TaskRatings
 from itsmreview.review.reliability import RoundData, _task_ratings
-from itsmreview.review.rubrics import load_rubric
+from itsmreview.review.rubrics.service import load_rubric
 
 nan = float("nan")
 

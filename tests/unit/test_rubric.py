@@ -1,5 +1,5 @@
 import pytest
-from itsmreview.review.rubrics import load_rubric
+from itsmreview.review.rubrics.service import load_rubric
 
 
 def test_default_rubric_has_the_benchmark_dimensions():

@@ -6,12 +6,12 @@ from typing import Literal
 
 from itsmreview.files import parse_yaml, read_text_bounded
 from itsmreview.ledger.chain import canonical_json
-from itsmreview.review import queries
 from itsmreview.review.models import Rubric
+from itsmreview.review.rubrics import queries
 from pydantic import BaseModel, Field, ValidationError, model_validator
 from sqlmodel import Session
 
-RUBRICS_DIR = Path(__file__).parent / "rubrics"
+RUBRICS_DIR = Path(__file__).parent
 DEFAULT_RUBRIC = RUBRICS_DIR / "itsm-realism.yaml"
 PRESETS = {"itsm-realism": DEFAULT_RUBRIC, "audit-100": RUBRICS_DIR / "audit-100.yaml"}
 
@@ -137,7 +137,7 @@ def definition_by_id(
     """A stored rubric's definition by its id (and hash, when the caller read it already):
     the definition itself is read and validated only the first time in this process."""
     if content_hash is None:
-        from itsmreview.review.queries import rubric_hash
+        from itsmreview.review.rubrics.queries import rubric_hash
 
         content_hash = rubric_hash(session=session, rubric_id=rubric_id)
     found = _DEFINITIONS.get((rubric_id, content_hash))

@@ -1,0 +1,1 @@
+"""Rubrics: definitions (the YAML presets beside this file), validation, stored versions."""
