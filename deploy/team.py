@@ -99,6 +99,9 @@ def wait_for(name: str, url: str, seconds: float = 90) -> None:
             with urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310 - local
                 if answer.status < 500:
                     return
+        except urllib.error.HTTPError as answer:  # it answered: up (S3 refuses anonymous)
+            if answer.code < 500:
+                return
         except (urllib.error.URLError, OSError):
             pass
         if _pid(name) is None:
