@@ -279,6 +279,7 @@ def alembic_config(url: str | None = None) -> "Config":
     return config
 
 
+MIGRATION_LOCK = 0x17540001  # the advisory lock migrations take on PostgreSQL
 HEAD_REVISION = "0020"  # the newest migration; a test checks it against the scripts
 
 
@@ -296,7 +297,13 @@ def upgrade_database(engine: Engine | None = None, revision: str = "head") -> No
 
     engine = engine or get_engine()
     config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as connection:
+    sqlite = engine.dialect.name == "sqlite"
+    bind = engine.execution_options(sqlite_immediate=True) if sqlite else engine
+    with bind.begin() as connection:  # SQLite: the write lock first, then the version
+        if not sqlite:
+            # replicas starting together on a new database migrate one after the other: the
+            # second finds the first's revision when it gets the lock, and has nothing to do
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 

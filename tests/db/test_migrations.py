@@ -2,7 +2,13 @@ import json
 
 from alembic import command
 from alembic.util.exc import CommandError
-from itsmreview.db import alembic_config, create_db_engine, current_revision, upgrade_database
+from itsmreview.db import (
+    HEAD_REVISION,
+    alembic_config,
+    create_db_engine,
+    current_revision,
+    upgrade_database,
+)
 from itsmreview.schema import metadata
 from sqlalchemy import inspect
 
@@ -331,5 +337,26 @@ def test_0015_packs_the_scores_of_existing_ratings(empty_database_url):
             rows = dict(c.execute(text("SELECT id, score_vector FROM ratings")).all())
         assert bytes(rows[1]) == pack(["realism", "clarity"], {"clarity": 4.0})
         assert unpack([rows[1]], 2)[0, 1] == 4.0 and rows[2] is None
+    finally:
+        engine.dispose()
+
+
+def test_processes_that_migrate_a_new_database_at_once_take_turns(empty_database_url):
+    """Two replicas started together on a new database: both succeed, one after the other
+    (an advisory lock on PostgreSQL, the write lock taken first on SQLite)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from itsmreview.db import create_db_engine, ensure_current; import sys; "
+        "ensure_current(create_db_engine(sys.argv[1]))"
+    )
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, empty_database_url]) for _ in range(3)
+    ]
+    assert [p.wait(timeout=300) for p in processes] == [0, 0, 0]
+    engine = create_db_engine(empty_database_url)
+    try:
+        assert current_revision(engine) == HEAD_REVISION
     finally:
         engine.dispose()
