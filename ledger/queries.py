@@ -1,3 +1,5 @@
+"""The ledger chain's statements: the head, appending (insert, lock) and streaming entries."""
+
 from collections.abc import Iterator
 
 from itsmreview.db import bulk_insert_records
