@@ -1,3 +1,5 @@
+"""Page: a round's dashboard for leads: statuses, agreement, adjudication, gate, expert progress."""
+
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope

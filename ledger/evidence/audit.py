@@ -15,15 +15,23 @@
 Sits above catalog, review, coverage and ledger; none of them imports it.
 """
 
-from array import array
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 
 from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.service import version_to_native
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger import chain
 from itsmreview.ledger.evidence import queries
+from itsmreview.ledger.evidence.findings import (
+    HELD,
+    MISMATCH,
+    MISSING,
+    STATUS,
+    UNCOVERED,
+    AuditReport,
+    Finding,
+)
+from itsmreview.ledger.evidence.marks import Decisions, IdSet
 from itsmreview.ledger.service import verify_chain
 from itsmreview.review.checks import check_content
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
@@ -34,125 +42,8 @@ from sqlmodel import Session
 
 BATCH = 2_000  # committing entries of one kind whose objects are read in one go
 
-MISSING = "missing object"  # an entry commits to an object that is not there
-UNCOVERED = "object without entry"  # an object no entry commits to
-MISMATCH = "content mismatch"  # the object differs from what its entry commits to
-STATUS = "status mismatch"  # a stored status is not the one the ledger recorded
-HELD = "queued rating changed"  # a rating changed between its submit and the gate
-
 RATING_ACTIONS = ("submit", "revise", "model-rate", "commit")
 BY_ID = ("rating", "adjudication", "machine_check", "resolution_proposal")  # rows named by id
-
-
-class _Ids:
-    """A set of row ids as one bit each: what covers a table's objects costs an eighth of a
-    byte per id, however many entries name them.
-
-    >>> ids = _Ids()
-    >>> ids.add(3); ids.add(70)
-    >>> (3 in ids, 4 in ids, 70 in ids, 10**9 in ids)
-    (True, False, True, False)
-    """
-
-    def __init__(self) -> None:
-        self.bits = bytearray()
-
-    def add(self, ident: int) -> None:
-        byte = ident >> 3
-        if byte >= len(self.bits):
-            self.bits.extend(bytes(max(byte + 1, 2 * len(self.bits)) - len(self.bits)))
-        self.bits[byte] |= 1 << (ident & 7)
-
-    def __contains__(self, ident: int) -> bool:
-        byte = ident >> 3
-        return byte < len(self.bits) and bool(self.bits[byte] >> (ident & 7) & 1)
-
-
-class _Decisions:
-    """The newest status entry of each task version (by version id): the status as a code
-    (a byte) and the entry's seq."""
-
-    OTHER = 255  # a status beyond the first 254 names (only a forged ledger has so many)
-
-    def __init__(self) -> None:
-        self.codes = bytearray()
-        self.seqs = array("q")
-        self.names: list[str] = [""]  # code -> status; 0: none recorded
-        self.index: dict[str, int] = {}
-        self.other: dict[int, str] = {}
-
-    def record(self, version_id: int, status: str, seq: int) -> None:
-        code = self.index.get(status)
-        if code is None and len(self.names) < self.OTHER:
-            code = self.index[status] = len(self.names)
-            self.names.append(status)
-        if version_id >= len(self.codes):
-            grow = max(version_id + 1, 2 * len(self.codes)) - len(self.codes)
-            self.codes.extend(bytes(grow))
-            self.seqs.extend(bytes(8 * grow))
-        if code is None:
-            code, self.other[version_id] = self.OTHER, status
-        self.codes[version_id] = code
-        self.seqs[version_id] = seq
-
-    def get(self, version_id: int) -> tuple[int, str] | None:
-        code = self.codes[version_id] if version_id < len(self.codes) else 0
-        if not code:
-            return None
-        status = self.other[version_id] if code == self.OTHER else self.names[code]
-        return self.seqs[version_id], status
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One object that does not match the ledger: which (kind, id, as named), which entry
-    (seq; None for an object no entry covers), the kind of problem and what differs."""
-
-    kind: str
-    ident: str
-    problem: str
-    seq: int | None
-    detail: str
-    label: str = ""
-
-    def text(self) -> str:
-        return f"{self.label or f'{self.kind} {self.ident}'}: {self.detail}"
-
-
-@dataclass
-class AuditReport:
-    """What `verify_ledger` found. `findings` name each object, in the order found."""
-
-    entries: int = 0
-    head: tuple[int, str] | None = None
-    broken_at: int | None = None
-    chain_problem: str | None = None
-    expected_head_problem: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-    objects_checked: int = 0
-    queued: int = 0  # ratings whose entry waits, with them, in the gate's queue
-
-    @property
-    def problems(self) -> list[str]:
-        return [f.text() for f in self.findings]
-
-    @property
-    def ok(self) -> bool:
-        return not (self.chain_problem or self.expected_head_problem or self.findings)
-
-    def as_dict(self) -> dict:
-        return {
-            "ok": self.ok,
-            "entries": self.entries,
-            "head": None if self.head is None else {"seq": self.head[0], "hash": self.head[1]},
-            "broken_at": self.broken_at,
-            "chain_problem": self.chain_problem,
-            "expected_head_problem": self.expected_head_problem,
-            "problems": self.problems,
-            "findings": [asdict(f) for f in self.findings],
-            "objects_checked": self.objects_checked,
-            "queued": self.queued,
-        }
 
 
 def verify_ledger(
@@ -195,9 +86,9 @@ class _Audit:
         self.last_seq = 0
         self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
         self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment
-        self.covered = {kind: _Ids() for kind in BY_ID}  # ids a committing entry names
-        self.imported = _Ids()  # task version ids with an import (or commit) commitment
-        self.decided = _Decisions()
+        self.covered = {kind: IdSet() for kind in BY_ID}  # ids a committing entry names
+        self.imported = IdSet()  # task version ids with an import (or commit) commitment
+        self.decided = Decisions()
         self.exports: dict[str, list[tuple[int, str]]] = {}  # name -> its entries' digests
         self._rubric_keys: dict[int, list[str]] | None = None
 

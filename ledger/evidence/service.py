@@ -348,8 +348,7 @@ def realism_by_provenance(
     rare ones ("coverage"). The comparison that would overturn the claim that log-derived
     tasks are realistic. Columns: comparison, group, dimension, tasks, ratings, mean, alpha.
     Leads only."""
-    from itsmreview.review import agreement
-    from itsmreview.review.reliability import RoundData, load_round, reliability_matrix
+    from itsmreview.review.reliability import load_round
 
     require_role(actor, Role.lead)
     data = load_round(session=session, round_name=round_name).humans()
@@ -365,61 +364,83 @@ def realism_by_provenance(
     groups: dict[int, dict[str, str]] = {}
     version_ids = set(map(int, data.ratings["task_version_id"]))
     for task, version in queries.versions_by_ids(session=session, round_id=data.review_round.id):
-        if version.id not in version_ids:
-            continue
-        declared = {p.get("field"): p.get("source") for p in version.provenance or []}
-        kinds = [
-            added.get((f"{task.external_id}@v{version.version}", f))
-            or added.get((task.external_id, f))
-            or declared.get(f)
-            for f in FRESH_FIELDS
-        ]
-        origin = "mostly from the logs" if kinds.count("logs") * 2 > len(kinds) else "elsewhere"
-        source = version.source or {}
-        log = source.get("log")
-        frequency = "no source variant"
-        if log and source.get("variants"):
-            if log not in ranks:
-                found = coverage_queries.latest_log(session=session, name=log)
-                frame = (
-                    coverage_queries.variants_frame(session=session, log_id=found.id)
-                    if found
-                    else pd.DataFrame(columns=["sequence_key", "rank"])
-                )
-                ranks[log] = dict(zip(frame["sequence_key"], frame["rank"], strict=True))
-            from itsmreview.coverage.variants import sequence_key
-
-            best = min(
-                (ranks[log].get(sequence_key(v), 10**9) for v in source["variants"]),
-                default=10**9,
-            )
-            frequency = f"frequent (top {TOP_VARIANTS})" if best <= TOP_VARIANTS else "rare"
-        groups[version.id] = {"provenance": origin, "coverage": frequency}
+        if version.id in version_ids:
+            groups[version.id] = {
+                "provenance": _fresh_origin(task, version, added),
+                "coverage": _variant_frequency(session, version.source or {}, ranks),
+            }
     rows = []
     for comparison in ("provenance", "coverage"):
-        labels = sorted({g[comparison] for g in groups.values()})
-        for label in labels:
+        for label in sorted({g[comparison] for g in groups.values()}):
             chosen = {v for v, g in groups.items() if g[comparison] == label}
-            ratings = data.ratings[data.ratings["task_version_id"].isin(chosen)]
-            subset = RoundData(
-                data.review_round,
-                data.rubric,
-                ratings,
-                data.scores[data.scores["rating_id"].isin(set(ratings["rating_id"]))],
-            )
-            for dimension in data.rubric.dimensions:
-                values = subset.scores[subset.scores["dimension"] == dimension.key]["value"]
-                matrix, _, _ = reliability_matrix(subset, dimension.key)
-                alpha = agreement.alpha(matrix, dimension.level).value if matrix.size else None
-                rows.append(
-                    {
-                        "comparison": comparison,
-                        "group": label,
-                        "dimension": dimension.label,
-                        "tasks": len(chosen),
-                        "ratings": int(values.notna().sum()),
-                        "mean": float(values.mean()) if values.notna().any() else None,
-                        "alpha": alpha,
-                    }
-                )
+            rows += [
+                {"comparison": comparison, "group": label, **row}
+                for row in _group_realism(data, chosen)
+            ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _fresh_origin(task, version, added: dict[tuple[str, str], str]) -> str:
+    """Whether most of a version's FRESH_FIELDS came from the logs: the source recorded
+    later for the version or the task, else the one it declares."""
+    declared = {p.get("field"): p.get("source") for p in version.provenance or []}
+    kinds = [
+        added.get((f"{task.external_id}@v{version.version}", f))
+        or added.get((task.external_id, f))
+        or declared.get(f)
+        for f in FRESH_FIELDS
+    ]
+    return "mostly from the logs" if kinds.count("logs") * 2 > len(kinds) else "elsewhere"
+
+
+def _variant_frequency(session: Session, source: dict, ranks: dict[str, dict[str, int]]) -> str:
+    """Whether a task's best-ranked source variant is among its log's TOP_VARIANTS; `ranks`
+    caches each log's variant ranks by sequence key."""
+    from itsmreview.coverage.variants import sequence_key
+
+    log = source.get("log")
+    if not (log and source.get("variants")):
+        return "no source variant"
+    if log not in ranks:
+        found = coverage_queries.latest_log(session=session, name=log)
+        frame = (
+            coverage_queries.variants_frame(session=session, log_id=found.id)
+            if found
+            else pd.DataFrame(columns=["sequence_key", "rank"])
+        )
+        ranks[log] = dict(zip(frame["sequence_key"], frame["rank"], strict=True))
+    best = min(
+        (ranks[log].get(sequence_key(v), 10**9) for v in source["variants"]),
+        default=10**9,
+    )
+    return f"frequent (top {TOP_VARIANTS})" if best <= TOP_VARIANTS else "rare"
+
+
+def _group_realism(data, chosen: set[int]) -> list[dict]:
+    """Per rubric dimension, the human ratings of the `chosen` versions: how many tasks and
+    ratings, their mean and alpha."""
+    from itsmreview.review import agreement
+    from itsmreview.review.reliability import RoundData, reliability_matrix
+
+    ratings = data.ratings[data.ratings["task_version_id"].isin(chosen)]
+    subset = RoundData(
+        data.review_round,
+        data.rubric,
+        ratings,
+        data.scores[data.scores["rating_id"].isin(set(ratings["rating_id"]))],
+    )
+    rows = []
+    for dimension in data.rubric.dimensions:
+        values = subset.scores[subset.scores["dimension"] == dimension.key]["value"]
+        matrix, _, _ = reliability_matrix(subset, dimension.key)
+        alpha = agreement.alpha(matrix, dimension.level).value if matrix.size else None
+        rows.append(
+            {
+                "dimension": dimension.label,
+                "tasks": len(chosen),
+                "ratings": int(values.notna().sum()),
+                "mean": float(values.mean()) if values.notna().any() else None,
+                "alpha": alpha,
+            }
+        )
+    return rows

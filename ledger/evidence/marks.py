@@ -1,0 +1,62 @@
+"""What a ledger audit keeps per row id as the chain streams: a bit per id, a status per version."""
+
+from array import array
+
+
+class IdSet:
+    """A set of row ids as one bit each: what covers a table's objects costs an eighth of a
+    byte per id, however many entries name them.
+
+    >>> ids = IdSet()
+    >>> ids.add(3); ids.add(70)
+    >>> (3 in ids, 4 in ids, 70 in ids, 10**9 in ids)
+    (True, False, True, False)
+    """
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+
+    def add(self, ident: int) -> None:
+        byte = ident >> 3
+        if byte >= len(self.bits):
+            self.bits.extend(bytes(max(byte + 1, 2 * len(self.bits)) - len(self.bits)))
+        self.bits[byte] |= 1 << (ident & 7)
+
+    def __contains__(self, ident: int) -> bool:
+        byte = ident >> 3
+        return byte < len(self.bits) and bool(self.bits[byte] >> (ident & 7) & 1)
+
+
+class Decisions:
+    """The newest status entry of each task version (by version id): the status as a code
+    (a byte) and the entry's seq."""
+
+    OTHER = 255  # a status beyond the first 254 names (only a forged ledger has so many)
+
+    def __init__(self) -> None:
+        self.codes = bytearray()
+        self.seqs = array("q")
+        self.names: list[str] = [""]  # code -> status; 0: none recorded
+        self.index: dict[str, int] = {}
+        self.other: dict[int, str] = {}
+
+    def record(self, version_id: int, status: str, seq: int) -> None:
+        code = self.index.get(status)
+        if code is None and len(self.names) < self.OTHER:
+            code = self.index[status] = len(self.names)
+            self.names.append(status)
+        if version_id >= len(self.codes):
+            grow = max(version_id + 1, 2 * len(self.codes)) - len(self.codes)
+            self.codes.extend(bytes(grow))
+            self.seqs.extend(bytes(8 * grow))
+        if code is None:
+            code, self.other[version_id] = self.OTHER, status
+        self.codes[version_id] = code
+        self.seqs[version_id] = seq
+
+    def get(self, version_id: int) -> tuple[int, str] | None:
+        code = self.codes[version_id] if version_id < len(self.codes) else 0
+        if not code:
+            return None
+        status = self.other[version_id] if code == self.OTHER else self.names[code]
+        return self.seqs[version_id], status
