@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.errors import PermissionDenied
-from itsmreview.review.gatework import start_worker_if_background
+from itsmreview.review.gate.work import start_worker_if_background
 from itsmreview.ui.auth import adopt_sso_identity, current_user, keep_session_cookie, log_out
 from itsmreview.ui.notice import show_announcements
 from itsmreview.ui.text import literal

@@ -77,7 +77,7 @@ def run_export_job(job: JobContext) -> dict:
     """Idempotent: an export is staged and published by one rename; a rerun of a published one
     with the same name fails cleanly instead of writing twice."""
     from itsmreview.exports.service import export_named
-    from itsmreview.review.gatework import apply_pending
+    from itsmreview.review.gate.work import apply_pending
 
     options = dict(job.payload)
     name = options.pop("name")
@@ -107,7 +107,7 @@ def actor_fields(user: User) -> dict:
 
 
 def apply_gate_queue() -> int:
-    from itsmreview.review.gatework import apply_pending
+    from itsmreview.review.gate.work import apply_pending
 
     return apply_pending()
 

@@ -11,7 +11,7 @@ import time
 
 import krippendorff
 import numpy as np
-from itsmreview.review.agreement import alpha, bootstrap_draws, unit_profiles, value_counts
+from itsmreview.review.gate.agreement import alpha, bootstrap_draws, unit_profiles, value_counts
 
 
 def ratings(units: int, raters: int, seed: int = 1) -> np.ndarray:

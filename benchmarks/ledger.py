@@ -52,6 +52,7 @@ def build(url: str, tasks: int, approved: bool = False) -> int:
     from itsmreview.ledger import chain
     from itsmreview.ledger.models import LedgerEntry
     from itsmreview.ledger.service import entry_content
+    from itsmreview.review.commitments import adjudication_content, rating_content
     from itsmreview.review.models import (
         Adjudication,
         Assignment,
@@ -60,10 +61,8 @@ def build(url: str, tasks: int, approved: bool = False) -> int:
         ReviewRound,
         Rubric,
     )
-    from itsmreview.review.reliability import adjudication_content
     from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.scorevector import pack
-    from itsmreview.review.service import rating_content
     from sqlalchemy import insert
 
     rng = random.Random(31)

@@ -466,7 +466,7 @@ def _settle_statuses(session) -> None:
     what an alpha crossing does), each change stored with its ledger entry, chained at the
     commit."""
     from itsmreview.ledger.service import chain_at_commit
-    from itsmreview.review.reliability import recompute_statuses
+    from itsmreview.review.gate.service import recompute_statuses
 
     chain_at_commit(session)
     recompute_statuses(session=session)
@@ -538,7 +538,7 @@ def group_write(submits: int = 20) -> dict:
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
     from itsmreview.review.assignment import claim_next
-    from itsmreview.review.reliability import current_gate, recompute_statuses
+    from itsmreview.review.gate.service import current_gate, recompute_statuses
     from itsmreview.review.service import submit_rating
 
     claims, writes = [], []
@@ -575,7 +575,7 @@ def group_write(submits: int = 20) -> dict:
 
 def group_agreement() -> dict:
     from itsmreview.db import session_scope
-    from itsmreview.review.reliability import round_agreement
+    from itsmreview.review.gate.item_agreement import round_agreement
 
     times = []
     for _ in range(3):
@@ -648,7 +648,7 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope, write_transaction
     from itsmreview.review.assignment import claim_next
-    from itsmreview.review.reliability import current_gate
+    from itsmreview.review.gate.service import current_gate
     from itsmreview.review.service import submit_rating
 
     # the page knows its logged-in expert and shows the rubric before a claim or a submit
@@ -736,7 +736,7 @@ def gate_applier(barrier: Path, poll: float) -> dict:
     looking every `poll` seconds, until the parent says stop and nothing is left. Samples how
     long the oldest queued rating had waited at each look (how far statuses lag submits)."""
     from itsmreview.db import get_engine
-    from itsmreview.review.gatework import apply_pending, pending
+    from itsmreview.review.gate.work import apply_pending, pending
     from sqlmodel import Session
 
     engine = get_engine()
@@ -765,14 +765,17 @@ def gate_consistency() -> dict:
     stored coincidence counts against counts built anew from every rating, and every task's
     stored status against the gate's decision recomputed from the round's ratings."""
     from itsmreview.db import session_scope
-    from itsmreview.review import gatecache, queries
-    from itsmreview.review.reliability import gate_decisions, load_round
+    from itsmreview.review.gate import cache as gatecache
+    from itsmreview.review.gate.queries import pending as pending_queries
+    from itsmreview.review.gate.queries import reads as gate_queries
+    from itsmreview.review.gate.round_data import load_round
+    from itsmreview.review.gate.service import gate_decisions
 
     with session_scope() as session:
         data = load_round(session=session)
         stored = {
             r.dimension: r.pairs
-            for r in queries.coincidence_rows(session=session, round_id=data.review_round.id)
+            for r in gate_queries.coincidence_rows(session=session, round_id=data.review_round.id)
         }
         fresh = gatecache.recomputed_pairs(
             session=session, review_round=data.review_round, rubric=data.rubric
@@ -783,7 +786,7 @@ def gate_consistency() -> dict:
             for row in tasks.itertuples()
             if decisions[int(row.task_version_id)].status != row.status
         )
-        queued = queries.pending_summary(session=session)[0]
+        queued = pending_queries.pending_summary(session=session)[0]
     return {
         "counts_equal_recomputed": stored == fresh,
         "statuses_differing_from_recomputed": wrong,

@@ -11,7 +11,7 @@ from itsmreview.db import frame_of, in_ids
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.review import queries as review_queries
+from itsmreview.review.gate.queries import reads as review_queries
 from itsmreview.review.models import (
     Adjudication,
     Rating,

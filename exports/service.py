@@ -29,7 +29,8 @@ from itsmreview.exports.bundle import (
 from itsmreview.exports.models import Export
 from itsmreview.exports.writing import Plan, Selection
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import reliability
+from itsmreview.review.gate import round_data
+from itsmreview.review.gate import service as gate_service
 from sqlmodel import Session
 
 FORMATS = ("native", "harbor", "hf", "tau2")
@@ -85,7 +86,7 @@ def select_approved(
 ) -> Selection:
     """The newest approved version of each task, in one round, of one source log and of one
     persona when given. Raises NotFound for an unknown round."""
-    review_round = reliability.find_round(session, round_name) if round_name else None
+    review_round = round_data.find_round(session, round_name) if round_name else None
     ids = queries.approved_version_ids(
         round_id=review_round.id if review_round else None, persona=persona
     )
@@ -126,8 +127,8 @@ def preview(
 def _gate_state(session: Session, review_round, counts: dict | None = None) -> dict:
     """Whether the round's agreement reaches its gate: alpha of every gating dimension,
     from per-task counts (no rating is loaded)."""
-    config, rubric = reliability.current_gate(session=session, round_name=review_round.id)
-    alphas = reliability.gating_alphas(
+    config, rubric = gate_service.current_gate(session=session, round_name=review_round.id)
+    alphas = gate_service.gating_alphas(
         session=session, review_round=review_round, rubric=rubric, counts=counts
     )
     weak = [
@@ -310,10 +311,10 @@ def _check_gates(
     """Each chosen round's per-task counts and gate state, and the problems of the rounds
     whose agreement misses the gate. Raises Conflict for those without `allow_tentative`."""
     counts = {
-        r.name: reliability.round_counts(
+        r.name: round_data.round_counts(
             session=session,
             round_id=r.id,
-            rubric=reliability.current_gate(session=session, round_name=r.id)[1],
+            rubric=gate_service.current_gate(session=session, round_name=r.id)[1],
         )
         for r in chosen.rounds
     }

@@ -15,8 +15,10 @@ from itsmreview.exports import evidence, harbor, hf, native, queries, tau2
 from itsmreview.exports.bundle import Staging, jsonl
 from itsmreview.ledger.prov import ProvWriter
 from itsmreview.review import queries as review_queries
-from itsmreview.review import reliability
-from itsmreview.review.approval import TaskRatings, decide
+from itsmreview.review.gate import item_agreement, round_data
+from itsmreview.review.gate import service as gate_service
+from itsmreview.review.gate.approval import TaskRatings, decide
+from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
@@ -203,7 +205,7 @@ def round_evidence(plan: Plan, *, session: Session, actor: User) -> RoundEvidenc
     what deciding its tasks needs."""
     per_round, gate_per_round, deciding = {}, {}, {}
     for review_round in plan.chosen.rounds:
-        _, items = reliability.round_agreement(
+        _, items = item_agreement.round_agreement(
             session=session,
             actor=actor,
             round_name=review_round.id,
@@ -213,12 +215,12 @@ def round_evidence(plan: Plan, *, session: Session, actor: User) -> RoundEvidenc
             counts=plan.item_counts[review_round.name],
         )
         per_round[review_round.name] = [_agreement_row(i.as_dict()) for i in items]
-        config, _ = reliability.current_gate(session=session, round_name=review_round.id)
+        config, _ = gate_service.current_gate(session=session, round_name=review_round.id)
         deciding[review_round.name] = (
             config,
             set(review_queries.round_task_ids(session=session, round_id=review_round.id)),
-            review_queries.adjudications_of_round(session=session, round_id=review_round.id),
-            review_queries.failed_checks(session=session, round_id=review_round.id),
+            gate_queries.adjudications_of_round(session=session, round_id=review_round.id),
+            gate_queries.failed_checks(session=session, round_id=review_round.id),
         )
         gate_per_round[review_round.name] = {
             "settings": _gate_settings(config),
@@ -310,7 +312,7 @@ def _add_decisions(
 ) -> None:
     """The gate's decision on each version of the batch, in each round that holds it."""
     for round_name, (config, members, adjudicated, failed) in rounds.deciding.items():
-        in_round = reliability.task_ratings(ratings[ratings["round"] == round_name], scores)
+        in_round = round_data.task_ratings(ratings[ratings["round"] == round_name], scores)
         decisions[round_name].add(
             _decision_row(
                 versions[v],

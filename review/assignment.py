@@ -8,6 +8,7 @@ from itsmreview.accounts.service import require_role
 from itsmreview.db import utcnow
 from itsmreview.errors import Busy, Conflict, NotFound, PermissionDenied
 from itsmreview.review import queries
+from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -201,4 +202,4 @@ def set_round_experts(
 
 def rounds_progress(*, session: Session) -> tuple[list[ReviewRound], dict[str, tuple[int, int]]]:
     """Every review round, and per round name its (assigned, submitted) assignment counts."""
-    return queries.list_rounds(session=session), queries.round_progress(session=session)
+    return gate_queries.list_rounds(session=session), queries.round_progress(session=session)

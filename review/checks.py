@@ -18,14 +18,23 @@ from itsmreview.files import parse_json, read_text_bounded
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entries
 from itsmreview.review import queries
-from itsmreview.review.models import MachineCheck, ReviewRound, Rubric
+from itsmreview.review.commitments import check_row_content
+from itsmreview.review.models import ReviewRound, Rubric
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session
 
 MAX_CHECKS_BYTES = 50 * 2**20
+
+
 MAX_VERSION = 2**31 - 1  # task version numbers are stored as 32-bit integers
+
+
 _STATUS = {"pass": "pass", "passed": "pass", "ok": "pass", "warn": "warn", "warning": "warn"}
+
+
 _STATUS |= {"fail": "fail", "failed": "fail", "error": "error"}
+
+
 # C0 controls but tab, line feed and carriage return, DEL, and lone surrogates: no tool writes
 # them in a result, PostgreSQL cannot store NUL, and they hide text from a reader
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
@@ -268,7 +277,7 @@ def import_checks(
                         "payload": {
                             "task": f"{external_id}@v{number}",
                             "check": item.check,
-                            "content_sha256": content_digest(_content(row)),
+                            "content_sha256": content_digest(check_row_content(row)),
                         },
                     }
                     for check_id, row, (item, external_id, _, number) in zip(
@@ -286,33 +295,9 @@ def import_checks(
 BATCH = 10_000  # check results inserted and chained together
 
 
-def check_content(check: MachineCheck) -> dict:
-    """What a machine check's ledger entry commits to: the stored result, every field that
-    the gate or a reader uses."""
-    return _content({name: getattr(check, name) for name in _CONTENT})
-
-
-_CONTENT = ("task_version_id", "check", "status", "summary", "details", "tool", "ran_at")
-
-
-def _content(row: dict) -> dict:
-    ran_at = row["ran_at"]
-    if ran_at is not None and ran_at.tzinfo is None:  # SQLite hands naive UTC back
-        ran_at = ran_at.replace(tzinfo=UTC)
-    return {
-        "task_version_id": row["task_version_id"],
-        "check": row["check"],
-        "status": str(row["status"]),
-        "summary": row["summary"],
-        "details": row["details"],
-        "tool": row["tool"],
-        "ran_at": None if ran_at is None else ran_at.astimezone(UTC).isoformat(),
-    }
-
-
 def _redecide(session: Session, version_ids: list[int], actor_id: int) -> dict[str, str]:
     """Re-decide these versions in every open round that holds them: round -> statuses."""
-    from itsmreview.review.reliability import (
+    from itsmreview.review.gate.service import (
         gate_config,
         gating_alphas,
         recompute_statuses,

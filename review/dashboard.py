@@ -11,17 +11,14 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
 from itsmreview.catalog.state import DIFFICULTIES
 from itsmreview.review import queries
-from itsmreview.review.agreement import Alpha, Gwet
+from itsmreview.review.gate.agreement import Alpha, Gwet
+from itsmreview.review.gate.item_agreement import ItemAgreement, round_agreement
+from itsmreview.review.gate.queries import pending as pending_queries
+from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.gate.service import queue_built_at
 from itsmreview.review.models import ReviewRound
-from itsmreview.review.reliability import (
-    ItemAgreement,
-    QueuePage,
-    adjudication_queue,
-    build_adjudication_queue,
-    find_round,
-    queue_built_at,
-    round_agreement,
-)
+from itsmreview.review.reliability import QueuePage, adjudication_queue, build_adjudication_queue
 from itsmreview.summaries.service import Materialised, materialised
 from sqlmodel import Session
 
@@ -108,7 +105,7 @@ def dashboard(
     require_role(actor, Role.lead)
     rounds = [
         {"name": r.name, "status": r.status, "k": r.k, "created_at": r.created_at}
-        for r in queries.list_rounds(session=session)
+        for r in gate_queries.list_rounds(session=session)
     ]
     board = Dashboard(
         open_assignments=queries.open_assignments_frame(session=session),
@@ -139,7 +136,7 @@ def dashboard(
     )
     board.agreement_computed_at = figures.computed_at
     board.agreement_current = figures.current
-    board.gate_waiting, board.gate_waiting_since = queries.pending_summary(
+    board.gate_waiting, board.gate_waiting_since = pending_queries.pending_summary(
         session=session, round_id=review_round.id
     )
     if _queue_ready(session=session, review_round=review_round, inline=inline):
@@ -307,8 +304,8 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
     simulator backbone and user type the tasks, their mean realism (per-task median) and
     alpha of the realism item among them, with its 95% interval."""
     import numpy as np
-    from itsmreview.review import agreement
-    from itsmreview.review.reliability import gate_config
+    from itsmreview.review.gate import agreement
+    from itsmreview.review.gate.service import gate_config
 
     config = gate_config(review_round, rubric)
     keys = [d.key for d in rubric.dimensions]
@@ -394,10 +391,10 @@ def round_authoring(*, session: Session, actor: User, round_name: str | int | No
 def _scores_by_task(session: Session, round_id: int) -> dict[int, dict[str, list[float]]]:
     """task version id -> dimension -> the values of its current human ratings, from one
     grouped count (rows grow with tasks x scale points, not with ratings)."""
-    from itsmreview.review.reliability import HUMAN
+    from itsmreview.review.gate.round_data import HUMAN
 
     scores: dict[int, dict[str, list[float]]] = {}
-    for dimension, version_id, value, n in queries.score_value_counts(
+    for dimension, version_id, value, n in gate_queries.score_value_counts(
         session=session, round_id=round_id, kinds=HUMAN
     ):
         scores.setdefault(int(version_id), {}).setdefault(dimension, []).extend(
@@ -407,15 +404,15 @@ def _scores_by_task(session: Session, round_id: int) -> dict[int, dict[str, list
 
 
 def _audit_scores(scores: dict[int, dict[str, list[float]]], config) -> dict[int, float]:
-    from itsmreview.review.approval import audit_score
+    from itsmreview.review.gate.approval import audit_score
 
     return {v: s for v, d in scores.items() if (s := audit_score(d, config)) is not None}
 
 
 def audit_scores(*, session: Session, review_round: ReviewRound) -> dict[int, float]:
     """task version id -> audit-100 score of the round's scored tasks."""
+    from itsmreview.review.gate.service import gate_config
     from itsmreview.review.models import Rubric
-    from itsmreview.review.reliability import gate_config
     from itsmreview.review.rubrics.service import RubricDefinition
 
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)

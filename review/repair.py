@@ -24,6 +24,7 @@ from itsmreview.files import jsonl_and_markdown, write_text_atomically
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.review import queries
+from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.models import (
     ProposalStatus,
     ResolutionProposal,
@@ -176,14 +177,15 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
     the gate's reasons, the failing criteria with their ratings, the experts' comments and
     turn notes (without their names), failed machine checks, proposed alternative
     resolutions and the repair iterations so far. Leads only."""
-    from itsmreview.review.approval import TaskRatings, decide
-    from itsmreview.review.reliability import find_round, gate_config, gating_alphas
+    from itsmreview.review.gate.approval import TaskRatings, decide
+    from itsmreview.review.gate.round_data import find_round
+    from itsmreview.review.gate.service import gate_config, gating_alphas
 
     require_role(actor, Role.lead)
     review_round = find_round(session, round_name)
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     config = gate_config(review_round, rubric)
-    rows = queries.round_task_statuses(
+    rows = gate_queries.round_task_statuses(
         session=session, round_id=review_round.id, status="needs_revision"
     )
     ids = [int(v) for v in rows["task_version_id"]]
@@ -214,7 +216,7 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
         )
     failing_checks: dict[int, list[dict]] = {}
     for check in queries.checks_of_versions(session=session, task_version_ids=ids):
-        if check.status in queries.FAILING_CHECK:
+        if check.status in gate_queries.FAILING_CHECK:
             failing_checks.setdefault(check.task_version_id, []).append(
                 {"check": check.check, "status": check.status, "summary": check.summary}
             )
@@ -224,7 +226,7 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
             {"description": p.description, "status": p.status, "changes": p.changes}
         )
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
-    adjudicated = queries.adjudications_of_round(session=session, round_id=review_round.id)
+    adjudicated = gate_queries.adjudications_of_round(session=session, round_id=review_round.id)
     repairs = queries.repair_counts(session=session, task_ids=[int(t) for t in rows["task_id"]])
     out = []
     for row in rows.itertuples():

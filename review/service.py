@@ -10,8 +10,11 @@ from itsmreview.db import analyze, bulk_insert, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import chain_at_commit
-from itsmreview.review import gatecache, gatework, queries
+from itsmreview.review import queries
 from itsmreview.review.assignment import places_taken_now
+from itsmreview.review.commitments import rating_content
+from itsmreview.review.gate import cache as gatecache
+from itsmreview.review.gate import work as gatework
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -297,22 +300,6 @@ def _keep_in_step(session: Session, model, ident: int, **values) -> None:
     held = session.identity_map.get(session.identity_key(model, ident))
     for name, value in values.items() if held is not None else ():
         set_committed_value(held, name, value)
-
-
-def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:
-    """What a submitted rating's ledger entry commits to: every judgement in it."""
-    return {
-        "task_version_id": rating.task_version_id,
-        "round_id": rating.round_id,
-        "expert_id": rating.expert_id,
-        "revision": rating.revision,
-        "rater_kind": rating.rater_kind,
-        "verdict": str(rating.verdict) if rating.verdict is not None else None,
-        "flags": sorted(rating.flags or []),
-        "comment": rating.comment or "",
-        "confidence": rating.confidence,
-        "scores": {k: (None if v is None else float(v)) for k, v in sorted(scores.items())},
-    }
 
 
 DRAFT_REVISION = 0

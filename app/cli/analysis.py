@@ -125,7 +125,7 @@ def agreement_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC."""
-    from itsmreview.review.reliability import round_agreement
+    from itsmreview.review.gate.item_agreement import round_agreement
 
     ensure_schema()
     with open_session() as session:
@@ -195,8 +195,8 @@ def alpha_command(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Krippendorff's alpha of a reliability-data CSV file."""
-    from itsmreview.review.agreement import alpha
-    from itsmreview.review.reliability_csv import read_reliability_csv
+    from itsmreview.review.gate.agreement import alpha
+    from itsmreview.review.gate.reliability_csv import read_reliability_csv
 
     data = read_reliability_csv(path, level, header=header)
     result = alpha(data, level, bootstrap=bootstrap, seed=seed)

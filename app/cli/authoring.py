@@ -48,7 +48,7 @@ def proposals_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List proposed resolutions with their id, task, expert and status."""
-    from itsmreview.review.reliability import find_round
+    from itsmreview.review.gate.round_data import find_round
     from itsmreview.review.repair import proposals_frame
 
     ensure_schema()

@@ -114,7 +114,7 @@ def export_create(
     """Export the approved versions of the chosen tasks with their ratings, agreement, gate
     decisions, adjudications, coverage, rubrics, ledger slice and a manifest of sha256 digests."""
     from itsmreview.exports.service import export_set
-    from itsmreview.review.gatework import apply_pending
+    from itsmreview.review.gate.work import apply_pending
 
     ensure_schema()
     apply_pending()  # ratings still queued for the gate decide what is approved, too

@@ -89,7 +89,7 @@ def round_gate(
     from collections import Counter
     from dataclasses import asdict
 
-    from itsmreview.review.reliability import current_gate, set_gate
+    from itsmreview.review.gate.service import current_gate, set_gate
 
     changes = {
         key: value
@@ -264,8 +264,8 @@ def round_apply_queued(
     queue; a worker that stopped half-way leaves them queued, never lost."""
     import time
 
-    from itsmreview.review.gatework import GateWorker, apply_pending, pending
-    from itsmreview.review.reliability import find_round
+    from itsmreview.review.gate.round_data import find_round
+    from itsmreview.review.gate.work import GateWorker, apply_pending, pending
     from itsmreview.settings import get_settings
 
     ensure_schema()

@@ -20,8 +20,8 @@ from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.review import queries as review_queries
 from itsmreview.review.completeness import activities_of, add_activities, submit_review
-from itsmreview.review.gatework import apply_queued_here
-from itsmreview.review.reliability import recompute_statuses
+from itsmreview.review.gate.service import recompute_statuses
+from itsmreview.review.gate.work import apply_queued_here
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.storage import get_storage

@@ -13,7 +13,7 @@ from itsmreview.exports.service import (
     list_exports,
     preview,
 )
-from itsmreview.review.gatework import apply_pending
+from itsmreview.review.gate.work import apply_pending
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached

@@ -33,11 +33,9 @@ from itsmreview.ledger.evidence.findings import (
 )
 from itsmreview.ledger.evidence.marks import Decisions, IdSet
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review.checks import check_content
+from itsmreview.review.commitments import adjudication_content, check_content, rating_content
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
-from itsmreview.review.reliability import adjudication_content
 from itsmreview.review.scorevector import pack
-from itsmreview.review.service import rating_content
 from sqlmodel import Session
 
 BATCH = 2_000  # committing entries of one kind whose objects are read in one go

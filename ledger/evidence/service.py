@@ -348,7 +348,7 @@ def realism_by_provenance(
     rare ones ("coverage"). The comparison that would overturn the claim that log-derived
     tasks are realistic. Columns: comparison, group, dimension, tasks, ratings, mean, alpha.
     Leads only."""
-    from itsmreview.review.reliability import load_round
+    from itsmreview.review.gate.round_data import load_round
 
     require_role(actor, Role.lead)
     data = load_round(session=session, round_name=round_name).humans()
@@ -419,8 +419,8 @@ def _variant_frequency(session: Session, source: dict, ranks: dict[str, dict[str
 def _group_realism(data, chosen: set[int]) -> list[dict]:
     """Per rubric dimension, the human ratings of the `chosen` versions: how many tasks and
     ratings, their mean and alpha."""
-    from itsmreview.review import agreement
-    from itsmreview.review.reliability import RoundData, reliability_matrix
+    from itsmreview.review.gate import agreement
+    from itsmreview.review.gate.round_data import RoundData, reliability_matrix
 
     ratings = data.ratings[data.ratings["task_version_id"].isin(chosen)]
     subset = RoundData(

@@ -30,6 +30,9 @@ from itsmreview.review.assist.rating import (
     rate_prompt_sha256,
     rating_request,
 )
+from itsmreview.review.commitments import rating_content
+from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -40,10 +43,8 @@ from itsmreview.review.models import (
     Rubric,
     Verdict,
 )
-from itsmreview.review.reliability import find_round
 from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.scorevector import pack
-from itsmreview.review.service import rating_content
 from itsmreview.settings import get_settings
 from sqlmodel import Session
 
@@ -574,4 +575,4 @@ def model_runs(
 def review_rounds(*, session: Session, actor: User) -> list[str]:
     """Names of the rounds a model review can rate, newest first. Leads only."""
     require_role(actor, Role.lead)
-    return [r.name for r in reversed(review_queries.list_rounds(session=session))]
+    return [r.name for r in reversed(gate_queries.list_rounds(session=session))]

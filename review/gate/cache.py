@@ -13,7 +13,10 @@ from collections import Counter
 import numpy as np
 from itsmreview.db import utcnow
 from itsmreview.errors import Busy
-from itsmreview.review import agreement, queries
+from itsmreview.review.gate import agreement
+from itsmreview.review.gate.queries import pending as pending_queries
+from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.gate.round_data import round_counts
 from itsmreview.review.models import ReviewRound, RoundCoincidence
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlalchemy.exc import IntegrityError
@@ -90,7 +93,7 @@ def _counted(rows) -> dict[int, UnitCounts]:
 def current_counts(*, session: Session, round_id: int, tasks) -> dict[int, UnitCounts]:
     """Each task's current human value counts per dimension (`tasks`: a select of versions)."""
     return _counted(
-        queries.task_score_counts(
+        pending_queries.task_score_counts(
             session=session, round_id=round_id, tasks=tasks, besides_batch=False
         )
     )
@@ -106,17 +109,17 @@ def queued_changes(
     nothing). A revision queued and replaced in the same batch leaves as it came: exact for
     any number of them."""
     if every_queued:
-        tasks = queries.pending_tasks(round_id=round_id)
+        tasks = pending_queries.pending_tasks(round_id=round_id)
     else:
-        tasks = queries.pending_tasks(round_id=round_id, applying=True)
+        tasks = pending_queries.pending_tasks(round_id=round_id, applying=True)
     after = _counted(
-        queries.task_score_counts(
+        pending_queries.task_score_counts(
             session=session, round_id=round_id, tasks=tasks, besides_batch=not every_queued
         )
     )
     added, removed = (
         _counted(
-            queries.batch_score_counts(
+            pending_queries.batch_score_counts(
                 session=session, round_id=round_id, replaced=replaced, every_queued=every_queued
             )
         )
@@ -140,8 +143,6 @@ def recomputed_pairs(
 ) -> dict[str, dict]:
     """Each rubric dimension's counts built anew from the round's current human ratings (one
     grouped query), with the ratings still queued left out: what the stored rows must hold."""
-    from itsmreview.review.reliability import round_counts
-
     counts = round_counts(
         session=session, round_id=review_round.id, rubric=rubric, dimensions_only=True
     )
@@ -175,9 +176,9 @@ def _build(
     together; only appliers remove queued rows). Raises Busy when submits kept coming for
     every try: the transaction rolls back and the queue is applied later."""
     for _ in range(REBUILD_TRIES):
-        queued = queries.pending_count(session=session, round_id=review_round.id)
+        queued = pending_queries.pending_count(session=session, round_id=review_round.id)
         pairs = recomputed_pairs(session=session, review_round=review_round, rubric=rubric)
-        if queries.pending_count(session=session, round_id=review_round.id) == queued:
+        if pending_queries.pending_count(session=session, round_id=review_round.id) == queued:
             break
     else:
         raise Busy(
@@ -194,7 +195,7 @@ def _build(
     except IntegrityError:  # another writer built them first: theirs are as good
         return {
             r.dimension: r
-            for r in queries.coincidence_rows(session=session, round_id=review_round.id)
+            for r in gate_queries.coincidence_rows(session=session, round_id=review_round.id)
         }
     return rows
 
@@ -204,7 +205,7 @@ def _rows(
 ) -> dict[str, RoundCoincidence]:
     rows = {
         r.dimension: r
-        for r in queries.coincidence_rows(
+        for r in gate_queries.coincidence_rows(
             session=session, round_id=review_round.id, for_update=for_update
         )
     }

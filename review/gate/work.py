@@ -22,17 +22,21 @@ import logging
 import threading
 
 from itsmreview.db import get_engine, write_transaction
+from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry, chain_at_commit
-from itsmreview.review import gatecache, queries
-from itsmreview.review.approval import Decision
-from itsmreview.review.models import ReviewRound
-from itsmreview.review.reliability import (
+from itsmreview.review.commitments import rating_content
+from itsmreview.review.gate import cache as gatecache
+from itsmreview.review.gate.approval import Decision
+from itsmreview.review.gate.queries import pending as pending_queries
+from itsmreview.review.gate.service import (
     alpha_reached,
     decide_tasks,
     gate_config,
     recompute_statuses,
 )
+from itsmreview.review.models import ReviewRound
 from itsmreview.review.rubrics.service import definition_by_id
+from itsmreview.review.scorevector import pack
 from itsmreview.settings import get_settings
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import make_url
@@ -52,8 +56,8 @@ def rating_queued(
     transaction, and return the task's decision; otherwise the rating waits for the
     background worker (woken when this transaction commits) or another process."""
     if apply and get_settings().gate_apply == "inline":
-        queries.lock_gate(session=session, round_id=review_round.id)
-        queries.take_batch(
+        pending_queries.lock_gate(session=session, round_id=review_round.id)
+        pending_queries.take_batch(
             session=session, round_id=review_round.id, task_version_id=task_version_id
         )
         return _apply(session, review_round).get(task_version_id)
@@ -65,8 +69,8 @@ def apply_queued_here(*, session: Session, review_round: ReviewRound, decide: bo
     """Apply every queued rating of the round in the caller's transaction (a loader that
     submitted with `recompute=False`); `decide` False moves the counts only (the caller
     re-decides the round). Returns how many were applied."""
-    queries.lock_gate(session=session, round_id=review_round.id)
-    count = queries.take_batch(session=session, round_id=review_round.id)
+    pending_queries.lock_gate(session=session, round_id=review_round.id)
+    count = pending_queries.take_batch(session=session, round_id=review_round.id)
     _apply(session, review_round, decide=decide)
     return count
 
@@ -75,7 +79,7 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
     """Apply the batch's queued ratings (`queries.take_batch`) and unqueue them."""
     rubric = definition_by_id(session=session, rubric_id=review_round.rubric_id)
     config = gate_config(review_round, rubric)
-    tasks = queries.pending_tasks(round_id=review_round.id, applying=True)
+    tasks = pending_queries.pending_tasks(round_id=review_round.id, applying=True)
     batch = _hold_changed(session, review_round, rubric)
     for _, _, rating_id, entry in batch:  # the ratings' entries, in the order submitted
         if entry is not None:
@@ -105,7 +109,7 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
             tasks=tasks,
             actors=actors,
         )
-    queries.delete_batch(session=session, round_id=review_round.id)
+    pending_queries.delete_batch(session=session, round_id=review_round.id)
     return decisions
 
 
@@ -114,13 +118,8 @@ def _hold_changed(session: Session, review_round: ReviewRound, rubric) -> list[t
     entry's `content_sha256`, and packed scores equal to its score rows). A rating changed
     since is held: taken out of the batch, left queued with the reason, logged; it reaches
     neither the gate nor the ledger, and `ledger verify` names it."""
-    # review.service imports this module: its rating_content is imported when first needed
-    from itsmreview.ledger.chain import content_digest
-    from itsmreview.review.scorevector import pack
-    from itsmreview.review.service import rating_content
-
-    batch = queries.batch_rows(session=session, round_id=review_round.id)
-    ratings, scores = queries.ratings_with_scores(
+    batch = pending_queries.batch_rows(session=session, round_id=review_round.id)
+    ratings, scores = pending_queries.ratings_with_scores(
         session=session, rating_ids=[row[2] for row in batch if row[3] is not None]
     )
     keys = [d.key for d in rubric.dimensions]
@@ -144,7 +143,7 @@ def _hold_changed(session: Session, review_round: ReviewRound, rubric) -> list[t
         return batch
     for reason in held.values():
         log.error("gate of round %s: %s; held in the queue, not applied", review_round.name, reason)
-    queries.hold_queued(session=session, round_id=review_round.id, reasons=held)
+    pending_queries.hold_queued(session=session, round_id=review_round.id, reasons=held)
     return [row for row in batch if row[2] not in held]
 
 
@@ -154,10 +153,10 @@ def apply_batch(*, engine: Engine, round_id: int, limit: int = BATCH) -> int | N
     None when another applier holds the round (it looks for more once it lets go)."""
 
     def work(session: Session) -> int | None:
-        if not queries.lock_gate(session=session, round_id=round_id, wait=False):
+        if not pending_queries.lock_gate(session=session, round_id=round_id, wait=False):
             return None
         chain_at_commit(session)  # the ledger's lock at the commit only, not while deciding
-        count = queries.take_batch(session=session, round_id=round_id, limit=limit)
+        count = pending_queries.take_batch(session=session, round_id=round_id, limit=limit)
         if count:
             _apply(session, session.get(ReviewRound, round_id))
         return count
@@ -173,7 +172,7 @@ def apply_pending(
     engine = engine or get_engine()
     if round_id is None:
         with Session(engine) as session:
-            rounds = queries.pending_rounds(session=session)
+            rounds = pending_queries.pending_rounds(session=session)
     else:
         rounds = [round_id]
     applied = 0
@@ -188,7 +187,7 @@ def apply_pending(
 def pending(*, session: Session, round_id: int | None = None) -> tuple[int, object]:
     """How many ratings wait for the gate (of a round, or all) and when the oldest was
     queued (None when none waits)."""
-    return queries.pending_summary(session=session, round_id=round_id)
+    return pending_queries.pending_summary(session=session, round_id=round_id)
 
 
 class GateWorker:

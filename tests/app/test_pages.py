@@ -80,7 +80,7 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
 def test_a_queued_submit_is_shown_waiting_on_the_dashboard_until_applied(
     demo_configured, monkeypatch
 ):
-    from itsmreview.review.gatework import apply_pending
+    from itsmreview.review.gate.work import apply_pending
     from itsmreview.settings import get_settings
 
     monkeypatch.setenv("ITSMREVIEW_GATE_APPLY", "queue")  # a server whose worker runs apart
@@ -619,8 +619,9 @@ def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.catalog.models import TaskVersion
     from itsmreview.db import session_scope
+    from itsmreview.review.gate.queries.reads import list_rounds
     from itsmreview.review.models import Rubric
-    from itsmreview.review.queries import list_rounds, round_size
+    from itsmreview.review.queries import round_size
     from itsmreview.review.service import create_round
     from sqlmodel import select
 

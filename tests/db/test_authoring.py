@@ -15,8 +15,8 @@ from itsmreview.ledger.service import verify_chain
 from itsmreview.review import queries
 from itsmreview.review.checks import import_checks
 from itsmreview.review.dashboard import audit_scores
+from itsmreview.review.gate.service import recompute_statuses, set_gate
 from itsmreview.review.models import Assignment, RoundTask, TaskRepair
-from itsmreview.review.reliability import recompute_statuses, set_gate
 from itsmreview.review.repair import (
     decide_proposal,
     feedback,

@@ -322,8 +322,9 @@ def test_submits_on_one_task_at_once_keep_the_stored_alpha_exact(engine, at_once
     """Six experts claim two tasks (k=3) and submit at the same moment, with different
     scores: the round's stored coincidence counts equal the ones recounted from the ratings
     (a submit that committed meanwhile on the same task is never counted twice)."""
-    from itsmreview.review import gatecache
-    from itsmreview.review.reliability import current_gate, round_counts
+    from itsmreview.review.gate import cache as gatecache
+    from itsmreview.review.gate.round_data import round_counts
+    from itsmreview.review.gate.service import current_gate
 
     with Session(engine, expire_on_commit=False) as session:
         _, experts, review_round = setup_round(session, n_tasks=2, n_experts=6, k=3)

@@ -268,7 +268,8 @@ def test_a_failing_export_leaves_no_partial_folder(reviewed):
 
 
 def test_a_gate_not_reached_needs_a_reason_recorded_in_manifest_and_ledger(reviewed):
-    from itsmreview.review.reliability import adjudicate, set_gate
+    from itsmreview.review.gate.service import set_gate
+    from itsmreview.review.reliability import adjudicate
 
     with session_scope() as session:
         lead = session.merge(reviewed["lead"])

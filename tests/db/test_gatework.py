@@ -13,9 +13,12 @@ from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.ledger.evidence.service import verify_ledger
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.review import gatecache, gatework, queries
+from itsmreview.review import queries
+from itsmreview.review.gate import cache as gatecache
+from itsmreview.review.gate import work as gatework
+from itsmreview.review.gate.round_data import load_round
+from itsmreview.review.gate.service import gate_decisions, queue_built_at
 from itsmreview.review.models import Assignment, RoundCoincidence
-from itsmreview.review.reliability import gate_decisions, load_round, queue_built_at
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import assign_round, create_round, submit_rating
 from itsmreview.settings import get_settings
@@ -302,7 +305,7 @@ def test_an_applier_holding_the_round_makes_another_look_later(session, engine, 
     review_round, experts, _, assignments = open_round(session, n_tasks=2, k=2)
     rate(session, experts[assignments[0].expert_id], assignments[0].id, 4)
     with Session(engine) as holder:
-        gatework.queries.lock_gate(session=holder, round_id=review_round.id)
+        gatework.pending_queries.lock_gate(session=holder, round_id=review_round.id)
         assert gatework.apply_batch(engine=engine, round_id=review_round.id) is None
         assert gatework.pending(session=session)[0] == 1
     assert gatework.apply_batch(engine=engine, round_id=review_round.id) == 1

@@ -78,8 +78,9 @@ def _build(url: str, data_dir: Path) -> None:
     from itsmreview.review.assist import client as model_client
     from itsmreview.review.assist.rater import run_model_review, start_model_review
     from itsmreview.review.checks import import_checks
+    from itsmreview.review.gate.service import set_gate
     from itsmreview.review.models import Assignment
-    from itsmreview.review.reliability import adjudicate, set_gate
+    from itsmreview.review.reliability import adjudicate
     from itsmreview.review.repair import decide_proposal, propose_resolution
     from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.service import submit_rating
@@ -531,7 +532,7 @@ QUEUED_EDITS = {
 
 @pytest.mark.parametrize("case", QUEUED_EDITS, ids=list(QUEUED_EDITS))
 def test_a_queued_rating_changed_before_the_gate_is_held_and_named(db, case):
-    from itsmreview.review import gatework
+    from itsmreview.review.gate import work as gatework
 
     rating_id = scalar(f"SELECT {QUEUED}")
     if case == "packed vector":  # the scores rows and the vector disagree
@@ -541,8 +542,8 @@ def test_a_queued_rating_changed_before_the_gate_is_held_and_named(db, case):
         row = scalar(f"SELECT entry FROM gate_pending WHERE rating_id = {rating_id}")
         entry = json.loads(row) if isinstance(row, str) else row
         from itsmreview.ledger.chain import content_digest
+        from itsmreview.review.commitments import rating_content
         from itsmreview.review.models import GatePending, Rating, RatingScore
-        from itsmreview.review.service import rating_content
 
         with session_scope() as session:
             rating = session.get(Rating, rating_id)
@@ -576,7 +577,7 @@ def test_a_queued_rating_changed_before_the_gate_is_held_and_named(db, case):
 
 
 def test_an_untouched_queued_rating_is_applied_and_chained(db):
-    from itsmreview.review import gatework
+    from itsmreview.review.gate import work as gatework
 
     rating_id = scalar(f"SELECT {QUEUED}")
     assert gatework.apply_pending(engine=db_module.get_engine()) == 1

@@ -22,8 +22,8 @@ from itsmreview.review.assist.rater import (
     start_model_review,
 )
 from itsmreview.review.assist.rating import TOOL_NAME, rating_tool
+from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment, Rating, RoundTask
-from itsmreview.review.reliability import round_agreement
 from itsmreview.review.rubrics.service import load_rubric
 from sqlmodel import func, select
 from typer.testing import CliRunner

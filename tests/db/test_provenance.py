@@ -22,7 +22,8 @@ from itsmreview.ledger.evidence.service import (
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import entry_content
 from itsmreview.review.assignment import claim_next
-from itsmreview.review.reliability import adjudicate, set_gate
+from itsmreview.review.gate.service import set_gate
+from itsmreview.review.reliability import adjudicate
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.review.service import create_round, submit_rating
 from sqlalchemy import text

@@ -13,14 +13,11 @@ from itsmreview.db import session_scope
 from itsmreview.demo.loader import load_demo
 from itsmreview.errors import InvalidInput, PermissionDenied
 from itsmreview.ledger.models import LedgerEntry
+from itsmreview.review.gate.item_agreement import round_agreement
+from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.models import Rating, RatingScore
-from itsmreview.review.reliability import (
-    adjudicate,
-    disagreements,
-    find_round,
-    recompute_statuses,
-    round_agreement,
-)
+from itsmreview.review.reliability import adjudicate, disagreements
 from sqlmodel import select
 from typer.testing import CliRunner
 
@@ -191,8 +188,8 @@ def test_drafts_never_count_and_submit_replaces_them(session, demo):
 def test_alpha_over_time_ends_at_the_round_alpha(session, demo):
     from datetime import timedelta
 
+    from itsmreview.review.gate.item_agreement import alpha_over_time
     from itsmreview.review.models import Rating
-    from itsmreview.review.reliability import alpha_over_time
 
     ratings = session.exec(
         select(Rating).where(Rating.status == "submitted").order_by(Rating.id)
@@ -304,7 +301,7 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monk
 
 
 def test_a_lead_changes_the_gate_and_every_task_is_re_decided(session, demo):
-    from itsmreview.review.reliability import set_gate
+    from itsmreview.review.gate.service import set_gate
 
     lead = demo["lead"]
     before = recompute_statuses(session=session, actor_id=lead.id)
@@ -350,8 +347,8 @@ def test_round_gate_command(session, demo, configured):
 def test_counts_from_the_database_equal_the_slow_path_for_every_item(session, demo):
     """round_counts (grouped in SQL, streamed in batches) against the raters x tasks matrix
     of the wide ratings (the slow path), for every dimension, the verdict and each flag."""
-    from itsmreview.review.agreement import value_counts
-    from itsmreview.review.reliability import (
+    from itsmreview.review.gate.agreement import value_counts
+    from itsmreview.review.gate.round_data import (
         gate_items,
         load_round,
         reliability_matrix,
@@ -376,7 +373,8 @@ def test_counts_from_the_database_equal_the_slow_path_for_every_item(session, de
 
 def _slow_statuses(session):
     """Every task's decision from the round's ratings, recomputed from scratch."""
-    from itsmreview.review.reliability import gate_decisions, load_round, round_counts
+    from itsmreview.review.gate.round_data import load_round, round_counts
+    from itsmreview.review.gate.service import gate_decisions
 
     data = load_round(session=session)
     counts = round_counts(session=session, round_id=data.review_round.id, rubric=data.rubric)
@@ -398,10 +396,10 @@ def test_submits_keep_the_stored_alpha_and_statuses_equal_to_a_full_recompute(se
     """A submit moves the round's stored coincidence counts by one task and re-decides only
     that task; after every submit and revision, alpha and every stored status equal what the
     full recomputation from all ratings gives."""
-    from itsmreview.review import gatecache
-    from itsmreview.review.agreement import alpha_of_counts
+    from itsmreview.review.gate import cache as gatecache
+    from itsmreview.review.gate.agreement import alpha_of_counts
+    from itsmreview.review.gate.service import set_gate
     from itsmreview.review.models import Assignment, AssignmentStatus
-    from itsmreview.review.reliability import set_gate
     from itsmreview.review.service import submit_rating
 
     data, _, _ = _slow_statuses(session)
@@ -479,7 +477,7 @@ def test_submits_keep_the_stored_alpha_and_statuses_equal_to_a_full_recompute(se
 def test_packed_scores_give_what_the_score_rows_give(session, demo, monkeypatch):
     """Agreement read from each rating's packed scores equals agreement read from its score
     rows (the path for ratings written without packed scores), item by item."""
-    from itsmreview.review import queries
+    from itsmreview.review.gate.queries import reads as gate_queries
     from itsmreview.review.scorevector import pack, unpack
 
     _, fast = round_agreement(session=session, actor=demo["lead"], bootstrap=100)
@@ -493,7 +491,7 @@ def test_packed_scores_give_what_the_score_rows_give(session, demo, monkeypatch)
     assert sorted(unpack([rating.score_vector], len(keys))[0]) == sorted(
         unpack([pack(keys, scores)], len(keys))[0]
     )
-    monkeypatch.setattr(queries, "packed_ratings", lambda **_: None)
+    monkeypatch.setattr(gate_queries, "packed_ratings", lambda **_: None)
     _, slow = round_agreement(session=session, actor=demo["lead"], bootstrap=100)
     assert [i.as_dict() for i in fast] == [i.as_dict() for i in slow]
     assert any(i.leave_one_out for i in fast) and any(i.bias for i in fast)
@@ -503,13 +501,9 @@ def _assert_queue_as_recomputed(session, lead) -> int:
     """The stored adjudication queue holds exactly the tasks a decision from scratch sends to
     a lead, each with the gate's reasons; returns how many wait."""
     from itsmreview.review import queries
-    from itsmreview.review.reliability import (
-        adjudication_queue,
-        find_round,
-        gate_decisions,
-        load_round,
-        queue_built_at,
-    )
+    from itsmreview.review.gate.round_data import find_round, load_round
+    from itsmreview.review.gate.service import gate_decisions, queue_built_at
+    from itsmreview.review.reliability import adjudication_queue
 
     session.expire_all()
     review_round = find_round(session, None)
@@ -558,10 +552,10 @@ def test_the_adjudication_queue_stays_what_a_recomputation_gives(
     decisions made from scratch: a whole-round decision, a rebuild of a lost queue, an
     inline submit, a queued one applied by the worker, an adjudication, a machine check and
     a gate change."""
-    from itsmreview.review import gatework
     from itsmreview.review.checks import import_checks
     from itsmreview.review.dashboard import dashboard
-    from itsmreview.review.reliability import set_gate
+    from itsmreview.review.gate import work as gatework
+    from itsmreview.review.gate.service import set_gate
     from itsmreview.settings import get_settings
     from itsmreview.summaries.models import QueuedAdjudication, Summary
 

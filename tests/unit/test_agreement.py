@@ -5,7 +5,7 @@ import itertools
 import krippendorff
 import numpy as np
 import pytest
-from itsmreview.review.agreement import (
+from itsmreview.review.gate.agreement import (
     alpha,
     alpha_from_coincidences,
     alpha_of_counts,
@@ -22,8 +22,8 @@ from itsmreview.review.agreement import (
     unit_profiles,
     value_counts,
 )
-from itsmreview.review.approval import GateConfig, TaskRatings, decide
-from itsmreview.review.reliability_csv import read_reliability_csv
+from itsmreview.review.gate.approval import GateConfig, TaskRatings, decide
+from itsmreview.review.gate.reliability_csv import read_reliability_csv
 
 nan = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C

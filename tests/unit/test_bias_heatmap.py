@@ -3,9 +3,9 @@
 
 import math
 
-from itsmreview.review.agreement import Alpha
 from itsmreview.review.dashboard import Dashboard
-from itsmreview.review.reliability import ItemAgreement
+from itsmreview.review.gate.agreement import Alpha
+from itsmreview.review.gate.item_agreement import ItemAgreement
 from itsmreview.ui.charts import bias_heatmap
 
 

@@ -16,7 +16,7 @@ MODULES = [
     "itsmreview.coverage.across_logs",
     "itsmreview.demo.loader",
     "itsmreview.ledger.chain",
-    "itsmreview.review.agreement",
+    "itsmreview.review.gate.agreement",
     "itsmreview.settings",
     "itsmreview.files",
     "itsmreview.catalog.queries",

@@ -1,8 +1,9 @@
 """The gate's per-task view of a round's ratings, built from the round's tables."""
 
 import pandas as pd
-from itsmreview.review.approval import TaskRatings
-from itsmreview.review.reliability import RoundData, _task_ratings
+from itsmreview.review.gate.approval import TaskRatings
+from itsmreview.review.gate.round_data import RoundData
+from itsmreview.review.gate.service import _task_ratings
 from itsmreview.review.rubrics.service import load_rubric
 
 nan = float("nan")

@@ -126,7 +126,7 @@ def test_import_contracts_catch_planted_violations(tmp_path):
         '"""Planted."""\n\nfrom itsmreview.catalog.queries import tasks_frame  # noqa\n'
     )
     (copy / "coverage" / "planted.py").write_text(
-        '"""Planted."""\n\nimport streamlit\nfrom itsmreview.review import agreement\n'
+        '"""Planted."""\n\nimport streamlit\nfrom itsmreview.review.gate import agreement\n'
     )
     broken = _lint_imports(copy)
 
@@ -137,7 +137,7 @@ def test_import_contracts_catch_planted_violations(tmp_path):
     assert "Streamlit and Typer only in the shell BROKEN" in out
     assert "itsmreview.coverage.planted -> streamlit (l.3)" in out
     assert "itsmreview.coverage is not allowed to import itsmreview.review" in out
-    assert "itsmreview.coverage.planted -> itsmreview.review.agreement (l.4)" in out
+    assert "itsmreview.coverage.planted -> itsmreview.review.gate.agreement (l.4)" in out
 
 
 def _layered_modules() -> set[str]:
