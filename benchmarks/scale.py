@@ -537,8 +537,8 @@ def group_pages(repeats: int = 5) -> dict:
 def group_write(submits: int = 20) -> dict:
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
-    from itsmreview.review.assignment import claim_next
     from itsmreview.review.gate.service import current_gate, recompute_statuses
+    from itsmreview.review.rounds.assignment import claim_next
     from itsmreview.review.service import submit_rating
 
     claims, writes = [], []
@@ -590,7 +590,7 @@ def group_round() -> dict:
     from itsmreview.catalog.queries import latest_version_ids
     from itsmreview.db import session_scope
     from itsmreview.review.models import Rubric
-    from itsmreview.review.service import create_round
+    from itsmreview.review.rounds.service import create_round
     from sqlmodel import select
 
     times = []
@@ -647,8 +647,8 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
 
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope, write_transaction
-    from itsmreview.review.assignment import claim_next
     from itsmreview.review.gate.service import current_gate
+    from itsmreview.review.rounds.assignment import claim_next
     from itsmreview.review.service import submit_rating
 
     # the page knows its logged-in expert and shows the rubric before a claim or a submit

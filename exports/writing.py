@@ -19,6 +19,7 @@ from itsmreview.review.gate import item_agreement, round_data
 from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
@@ -218,7 +219,7 @@ def round_evidence(plan: Plan, *, session: Session, actor: User) -> RoundEvidenc
         config, _ = gate_service.current_gate(session=session, round_name=review_round.id)
         deciding[review_round.name] = (
             config,
-            set(review_queries.round_task_ids(session=session, round_id=review_round.id)),
+            set(rounds_queries.round_task_ids(session=session, round_id=review_round.id)),
             gate_queries.adjudications_of_round(session=session, round_id=review_round.id),
             gate_queries.failed_checks(session=session, round_id=review_round.id),
         )

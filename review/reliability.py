@@ -23,6 +23,7 @@ from itsmreview.review.gate.service import (
     redecide_task,
 )
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
+from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
@@ -59,7 +60,9 @@ def adjudicate(
     except ValueError:
         raise InvalidInput(f"decision {decision!r} is not one of accept, revise, reject") from None
     review_round = find_round(session, round_name)
-    if task_version_id not in queries.round_task_ids(session=session, round_id=review_round.id):
+    if task_version_id not in rounds_queries.round_task_ids(
+        session=session, round_id=review_round.id
+    ):
         raise NotFound(f"task version {task_version_id} is not in round {review_round.name!r}")
     adjudication = Adjudication(
         round_id=review_round.id,

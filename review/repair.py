@@ -34,8 +34,8 @@ from itsmreview.review.models import (
     Rubric,
     TaskRepair,
 )
+from itsmreview.review.rounds.service import own_assignment
 from itsmreview.review.rubrics.service import RubricDefinition
-from itsmreview.review.service import own_assignment
 from pydantic import ValidationError
 from sqlmodel import Session
 

@@ -11,8 +11,9 @@ from itsmreview.errors import NotFound
 from itsmreview.review import queries
 from itsmreview.review.checks import checks_frame
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
+from itsmreview.review.rounds import queries as rounds_queries
+from itsmreview.review.rounds.service import own_assignment
 from itsmreview.review.rubrics.service import RubricDefinition
-from itsmreview.review.service import own_assignment
 from sqlmodel import Session
 
 
@@ -70,7 +71,7 @@ def expert_queue(
     require_role(actor, Role.expert)
     round_id = None
     if round_name is not None:
-        review_round = queries.newest_round(session=session, name=round_name)
+        review_round = rounds_queries.newest_round(session=session, name=round_name)
         if review_round is None:
             raise NotFound(f"no review round {round_name!r}")
         round_id = review_round.id

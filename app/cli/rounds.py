@@ -33,8 +33,8 @@ def round_create(
 ) -> None:
     """Open a review round over the newest versions of tasks; experts then claim them."""
     from itsmreview.catalog.service import latest_version_ids
+    from itsmreview.review.rounds.service import create_round
     from itsmreview.review.rubrics.service import DEFAULT_RUBRIC, ensure_rubric, load_rubric
-    from itsmreview.review.service import create_round
 
     ensure_schema()
     with open_session() as session:
@@ -154,7 +154,7 @@ def round_feedback(
 @boundary
 def round_close(name: Annotated[str, typer.Argument(help="Round name.")]) -> None:
     """Close a round: no more claims or ratings; open reservations are released."""
-    from itsmreview.review.assignment import close_round
+    from itsmreview.review.rounds.assignment import close_round
 
     ensure_schema()
     with open_session() as session:
@@ -174,7 +174,7 @@ def round_experts(
 ) -> None:
     """Admit experts to a round or remove them; a round without members is open to all."""
     from itsmreview.accounts.service import find_user
-    from itsmreview.review.assignment import set_round_experts
+    from itsmreview.review.rounds.assignment import set_round_experts
 
     ensure_schema()
     with open_session() as session:
@@ -200,7 +200,7 @@ def round_reassign(
 ) -> None:
     """Move an unsubmitted assignment to another expert."""
     from itsmreview.accounts.service import find_user
-    from itsmreview.review.assignment import reassign
+    from itsmreview.review.rounds.assignment import reassign
 
     ensure_schema()
     with open_session() as session:
@@ -217,7 +217,7 @@ def round_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List review rounds with their progress."""
-    from itsmreview.review.assignment import rounds_progress
+    from itsmreview.review.rounds.assignment import rounds_progress
 
     ensure_schema()
     with open_session() as session:

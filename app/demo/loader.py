@@ -22,8 +22,10 @@ from itsmreview.review import queries as review_queries
 from itsmreview.review.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
+from itsmreview.review.rounds import queries as rounds_queries
+from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
-from itsmreview.review.service import assign_round, create_round, submit_rating
+from itsmreview.review.service import submit_rating
 from itsmreview.storage import get_storage
 from sqlmodel import Session
 
@@ -227,7 +229,7 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
     submitted = 0
     for task_index, version_id in enumerate(version_ids):
         assignments = sorted(
-            review_queries.assignments_of_task(
+            rounds_queries.assignments_of_task(
                 session=session,
                 round_id=review_round.id,
                 task_version_id=version_id,
@@ -356,7 +358,7 @@ def load_demo(
         tasks, session=session, source_format="native", actor_id=users["admin"].id, author_id=None
     )
     say("review round")
-    round_created = review_queries.round_by_name(session=session, name=DEMO_ROUND) is None
+    round_created = rounds_queries.round_by_name(session=session, name=DEMO_ROUND) is None
     if round_created:
         _seed_round(session, users, seed)
     if not review_queries.any_persona_activity(session=session):

@@ -18,7 +18,6 @@ from itsmreview.errors import Conflict, InvalidInput
 from itsmreview.ledger.chain import canonical_json, content_digest
 from itsmreview.ledger.service import append_entry
 from itsmreview.processes import process_alive, this_process
-from itsmreview.review import queries as review_queries
 from itsmreview.review.assist import client as model_client
 from itsmreview.review.assist import queries
 from itsmreview.review.assist.material import estimated_tokens, task_material
@@ -43,6 +42,7 @@ from itsmreview.review.models import (
     Rubric,
     Verdict,
 )
+from itsmreview.review.rounds import queries as review_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.scorevector import pack
 from itsmreview.settings import get_settings

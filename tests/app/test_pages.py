@@ -621,8 +621,8 @@ def test_a_lead_picks_the_round_on_the_dashboard(demo_configured):
     from itsmreview.db import session_scope
     from itsmreview.review.gate.queries.reads import list_rounds
     from itsmreview.review.models import Rubric
-    from itsmreview.review.queries import round_size
-    from itsmreview.review.service import create_round
+    from itsmreview.review.rounds.queries import round_size
+    from itsmreview.review.rounds.service import create_round
     from sqlmodel import select
 
     with session_scope() as session:
@@ -650,7 +650,7 @@ def test_an_expert_in_two_rounds_rates_on_in_the_round_they_chose(demo_configure
     from itsmreview.catalog.models import TaskVersion
     from itsmreview.db import session_scope
     from itsmreview.review.models import Assignment, Rubric
-    from itsmreview.review.service import create_round
+    from itsmreview.review.rounds.service import create_round
     from sqlmodel import select
 
     with session_scope() as session:
@@ -1109,8 +1109,8 @@ def test_an_audit_round_asks_pass_warn_fail_blocked(demo_configured):
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.catalog.queries import latest_version_ids
     from itsmreview.db import session_scope
+    from itsmreview.review.rounds.service import create_round
     from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-    from itsmreview.review.service import create_round
 
     with session_scope() as session:
         create_round(

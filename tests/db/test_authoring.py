@@ -24,8 +24,10 @@ from itsmreview.review.repair import (
     propose_resolution,
     write_feedback,
 )
+from itsmreview.review.rounds import queries as rounds_queries
+from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
-from itsmreview.review.service import assign_round, create_round, submit_rating
+from itsmreview.review.service import submit_rating
 from sqlmodel import select
 
 PASS, WARN, FAIL, BLOCKED = 3, 2, 1, 0
@@ -475,7 +477,7 @@ def test_the_cli_runs_an_audit_round_from_import_to_feedback(configured, tmp_pat
     with session_scope() as session:
         experts = [user_by_username(session=session, username=f"e{i}") for i in range(3)]
         lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
-        review_round = queries.round_by_name(session=session, name="Audit")
+        review_round = rounds_queries.round_by_name(session=session, name="Audit")
         assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
         versions = [v.id for v in session.exec(select(TaskVersion).order_by(TaskVersion.id))]
         for expert in experts:

@@ -10,11 +10,12 @@ from itsmreview.catalog.service import import_tasks
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, PermissionDenied
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review.assignment import claim_next, close_round, reassign, release_expired
 from itsmreview.review.models import Assignment, AssignmentStatus, Rating
 from itsmreview.review.queries import queue_frame
+from itsmreview.review.rounds.assignment import claim_next, close_round, reassign, release_expired
+from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import create_round, submit_rating
+from itsmreview.review.service import submit_rating
 from itsmreview.review.view import expert_queue
 from sqlmodel import Session, select
 
@@ -131,7 +132,7 @@ def test_concurrent_claims_never_exceed_k_and_never_fail(engine, at_once):
 
 def test_round_members_and_removal(session):
     lead, experts, _ = setup_round(session, n_tasks=2, n_experts=3, k=2)
-    from itsmreview.review.assignment import set_round_experts
+    from itsmreview.review.rounds.assignment import set_round_experts
 
     set_round_experts(session=session, actor=lead, round_name="R", add=experts[:2])
     with pytest.raises(PermissionDenied, match="not among the experts"):
@@ -392,8 +393,8 @@ def test_places_held_follows_every_change_of_an_assignment(session):
     """Claims find tasks short of k by a kept count: it must match the assignments after a
     claim, a lapse and its release, a reassignment, a removed member, a resumed submit, a
     lead's assignment and the close of the round."""
-    from itsmreview.review.assignment import set_round_experts
-    from itsmreview.review.service import assign_round
+    from itsmreview.review.rounds.assignment import set_round_experts
+    from itsmreview.review.rounds.service import assign_round
 
     lead, experts, review_round = setup_round(session, n_tasks=4, n_experts=6, k=2)
     rid = review_round.id

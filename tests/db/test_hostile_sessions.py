@@ -26,12 +26,13 @@ from itsmreview.catalog.service import import_tasks
 from itsmreview.db import write_transaction
 from itsmreview.errors import InvalidInput, PermissionDenied
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.review.assignment import claim_next
 from itsmreview.review.models import Assignment, Rating, ResolutionProposal
 from itsmreview.review.reliability import adjudicate
 from itsmreview.review.repair import propose_resolution
+from itsmreview.review.rounds.assignment import claim_next
+from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import assign_round, create_round, save_draft, submit_rating
+from itsmreview.review.service import save_draft, submit_rating
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -244,7 +245,7 @@ def test_a_page_write_is_checked_even_when_the_service_checks_no_role(engine, wo
 def test_a_change_between_the_check_and_the_commit_is_seen(engine, world):
     """The account changes while the write's transaction is open (its role check passed):
     the commit reads the row again and writes nothing."""
-    from itsmreview.review.service import own_assignment
+    from itsmreview.review.rounds.service import own_assignment
 
     made, versions = world
     open_tab = tab(made["eva"])

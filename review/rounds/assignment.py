@@ -7,7 +7,6 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.db import utcnow
 from itsmreview.errors import Busy, Conflict, NotFound, PermissionDenied
-from itsmreview.review import queries
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.models import (
     Assignment,
@@ -16,6 +15,7 @@ from itsmreview.review.models import (
     RoundExpert,
     RoundStatus,
 )
+from itsmreview.review.rounds import queries
 from sqlmodel import Session
 
 CLAIM_ATTEMPTS = 20  # looks at the best tasks short of k before telling the expert to retry

@@ -6,7 +6,7 @@ import json
 from itsmreview.coverage import queries as coverage_queries
 from itsmreview.coverage.report import coverage_report
 from itsmreview.coverage.variants import sequence_key
-from itsmreview.review import queries
+from itsmreview.review.rounds import queries
 from sqlmodel import Session
 
 

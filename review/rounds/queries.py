@@ -1,0 +1,374 @@
+"""Rounds' statements: their members and tasks, assignments, places and claims, priorities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.db import bulk_insert, in_ids, utcnow
+from itsmreview.review.models import (
+    Assignment,
+    AssignmentStatus,
+    ReviewRound,
+    RoundTask,
+)
+from sqlalchemy import (
+    Text,
+    case,
+    cast,
+    func,
+    or_,
+    text,
+    update,
+)
+from sqlmodel import Session, select
+
+if TYPE_CHECKING:
+    pass
+
+
+def holds_place(now):
+    """An assignment that counts towards k: submitted, or reserved and not yet lapsed."""
+    return or_(
+        Assignment.status == AssignmentStatus.submitted,
+        (Assignment.status == AssignmentStatus.reserved) & (Assignment.reserved_until > now),
+    )
+
+
+def release_lapsed(
+    *, session: Session, round_id: int, now, task_version_id: int | None = None
+) -> int:
+    """Mark the round's lapsed reservations (of one task version, or all) released, in one
+    statement, and recount the places of the tasks they held; returns how many. Loaded
+    assignments see the change."""
+    lapsed = (
+        Assignment.round_id == round_id,
+        Assignment.status == AssignmentStatus.reserved,
+        Assignment.reserved_until <= now,
+    )
+    if task_version_id is not None:
+        lapsed = (*lapsed, Assignment.task_version_id == task_version_id)
+    tasks = sorted(set(session.exec(select(Assignment.task_version_id).where(*lapsed)).all()))
+    if not tasks:
+        return 0
+    released = session.exec(
+        update(Assignment)
+        .where(*lapsed)
+        .values(status=AssignmentStatus.released)
+        .execution_options(synchronize_session="fetch")
+    ).rowcount
+    recount_places(session=session, round_id=round_id, task_version_ids=tasks)
+    return released
+
+
+def recount_places(
+    *, session: Session, round_id: int, task_version_ids: Sequence[int] | None = None
+) -> None:
+    """Set `places_held` of the round's tasks (the given task versions, or all) from their
+    assignments: one statement, the ids as one parameter. Call after any change of an
+    assignment's status or a new assignment."""
+    held = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.round_id == RoundTask.round_id,
+            Assignment.task_version_id == RoundTask.task_version_id,
+            Assignment.status.in_([AssignmentStatus.reserved, AssignmentStatus.submitted]),
+        )
+        .scalar_subquery()
+    )
+    statement = (
+        update(RoundTask)
+        .where(RoundTask.round_id == round_id)
+        .values(places_held=held)
+        .execution_options(synchronize_session=False)
+    )
+    if task_version_ids is not None:
+        if not task_version_ids:
+            return
+        statement = statement.where(in_ids(session, RoundTask.task_version_id, task_version_ids))
+    session.exec(statement)
+
+
+def places_taken(*, session: Session, round_id: int, task_version_id: int, now) -> int:
+    return session.exec(
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.round_id == round_id,
+            Assignment.task_version_id == task_version_id,
+            holds_place(now),
+        )
+    ).one()
+
+
+def lock_task_of_round(*, session: Session, round_id: int, task_version_id: int) -> None:
+    """Serialise claims and submits of one task of a round until the transaction ends: a row
+    lock on PostgreSQL; on SQLite, a no-op write that takes the database's single write lock
+    (waiting up to the busy timeout)."""
+    if session.get_bind().dialect.name == "postgresql":
+        statement = (
+            "SELECT id FROM round_tasks WHERE round_id = :r AND task_version_id = :t FOR UPDATE"
+        )
+    else:
+        statement = "UPDATE round_tasks SET id = id WHERE round_id = :r AND task_version_id = :t"
+    session.exec(text(statement).bindparams(r=round_id, t=task_version_id))
+
+
+def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | None:
+    rounds = select(ReviewRound).order_by(ReviewRound.created_at.desc())
+    if name:
+        rounds = rounds.where(ReviewRound.name == name)
+    return session.exec(rounds.limit(1)).first()
+
+
+def round_member_ids(*, session: Session, round_id: int) -> set[int]:
+    from itsmreview.review.models import RoundExpert
+
+    return set(
+        session.exec(select(RoundExpert.expert_id).where(RoundExpert.round_id == round_id)).all()
+    )
+
+
+def round_members(*, session: Session, round_id: int) -> list:
+    from itsmreview.review.models import RoundExpert
+
+    return list(session.exec(select(RoundExpert).where(RoundExpert.round_id == round_id)).all())
+
+
+def open_reservation(*, session: Session, round_id: int, expert_id: int, now) -> Assignment | None:
+    return session.exec(
+        select(Assignment).where(
+            Assignment.round_id == round_id,
+            Assignment.expert_id == expert_id,
+            Assignment.status == AssignmentStatus.reserved,
+            Assignment.reserved_until > now,
+        )
+    ).first()
+
+
+def reservations(
+    *, session: Session, round_id: int, expert_id: int | None = None
+) -> list[Assignment]:
+    query = select(Assignment).where(
+        Assignment.round_id == round_id, Assignment.status == AssignmentStatus.reserved
+    )
+    if expert_id is not None:
+        query = query.where(Assignment.expert_id == expert_id)
+    return list(session.exec(query).all())
+
+
+def assignment_of(
+    *, session: Session, round_id: int, task_version_id: int, expert_id: int
+) -> Assignment | None:
+    return session.exec(
+        select(Assignment).where(
+            Assignment.round_id == round_id,
+            Assignment.task_version_id == task_version_id,
+            Assignment.expert_id == expert_id,
+        )
+    ).first()
+
+
+def claim_candidates(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    expert_id: int,
+    expertise: Sequence[str] = (),
+    limit: int = 5,
+    skip_locked: bool = True,
+) -> list[tuple[int, int]]:
+    """(task version id, places held) of the best tasks the expert may still claim, best
+    first: short of k by the kept count, never had by the expert, not authored or edited by
+    them; the expert's personas first, then by priority, then the fewest places held.
+
+    The round's tasks are walked in priority order on an index and each is checked by index
+    look-ups as it comes, so a claim reads a few rows, not the round. On PostgreSQL the rows
+    are locked until the transaction ends, skipping rows another claim holds with
+    `skip_locked` (experts claiming at once take different tasks instead of queueing for
+    one), else waiting for them; SQLite's write lock already serialises claims."""
+    author = or_(Task.author_id == expert_id, TaskVersion.edited_by_id == expert_id)
+    fit = (
+        select(
+            case(
+                (author, 2),
+                *([(Task.persona.in_(list(expertise)), 0)] if expertise else []),
+                else_=1,
+            )
+        )
+        .select_from(TaskVersion)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(TaskVersion.id == RoundTask.task_version_id)
+        .scalar_subquery()
+    )
+    had = (
+        select(Assignment.id)
+        .where(
+            Assignment.round_id == review_round.id,
+            Assignment.task_version_id == RoundTask.task_version_id,
+            Assignment.expert_id == expert_id,
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    open_places = select(RoundTask.task_version_id, RoundTask.places_held).where(
+        RoundTask.round_id == review_round.id,
+        RoundTask.places_held < review_round.k,
+        had.is_(None),
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        # the look-ups per row make the planner's estimate large enough to compile the query
+        # (JIT), which costs ten times what the claim does
+        session.exec(text("SET LOCAL jit = off"))
+    order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
+    rows: list = []
+    for wanted in [0, 1] if expertise else [1]:  # the expert's personas first
+        # the look-ups run on a shortlist of the open tasks best by priority (a top-N of the
+        # open places, cheap), widened only when too few of it are left for this expert; the
+        # expertise pass looks at every open task (a match may sit anywhere)
+        for window in (None,) if wanted == 0 else CLAIM_SHORTLISTS:
+            query = open_places.where(fit == wanted)
+            if window is not None:
+                shortlist = (
+                    select(RoundTask.id)
+                    .where(
+                        RoundTask.round_id == review_round.id,
+                        RoundTask.places_held < review_round.k,
+                    )
+                    .order_by(*order)
+                    .limit(window)
+                )
+                query = query.where(RoundTask.id.in_(shortlist))
+            found = session.exec(
+                query.order_by(*order)
+                .limit(limit - len(rows))
+                .with_for_update(skip_locked=skip_locked, of=RoundTask)
+            ).all()
+            if len(rows) + len(found) >= limit or window is None:
+                break
+        rows += found
+        if len(rows) >= limit:
+            break
+    return [(version_id, held) for version_id, held in rows]
+
+
+CLAIM_SHORTLISTS = (64, 1024, None)  # None: every open task of the round
+
+
+def round_by_name(*, session: Session, name: str) -> ReviewRound | None:
+    return session.exec(select(ReviewRound).where(ReviewRound.name == name)).first()
+
+
+def round_task_ids(*, session: Session, round_id: int) -> list[int]:
+    return list(
+        session.exec(
+            select(RoundTask.task_version_id)
+            .where(RoundTask.round_id == round_id)
+            .order_by(RoundTask.priority.desc(), RoundTask.id)
+        ).all()
+    )
+
+
+def assignment_counts(*, session: Session, round_id: int) -> dict[int, int]:
+    rows = session.exec(
+        select(Assignment.expert_id, func.count())
+        .where(Assignment.round_id == round_id, holds_place(utcnow()))
+        .group_by(Assignment.expert_id)
+    ).all()
+    return {expert: count for expert, count in rows}
+
+
+def assignments_of_task(
+    *, session: Session, round_id: int, task_version_id: int, holding_only: bool = True
+) -> list[Assignment]:
+    """The task's assignments in the round: those holding a place, or all (released too)."""
+    query = select(Assignment).where(
+        Assignment.round_id == round_id, Assignment.task_version_id == task_version_id
+    )
+    if holding_only:
+        query = query.where(holds_place(utcnow()))
+    return list(session.exec(query).all())
+
+
+def round_progress(*, session: Session) -> dict[str, tuple[int, int]]:
+    """Per round name: (assigned, submitted) assignments that hold a place, counted in the
+    database (no frame: light commands stay light)."""
+    submitted = func.sum(case((Assignment.status == AssignmentStatus.submitted, 1), else_=0))
+    rows = session.exec(
+        select(ReviewRound.name, func.count(Assignment.id), submitted)
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .where(holds_place(utcnow()))
+        .group_by(ReviewRound.name)
+    ).all()
+    return {name: (int(assigned), int(done or 0)) for name, assigned, done in rows}
+
+
+def round_size(*, session: Session, round_id: int) -> int:
+    """How many task versions the round holds (an index count)."""
+    return session.exec(
+        select(func.count()).select_from(RoundTask).where(RoundTask.round_id == round_id)
+    ).one()
+
+
+def start_review_of_drafts(*, session: Session, round_id: int) -> None:
+    """The round's task versions that no round has decided on yet go in review, and so do
+    their tasks where that version is the newest (a task mirrors its newest version): two
+    statements, touching only those rows."""
+    in_round = select(RoundTask.task_version_id).where(RoundTask.round_id == round_id)
+    newest = (
+        select(func.max(TaskVersion.version))
+        .where(TaskVersion.task_id == Task.id)
+        .correlate(Task)
+        .scalar_subquery()
+    )
+    newest_drafts = select(TaskVersion.task_id).where(
+        TaskVersion.id.in_(in_round),
+        TaskVersion.status == "draft",
+        TaskVersion.task_id == Task.id,
+        TaskVersion.version == newest,
+    )
+    session.exec(
+        update(Task)
+        .where(newest_drafts.exists())
+        .values(status="in_review", updated_at=utcnow())
+        .execution_options(synchronize_session="fetch")
+    )
+    session.exec(
+        update(TaskVersion)
+        .where(TaskVersion.status == "draft", TaskVersion.id.in_(in_round))
+        .values(status="in_review")
+        .execution_options(synchronize_session="fetch")
+    )
+
+
+def round_task_sources(*, session: Session, round_id: int) -> Iterator[tuple[int, str | None]]:
+    """(round task id, source of its task version as JSON text) of every task of the round,
+    in batches (text: tasks sharing a source are weighed once)."""
+    yield from session.exec(
+        select(RoundTask.id, cast(TaskVersion.source, Text))
+        .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+        .where(RoundTask.round_id == round_id)
+        .execution_options(yield_per=5000)
+    )
+
+
+def set_round_task_priorities(*, session: Session, priorities: list[tuple[int, float]]) -> None:
+    """(round task id, priority) pairs: loaded in bulk into a temporary table, then applied
+    with one UPDATE (one statement per row costs seconds at 100,000 tasks on PostgreSQL)."""
+    if not priorities:
+        return
+    temporary = "round_task_priority_load"
+    drop = " ON COMMIT DROP" if session.get_bind().dialect.name == "postgresql" else ""
+    session.exec(
+        text(f"CREATE TEMPORARY TABLE {temporary} (id INTEGER PRIMARY KEY, priority FLOAT){drop}")
+    )
+    bulk_insert(session, temporary, ("id", "priority"), priorities)
+    session.exec(
+        text(
+            f"UPDATE round_tasks SET priority = (SELECT p.priority FROM {temporary} p "
+            f"WHERE p.id = round_tasks.id) WHERE id IN (SELECT id FROM {temporary})"
+        )
+    )
+    session.exec(text(f"DROP TABLE {temporary}"))
