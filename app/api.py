@@ -28,10 +28,10 @@ from itsmreview.errors import (
 from itsmreview.exports.service import export_set, verify_export
 from itsmreview.ledger.evidence.service import verify_ledger
 from itsmreview.review.gate.item_agreement import round_agreement
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
 
 __all__ = [
     # the database

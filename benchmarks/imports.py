@@ -105,7 +105,7 @@ def import_tasks_file(db: Path, path: Path, dry_run: bool) -> None:
 def import_checks_file(db: Path, path: Path) -> None:
     from itsmreview.cli.base import operator
     from itsmreview.db import session_scope
-    from itsmreview.review.checks import import_checks
+    from itsmreview.review.ratings.checks import import_checks
 
     engine = _engine(db)
     with session_scope(engine) as session:

@@ -538,8 +538,8 @@ def group_write(submits: int = 20) -> dict:
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
     from itsmreview.review.gate.service import current_gate, recompute_statuses
+    from itsmreview.review.ratings.service import submit_rating
     from itsmreview.review.rounds.assignment import claim_next
-    from itsmreview.review.service import submit_rating
 
     claims, writes = [], []
     for n in range(submits):
@@ -648,8 +648,8 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope, write_transaction
     from itsmreview.review.gate.service import current_gate
+    from itsmreview.review.ratings.service import submit_rating
     from itsmreview.review.rounds.assignment import claim_next
-    from itsmreview.review.service import submit_rating
 
     # the page knows its logged-in expert and shows the rubric before a claim or a submit
     with session_scope() as session:

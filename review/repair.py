@@ -34,6 +34,7 @@ from itsmreview.review.models import (
     Rubric,
     TaskRepair,
 )
+from itsmreview.review.ratings import queries as ratings_queries
 from itsmreview.review.rounds.service import own_assignment
 from itsmreview.review.rubrics.service import RubricDefinition
 from pydantic import ValidationError
@@ -375,7 +376,9 @@ def _carry_review(
     (`requeue_revisions`, a repair iteration); a version never in a round stays a draft."""
     if before.status == TaskStatus.draft:
         return
-    for round_id in queries.open_rounds_of_versions(session=session, task_version_ids=[before.id]):
+    for round_id in ratings_queries.open_rounds_of_versions(
+        session=session, task_version_ids=[before.id]
+    ):
         place = queries.round_task_row(
             session=session, round_id=round_id, task_version_id=before.id
         )

@@ -23,7 +23,7 @@ def checks_import(
 ) -> None:
     """Import external check results (structure, reproducibility, ...); a failed check
     blocks the task's approval."""
-    from itsmreview.review.checks import import_checks
+    from itsmreview.review.ratings.checks import import_checks
 
     ensure_schema()
     with open_session() as session:

@@ -18,14 +18,14 @@ from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
-from itsmreview.review import queries as review_queries
-from itsmreview.review.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
+from itsmreview.review.ratings import queries as review_queries
+from itsmreview.review.ratings.completeness import activities_of, add_activities, submit_review
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
 from itsmreview.storage import get_storage
 from sqlmodel import Session
 

@@ -1,7 +1,7 @@
 """Task, source-variant and rubric widgets of the rating page."""
 
 import streamlit as st
-from itsmreview.review.view import AssignmentView
+from itsmreview.review.ratings.expert_view import AssignmentView
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import text_table
@@ -180,8 +180,8 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
 def turn_note_form(view: AssignmentView, transcript, user) -> None:
     """Flag or comment one turn of a transcript; the expert's notes are listed below."""
     from itsmreview.db import session_scope
-    from itsmreview.review.service import add_turn_note
-    from itsmreview.review.view import turn_notes_of_assignment
+    from itsmreview.review.ratings.expert_view import turn_notes_of_assignment
+    from itsmreview.review.ratings.service import add_turn_note
 
     key = f"note-{view.assignment.id}-{transcript.id}"
     with st.form(key, clear_on_submit=True):

@@ -5,7 +5,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.coverage.overview import log_names
 from itsmreview.db import session_scope
-from itsmreview.review.completeness import (
+from itsmreview.review.ratings.completeness import (
     add_activities,
     checklist,
     persona_activity_list,

@@ -4,9 +4,9 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, write_transaction
 from itsmreview.errors import ItsmReviewError
+from itsmreview.review.ratings.expert_view import assignment_view, expert_queue, expert_rounds
+from itsmreview.review.ratings.service import save_draft, submit_rating
 from itsmreview.review.rounds.assignment import claim_next
-from itsmreview.review.service import save_draft, submit_rating
-from itsmreview.review.view import assignment_view, expert_queue, expert_rounds
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.keys import rubric_keys

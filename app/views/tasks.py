@@ -4,9 +4,9 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.task_list import declared_variants, filter_choices, task_detail, task_table
 from itsmreview.db import session_scope
-from itsmreview.review.checks import checks_of_version
+from itsmreview.review.ratings.checks import checks_of_version
+from itsmreview.review.ratings.expert_view import rating_history, turn_notes_of_task
 from itsmreview.review.repair import repair_iterations
-from itsmreview.review.view import rating_history, turn_notes_of_task
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.tables import readable

@@ -14,10 +14,10 @@ from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope
 from itsmreview.exports.service import export_set
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
 from sqlmodel import select
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)

@@ -13,10 +13,12 @@ from itsmreview.errors import InvalidInput
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import verify_chain
 from itsmreview.review import queries
-from itsmreview.review.checks import import_checks
 from itsmreview.review.dashboard import audit_scores
 from itsmreview.review.gate.service import recompute_statuses, set_gate
 from itsmreview.review.models import Assignment, RoundTask, TaskRepair
+from itsmreview.review.ratings import queries as ratings_queries
+from itsmreview.review.ratings.checks import import_checks
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.repair import (
     decide_proposal,
     feedback,
@@ -27,7 +29,6 @@ from itsmreview.review.repair import (
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
 from sqlmodel import select
 
 PASS, WARN, FAIL, BLOCKED = 3, 2, 1, 0
@@ -285,9 +286,9 @@ def test_a_bad_checks_file_names_every_problem_and_stores_nothing(session, tmp_p
         import_checks(unknown, session=session, actor=lead)
     assert "check 2: no task 'nope'" in str(raised.value)
     assert "check 3: task 't0' has no version 9" in str(raised.value)
-    assert queries.checks_of(session=session, task_version_id=1) == []
+    assert ratings_queries.checks_of(session=session, task_version_id=1) == []
     huge = _checks_file(tmp_path, [{"task": "t0", "check": "s", "status": "pass"}] * 3, "big.json")
-    import itsmreview.review.checks as checks_module
+    from itsmreview.review.ratings import checks as checks_module
 
     limit = checks_module.MAX_CHECKS_BYTES
     checks_module.MAX_CHECKS_BYTES = 40
@@ -534,7 +535,7 @@ def test_feedback_markdown_shows_an_imported_check_summary_as_written():
 def test_checks_re_decide_the_same_one_task_at_a_time_or_in_one_pass(
     session, tmp_path, monkeypatch, one_by_one
 ):
-    import itsmreview.review.checks as checks_module
+    from itsmreview.review.ratings import checks as checks_module
 
     monkeypatch.setattr(checks_module, "REDECIDE_ONE_BY_ONE", one_by_one)
     lead, experts = _people(session)

@@ -11,12 +11,12 @@ from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, PermissionDenied
 from itsmreview.ledger.service import verify_chain
 from itsmreview.review.models import Assignment, AssignmentStatus, Rating
-from itsmreview.review.queries import queue_frame
+from itsmreview.review.ratings.expert_view import expert_queue
+from itsmreview.review.ratings.queries import queue_frame
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.assignment import claim_next, close_round, reassign, release_expired
 from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
-from itsmreview.review.view import expert_queue
 from sqlmodel import Session, select
 
 
@@ -147,8 +147,8 @@ def test_round_members_and_removal(session):
 def test_turn_notes_belong_to_the_experts_own_transcript(session):
     from itsmreview.catalog.models import Transcript
     from itsmreview.errors import InvalidInput
-    from itsmreview.review.queries import turn_notes
-    from itsmreview.review.service import add_turn_note
+    from itsmreview.review.ratings.queries import turn_notes
+    from itsmreview.review.ratings.service import add_turn_note
 
     lead, _ = create_user(session=session, username="lead", role="lead", password="lead-pass")
     a, _ = create_user(session=session, username="ea", role="expert", password="expert-pass")

@@ -3,7 +3,7 @@ from itsmreview.accounts.service import create_user
 from itsmreview.catalog.native import parse_bundle
 from itsmreview.catalog.service import import_tasks
 from itsmreview.errors import InvalidInput, PermissionDenied
-from itsmreview.review.completeness import (
+from itsmreview.review.ratings.completeness import (
     activities_of,
     add_activities,
     checklist,

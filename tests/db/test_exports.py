@@ -34,7 +34,7 @@ def _export(reviewed, out, **options):
 
 
 def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
-    from itsmreview.review.checks import import_checks
+    from itsmreview.review.ratings.checks import import_checks
 
     checks = reviewed["tmp"] / "checks.json"
     checks.write_text(

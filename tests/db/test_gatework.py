@@ -19,9 +19,9 @@ from itsmreview.review.gate import work as gatework
 from itsmreview.review.gate.round_data import load_round
 from itsmreview.review.gate.service import gate_decisions, queue_built_at
 from itsmreview.review.models import Assignment, RoundCoincidence
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
 from itsmreview.settings import get_settings
 from sqlmodel import Session, select
 from typer.testing import CliRunner

@@ -15,8 +15,8 @@ from itsmreview.cli.base import operator
 from itsmreview.db import session_scope
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review import checks as checks_module
-from itsmreview.review.checks import import_checks
+from itsmreview.review.ratings import checks as checks_module
+from itsmreview.review.ratings.checks import import_checks
 from itsmreview.schema import metadata
 from sqlalchemy import func, select
 from typer.testing import CliRunner

@@ -77,13 +77,13 @@ def _build(url: str, data_dir: Path) -> None:
     from itsmreview.exports.service import export_set
     from itsmreview.review.assist import client as model_client
     from itsmreview.review.assist.rater import run_model_review, start_model_review
-    from itsmreview.review.checks import import_checks
     from itsmreview.review.gate.service import set_gate
     from itsmreview.review.models import Assignment
+    from itsmreview.review.ratings.checks import import_checks
+    from itsmreview.review.ratings.service import submit_rating
     from itsmreview.review.reliability import adjudicate
     from itsmreview.review.repair import decide_proposal, propose_resolution
     from itsmreview.review.rubrics.service import load_rubric
-    from itsmreview.review.service import submit_rating
 
     engine = db_module.create_db_engine(url)
     db_module.upgrade_database(engine)

@@ -145,7 +145,7 @@ def test_agreement_and_alpha_cli(configured, tmp_path):
 
 def test_drafts_never_count_and_submit_replaces_them(session, demo):
     from itsmreview.review.models import Assignment, AssignmentStatus, Rating
-    from itsmreview.review.service import save_draft, submit_rating
+    from itsmreview.review.ratings.service import save_draft, submit_rating
 
     expert = demo["expert1"]
     open_one = session.exec(
@@ -269,7 +269,7 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monk
     from itsmreview.review import dashboard as dashboard_module
     from itsmreview.review.dashboard import dashboard
     from itsmreview.review.models import Assignment, AssignmentStatus
-    from itsmreview.review.service import submit_rating
+    from itsmreview.review.ratings.service import submit_rating
 
     computed = []
 
@@ -400,7 +400,7 @@ def test_submits_keep_the_stored_alpha_and_statuses_equal_to_a_full_recompute(se
     from itsmreview.review.gate.agreement import alpha_of_counts
     from itsmreview.review.gate.service import set_gate
     from itsmreview.review.models import Assignment, AssignmentStatus
-    from itsmreview.review.service import submit_rating
+    from itsmreview.review.ratings.service import submit_rating
 
     data, _, _ = _slow_statuses(session)
     dimensions = [d.key for d in data.rubric.dimensions]
@@ -522,8 +522,8 @@ def _assert_queue_as_recomputed(session, lead) -> int:
 def _revise(session, version_id: int, value: int, verdict: str) -> None:
     """The first human rater of a task submits a new revision with every dimension at
     `value` (a submit, as the expert's page makes it)."""
+    from itsmreview.review.ratings.service import submit_rating
     from itsmreview.review.rubrics.service import load_rubric
-    from itsmreview.review.service import submit_rating
 
     rating = session.exec(
         select(Rating)
@@ -552,10 +552,10 @@ def test_the_adjudication_queue_stays_what_a_recomputation_gives(
     decisions made from scratch: a whole-round decision, a rebuild of a lost queue, an
     inline submit, a queued one applied by the worker, an adjudication, a machine check and
     a gate change."""
-    from itsmreview.review.checks import import_checks
     from itsmreview.review.dashboard import dashboard
     from itsmreview.review.gate import work as gatework
     from itsmreview.review.gate.service import set_gate
+    from itsmreview.review.ratings.checks import import_checks
     from itsmreview.settings import get_settings
     from itsmreview.summaries.models import QueuedAdjudication, Summary
 

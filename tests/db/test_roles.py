@@ -16,14 +16,14 @@ from itsmreview.ledger.evidence.service import (
     record_source,
     summary_for,
 )
-from itsmreview.review.completeness import add_activities, report, submit_review
 from itsmreview.review.dashboard import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
+from itsmreview.review.ratings.completeness import add_activities, report, submit_review
+from itsmreview.review.ratings.expert_view import assignment_view, expert_queue, rating_history
+from itsmreview.review.ratings.service import save_draft
 from itsmreview.review.repair import import_as
 from itsmreview.review.rounds.assignment import claim_next, close_round
-from itsmreview.review.service import save_draft
-from itsmreview.review.view import assignment_view, expert_queue, rating_history
 
 LEAD_ONLY = [
     lambda s, u: dashboard(session=s, actor=u, bootstrap=0),

@@ -7,10 +7,10 @@ from itsmreview.errors import Conflict, InvalidInput, PermissionDenied
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import append_entry, verify_chain
 from itsmreview.review.models import Assignment, Rating
+from itsmreview.review.ratings.expert_view import assignment_view
+from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from itsmreview.review.service import submit_rating
-from itsmreview.review.view import assignment_view
 from sqlmodel import select, text
 
 TASK = {

@@ -8,9 +8,9 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
 from itsmreview.errors import NotFound
-from itsmreview.review import queries
-from itsmreview.review.checks import checks_frame
 from itsmreview.review.models import Assignment, Rating, ReviewRound, Rubric
+from itsmreview.review.ratings import queries
+from itsmreview.review.ratings.checks import checks_frame
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rounds.service import own_assignment
 from itsmreview.review.rubrics.service import RubricDefinition

@@ -14,8 +14,8 @@ from itsmreview.coverage import queries as coverage_queries
 from itsmreview.db import utcnow
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import queries
 from itsmreview.review.models import CompletenessReview, PersonaActivity
+from itsmreview.review.ratings import queries
 from sqlmodel import Session
 
 

@@ -1,4 +1,4 @@
-"""Review rounds, k-overlap assignment and rating submission (service layer, role-checked)."""
+"""An expert's ratings: submit and revise (queued for the gate), drafts, turn notes."""
 
 from collections.abc import Mapping, Sequence
 
@@ -9,7 +9,6 @@ from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import chain_at_commit
-from itsmreview.review import queries
 from itsmreview.review.commitments import rating_content
 from itsmreview.review.gate import work as gatework
 from itsmreview.review.models import (
@@ -23,6 +22,7 @@ from itsmreview.review.models import (
     TurnNote,
     Verdict,
 )
+from itsmreview.review.ratings import queries
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rounds.assignment import places_taken_now
 from itsmreview.review.rounds.service import check_own, own_assignment

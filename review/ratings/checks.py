@@ -17,9 +17,9 @@ from itsmreview.errors import InvalidInput
 from itsmreview.files import parse_json, read_text_bounded
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entries
-from itsmreview.review import queries
 from itsmreview.review.commitments import check_row_content
 from itsmreview.review.models import ReviewRound, Rubric
+from itsmreview.review.ratings import queries
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session
 
