@@ -5,15 +5,9 @@ The canonical table has the columns `case_id`, `activity`, `timestamp` (UTC),
 case order of first appearance, then timestamp, ties kept in file order.
 """
 
-import bz2
-import codecs
 import csv
-import gzip
 import hashlib
 import json
-import lzma
-import re
-import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,6 +18,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+from itsmreview.coverage.filechecks import (
+    Limits,
+    check_columns,
+    check_encoding,
+    check_file,
+    check_inflated_size,
+    check_size,
+    check_unique,
+    check_xes,
+    corrupt_message,
+    csv_error,
+    header_sample,
+)
 
 ROLE_PREFIX = "role:"
 XES_CASE, XES_ACTIVITY, XES_TIMESTAMP, XES_RESOURCE = (
@@ -135,129 +142,6 @@ ARROW_UTF8 = {"utf-8", "utf8", "utf-8-sig", "utf_8", "utf_8_sig"}
 SMALL_CSV_BYTES = 64 * 2**20
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds checked while reading a log, before they can fill memory."""
-
-    max_bytes: int = 4 * 2**30
-    max_row_bytes: int = 4 * 2**20
-    min_year: int = 1970
-    max_year: int = 2100
-
-    @classmethod
-    def from_settings(cls) -> "Limits":
-        from itsmreview.settings import get_settings
-
-        settings = get_settings()
-        return cls(
-            settings.max_log_bytes,
-            settings.max_log_row_bytes,
-            settings.timestamp_min_year,
-            settings.timestamp_max_year,
-        )
-
-
-_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-
-
-def _compression(path: Path):
-    return _OPENERS.get(path.suffix.lower())
-
-
-def _check_inflated_size(path: Path, limits: Limits) -> None:
-    """For a compressed file, inflate it once in bounded blocks and stop as soon as it passes
-    the size limit: a 1 MB archive can hold terabytes of zeros. Uncompressed files are
-    checked by their size alone."""
-    opener = _compression(path)
-    if opener is None:
-        return
-    total = 0
-    try:
-        with opener(path, "rb") as handle:
-            while block := handle.read(1 << 20):
-                total += len(block)
-                if total > limits.max_bytes:
-                    raise ValueError(
-                        f"{path}: decompresses to more than {limits.max_bytes:,} bytes; raise "
-                        "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
-                    )
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise ValueError(_corrupt(path, exc)) from None
-
-
-def _corrupt(path: Path, exc: BaseException) -> str:
-    return (
-        f"{path}: the compressed file is truncated or corrupt ({exc}); download or compress it "
-        "again"
-    )
-
-
-def _check_size(path: Path, limits: Limits) -> None:
-    size = path.stat().st_size
-    if size > limits.max_bytes:
-        raise ValueError(
-            f"{path}: {size:,} bytes, over the limit of {limits.max_bytes:,}; raise "
-            "ITSMREVIEW_MAX_LOG_BYTES if the log really is this large"
-        )
-
-
-def check_file(path: Path, limits: Limits | None = None, *, what: str = "log") -> None:
-    """ValueError unless `path` is a regular file within the size limit, checked from its
-    metadata alone, before anything reads or hashes it: a FIFO would block, a device never
-    ends, and a file over the limit would be hashed for minutes before being refused."""
-    limits = limits or Limits.from_settings()
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file ({what})") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ValueError(f"{path}: is a folder; give the {what} file inside it")
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
-        raise ValueError(f"{path}: is {kind}, not a regular file; copy the {what} into a file")
-    _check_size(path, limits)
-
-
-def check_encoding(encoding: str) -> None:
-    """ValueError unless `encoding` names a Python text codec (rot13 or zlib name codecs,
-    but not ones that turn bytes into text)."""
-    try:
-        info = codecs.lookup(encoding)
-    except (LookupError, TypeError, ValueError):
-        info = None
-    if info is None or not getattr(info, "_is_text_encoding", True):
-        raise ValueError(
-            f"unknown encoding {encoding!r}; use a Python codec name such as utf-8, latin-1 or "
-            "cp1252"
-        ) from None
-
-
-def _header_sample(path: Path, limits: Limits) -> bytes:
-    """The file's first row (decompressed), read in a bounded amount."""
-    opener = _compression(path)
-    try:
-        with opener(path, "rb") if opener else open(path, "rb") as handle:
-            sample = handle.read(min(limits.max_row_bytes, 1 << 20))
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise ValueError(_corrupt(path, exc)) from None
-    if not sample.strip():
-        raise ValueError(f"{path}: the file is empty; a CSV log starts with a header row")
-    end = sample.find(b"\n")
-    header = sample if end < 0 else sample[:end]
-    if b"\x00" in header:
-        raise ValueError(
-            f"{path}: the first row holds NUL bytes, so this is not a text CSV file (a binary "
-            "or sparse file?); export the log as CSV text"
-        )
-    if end < 0 and len(sample) >= min(limits.max_row_bytes, 1 << 20):
-        raise ValueError(
-            f"{path}: the header row is longer than {len(sample):,} bytes; is this a CSV log?"
-        )
-    return header
-
-
 def csv_columns(
     path: Path, sep: str = ",", encoding: str = "utf-8-sig", limits: Limits | None = None
 ) -> list[str]:
@@ -266,7 +150,7 @@ def csv_columns(
     check_encoding(encoding)
     if len(sep) != 1:
         raise ValueError(f"separator {sep!r} must be a single character, e.g. ',' or ';'")
-    header = _header_sample(path, limits or Limits.from_settings())
+    header = header_sample(path, limits or Limits.from_settings())
     try:
         text = header.decode(encoding).rstrip("\r")
     except UnicodeDecodeError as exc:
@@ -291,26 +175,13 @@ def guess_separator(path: Path, limits: Limits | None = None) -> str:
     >>> guess_separator(folder / "bpi.csv")
     ';'
     """
-    text = _header_sample(path, limits or Limits.from_settings()).decode("latin-1")
+    text = header_sample(path, limits or Limits.from_settings()).decode("latin-1")
 
     def columns(sep: str) -> int:
         return len(next(csv.reader([text], delimiter=sep), []))
 
     best = max(CANDIDATE_SEPARATORS, key=lambda sep: (columns(sep), sep == ","))
     return best if columns(best) > 1 else ","
-
-
-def _check_unique(path: Path, wanted: list[str], present: list[str]) -> None:
-    """A mapped column whose name the header repeats is ambiguous: refuse it, naming both
-    places (unmapped repeated names are harmless)."""
-    for name in wanted:
-        at = [i for i, column in enumerate(present, start=1) if column == name]
-        if len(at) > 1:
-            raise ValueError(
-                f"{path}: column name {name!r} appears {len(at)} times in the header (columns "
-                f"{', '.join(map(str, at))}); rename the copies so that the mapped column is "
-                "named once"
-            )
 
 
 def log_columns(path: Path, sep: str = ",", encoding: str = "utf-8-sig") -> list[str]:
@@ -324,7 +195,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
     """The file as an Arrow table: CSV columns as text, XES and parquet columns as typed."""
     limits = limits or Limits.from_settings()
     fmt = log_format(path)
-    _check_size(path, limits)
+    check_size(path, limits)
     if fmt == "xes":
         frame = _read_xes(path, limits)
         if mapping is not None:
@@ -338,7 +209,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
             ]
             wanted = list(dict.fromkeys(c for c in wanted if c))
             # checked here, against every key the file has, before the others are dropped
-            _check_columns(path, wanted, [str(c) for c in frame.columns], mapping.sep)
+            check_columns(path, wanted, [str(c) for c in frame.columns], mapping.sep)
             frame = frame[wanted]
         return pa.Table.from_pandas(frame, preserve_index=False)
     if fmt == "parquet":
@@ -351,8 +222,8 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
     wanted = list(dict.fromkeys(c for c in wanted if c))
     present = csv_columns(path, mapping.sep, mapping.encoding, limits)
-    _check_columns(path, wanted, present, mapping.sep)
-    _check_unique(path, wanted, present)
+    check_columns(path, wanted, present, mapping.sep)
+    check_unique(path, wanted, present)
     encoding = "utf8" if mapping.encoding.lower() in ARROW_UTF8 else mapping.encoding
     # text columns are dictionary-encoded while parsing (in parallel), timestamps stay text
     dictionary = pa.dictionary(pa.int32(), pa.string())
@@ -361,7 +232,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
     # reserve tens of MiB of parsing buffers (large ones parse faster in 4 MiB blocks)
     small = path.stat().st_size < SMALL_CSV_BYTES
     block_size = min((1 << 20) if small else (1 << 22), limits.max_row_bytes)
-    _check_inflated_size(path, limits)
+    check_inflated_size(path, limits)
     try:
         table = pacsv.read_csv(
             path,
@@ -379,56 +250,6 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
     except (pa.ArrowInvalid, UnicodeDecodeError, OSError, EOFError) as exc:
         raise ValueError(csv_error(path, exc, mapping.encoding, block_size)) from None
     return table.unify_dictionaries()
-
-
-def _long_line(path: Path, limit: int) -> int | None:
-    """The number of the first line longer than `limit` bytes (read in bounded blocks)."""
-    opener = _compression(path)
-    line, length = 1, 0
-    try:
-        with opener(path, "rb") if opener else open(path, "rb") as handle:
-            while block := handle.read(1 << 20):
-                for part in block.split(b"\n")[:-1] if b"\n" in block else []:
-                    if length + len(part) > limit:
-                        return line
-                    line, length = line + 1, 0
-                length += len(block) - (block.rfind(b"\n") + 1)
-                if length > limit:
-                    return line
-    except (OSError, EOFError, lzma.LZMAError):
-        return None
-    return None
-
-
-def csv_error(path: Path, exc: BaseException, encoding: str, block_size: int) -> str:
-    """What Arrow's CSV reader failed on, said with the file and the fix."""
-    text = str(exc)
-    first = text.splitlines()[0] if text else type(exc).__name__
-    if "UTF8" in text or isinstance(exc, UnicodeDecodeError):
-        return (
-            f"{path}: not readable as {encoding} ({first}); pass the file's encoding, e.g. "
-            "--encoding latin-1"
-        )
-    if "straddl" in text:
-        line = _long_line(path, block_size)
-        where = f"line {line:,}: " if line else ""
-        return (
-            f"{path}: a row is longer than {block_size:,} bytes ({where}a quote left open, or "
-            "binary data); fix the row, or raise ITSMREVIEW_MAX_LOG_ROW_BYTES"
-        )
-    if isinstance(exc, (OSError, EOFError)) and not isinstance(exc, pa.ArrowException):
-        return _corrupt(path, exc)
-    row = re.search(r"[Rr]ow #?(\d+)", text)
-    where = f" (near row {row.group(1)})" if row else ""
-    counts = re.search(r"Expected (\d+) columns, got (\d+): ?(.*)", first)
-    if counts:
-        shown = counts.group(3)[:80].encode("unicode_escape").decode("ascii")
-        return (
-            f"{path}: a CSV row has {counts.group(2)} fields where the header has "
-            f"{counts.group(1)} (the row starts {shown!r}); check the separator and the quoting "
-            "of that row"
-        )
-    return f"{path}: cannot parse the CSV{where}: {first}"
 
 
 def fit_standard_keys(mapping: ColumnMapping, present: list[str]) -> ColumnMapping:
@@ -466,30 +287,11 @@ def standard_mapping(
     )
 
 
-def _check_xes(path: Path, limits: Limits) -> None:
-    """Refuse an XES with a DTD (entity expansion, external entities: XES never needs one)
-    and, for a compressed file, one that inflates past the size limit, before pm4py parses."""
-    opener = _compression(path)
-    try:
-        with opener(path, "rb") if opener else open(path, "rb") as handle:
-            prolog = handle.read(1 << 16)
-            root = prolog.find(b"<log")
-            head = prolog if root < 0 else prolog[:root]
-            if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
-                raise ValueError(
-                    f"{path}: declares a DTD or entities (<!DOCTYPE/<!ENTITY>), which XES never "
-                    "needs and which can expand or read other files; remove the declaration"
-                )
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise ValueError(_corrupt(path, exc)) from None
-    _check_inflated_size(path, limits)
-
-
 def _read_xes(path: Path, limits: Limits) -> pd.DataFrame:
     import pm4py
     from lxml import etree
 
-    _check_xes(path, limits)
+    check_xes(path, limits)
     try:
         try:
             frame = pm4py.read_xes(
@@ -500,23 +302,10 @@ def _read_xes(path: Path, limits: Limits) -> pd.DataFrame:
     except etree.XMLSyntaxError as exc:
         raise ValueError(f"{path}: not a well-formed XES (XML) file: {exc}") from None
     except (OSError, EOFError) as exc:
-        raise ValueError(_corrupt(path, exc)) from None
+        raise ValueError(corrupt_message(path, exc)) from None
     if frame is None or len(frame) == 0:
         raise ValueError(f"{path}: the XES file holds no events")
     return frame
-
-
-def _check_columns(path: Path, wanted: list[str], present: list[str], sep: str) -> None:
-    missing = [c for c in wanted if c not in present]
-    if not missing:
-        return
-    hint = ""
-    if len(present) == 1 and sep in (",", ";", "\t"):
-        hint = f" (only one column was found: is the separator {sep!r} right?)"
-    raise ValueError(
-        f"{path}: mapped column(s) {', '.join(repr(c) for c in missing)} not in the file{hint}; "
-        f"columns present: {', '.join(repr(c) for c in present)}"
-    )
 
 
 def _rows(mask: np.ndarray, header_rows: int) -> list[int]:
@@ -597,7 +386,7 @@ def normalise(
     if table.num_rows == 0:
         raise ValueError(f"{source}: the log has no events")
     wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
-    _check_columns(Path(source), [c for c in wanted if c], table.column_names, mapping.sep)
+    check_columns(Path(source), [c for c in wanted if c], table.column_names, mapping.sep)
     case_codes, case_labels = _encode_checked(table, mapping.case, source)
     act_codes, act_labels = _encode_checked(table, mapping.activity, source)
     for label, column, codes in (

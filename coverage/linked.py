@@ -23,17 +23,19 @@ from itsmreview.coverage.eventlog import (
     DAY_FIRST,
     PRESETS,
     ColumnMapping,
-    Limits,
-    _check_columns,
-    _check_inflated_size,
-    check_encoding,
-    check_file,
     csv_columns,
-    csv_error,
     file_sha256,
     formats_of,
     parse_times,
     read_log,
+)
+from itsmreview.coverage.filechecks import (
+    Limits,
+    check_columns,
+    check_encoding,
+    check_file,
+    check_inflated_size,
+    csv_error,
 )
 from itsmreview.files import is_within, parse_yaml, read_text_bounded, safe_join
 from pydantic import (
@@ -398,7 +400,7 @@ def check_tables(
         else:
             wanted = _needed_columns(spec, table)
             present = csv_columns(path, spec.separator, spec.encoding, limits)
-        _check_columns(path, wanted, present, spec.separator)
+        check_columns(path, wanted, present, spec.separator)
 
 
 def file_digests(files: dict[str, Path]) -> dict[str, str]:
@@ -425,8 +427,8 @@ def _read_text_columns(
     line of each row (header = line 1)."""
     check_file(path, limits)
     present = csv_columns(path, spec.separator, spec.encoding, limits)
-    _check_columns(path, columns, present, spec.separator)
-    _check_inflated_size(path, limits)
+    check_columns(path, columns, present, spec.separator)
+    check_inflated_size(path, limits)
     block_size = min(1 << 22, limits.max_row_bytes)
     encoding = "utf8" if spec.encoding.lower().replace("_", "-") in ("utf-8", "utf8") else None
     try:

@@ -16,12 +16,11 @@ from itsmreview.coverage.eventlog import (
     PRESETS,
     XES_DEFAULT,
     ColumnMapping,
-    check_encoding,
-    check_file,
     file_sha256,
     log_format,
     read_log,
 )
+from itsmreview.coverage.filechecks import check_encoding, check_file
 from itsmreview.coverage.linked import (
     BPI2014,
     LinkedSpec,
