@@ -14,11 +14,11 @@ from itsmreview.errors import NotFound
 from itsmreview.exports import evidence, harbor, hf, native, queries, tau2
 from itsmreview.exports.bundle import Staging, jsonl
 from itsmreview.ledger.prov import ProvWriter
-from itsmreview.review import queries as review_queries
 from itsmreview.review.gate import item_agreement, round_data
 from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.repair import queries as review_queries
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session

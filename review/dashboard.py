@@ -18,7 +18,11 @@ from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.gate.service import queue_built_at
 from itsmreview.review.models import ReviewRound
-from itsmreview.review.reliability import QueuePage, adjudication_queue, build_adjudication_queue
+from itsmreview.review.repair.adjudication import (
+    QueuePage,
+    adjudication_queue,
+    build_adjudication_queue,
+)
 from itsmreview.summaries.service import Materialised, materialised
 from sqlmodel import Session
 

@@ -49,7 +49,7 @@ def proposals_list(
 ) -> None:
     """List proposed resolutions with their id, task, expert and status."""
     from itsmreview.review.gate.round_data import find_round
-    from itsmreview.review.repair import proposals_frame
+    from itsmreview.review.repair.service import proposals_frame
 
     ensure_schema()
     with open_session() as session:
@@ -66,7 +66,7 @@ def proposals_list(
 
 
 def _decide(proposal_id: int, accept: bool, reason: str) -> None:
-    from itsmreview.review.repair import decide_proposal
+    from itsmreview.review.repair.service import decide_proposal
 
     ensure_schema()
     with open_session() as session:

@@ -138,7 +138,7 @@ def round_feedback(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Write the feedback for the authors of the round's tasks that need revision."""
-    from itsmreview.review.repair import feedback, write_feedback
+    from itsmreview.review.repair.service import feedback, write_feedback
 
     ensure_schema()
     with open_session() as session:

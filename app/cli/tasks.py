@@ -46,7 +46,7 @@ def tasks_import(
 ) -> None:
     """Import tasks, or transcripts of existing tasks; all or nothing, unchanged tasks skipped.
     A new version of a task that needs revision in an open round goes back into its queue."""
-    from itsmreview.review.repair import import_path
+    from itsmreview.review.repair.service import import_path
 
     ensure_schema()
     with open_session() as session:
@@ -144,7 +144,7 @@ def tasks_list(
     type, simulator backbone and repair iterations."""
     from itsmreview.catalog.service import tasks_frame
     from itsmreview.catalog.state import normalise_difficulty, normalise_user_type
-    from itsmreview.review.repair import repair_iterations
+    from itsmreview.review.repair.service import repair_iterations
 
     try:
         difficulties = [normalise_difficulty(d) for d in difficulty or []]

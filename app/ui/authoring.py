@@ -7,7 +7,12 @@ import streamlit as st
 from itsmreview.db import session_scope
 from itsmreview.review.dashboard import GROUPINGS, round_authoring
 from itsmreview.review.gate.round_data import find_round
-from itsmreview.review.repair import decide_proposal, feedback, feedback_markdown, proposals_frame
+from itsmreview.review.repair.service import (
+    decide_proposal,
+    feedback,
+    feedback_markdown,
+    proposals_frame,
+)
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR, audit_score_chart, group_chart

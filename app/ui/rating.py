@@ -218,7 +218,7 @@ def turn_note_form(view: AssignmentView, transcript, user) -> None:
 
 def proposal_form(view: AssignmentView, user) -> None:
     """Propose another acceptable end state of the task; the expert's proposals are listed."""
-    from itsmreview.review.repair import propose_resolution
+    from itsmreview.review.repair.service import propose_resolution
 
     mine = view.proposals
     title = "Another acceptable resolution?" + (f" ({len(mine)} proposed)" if mine else "")

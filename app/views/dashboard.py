@@ -6,7 +6,7 @@ from itsmreview.db import session_scope
 from itsmreview.review.dashboard import dashboard
 from itsmreview.review.gate.item_agreement import alpha_over_time
 from itsmreview.review.gate.service import current_gate, set_gate
-from itsmreview.review.reliability import adjudicate
+from itsmreview.review.repair.adjudication import adjudicate
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.authoring import authoring_section

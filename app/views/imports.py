@@ -17,7 +17,7 @@ from itsmreview.coverage.overview import logs_table
 from itsmreview.coverage.service import import_log_as
 from itsmreview.db import session_scope
 from itsmreview.files import UnsafePath, safe_join
-from itsmreview.review.repair import import_as
+from itsmreview.review.repair.service import import_as
 from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require

@@ -6,7 +6,7 @@ from itsmreview.catalog.task_list import declared_variants, filter_choices, task
 from itsmreview.db import session_scope
 from itsmreview.review.ratings.checks import checks_of_version
 from itsmreview.review.ratings.expert_view import rating_history, turn_notes_of_task
-from itsmreview.review.repair import repair_iterations
+from itsmreview.review.repair.service import repair_iterations
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.tables import readable

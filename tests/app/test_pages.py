@@ -381,7 +381,7 @@ def test_the_adjudication_queue_is_searched_and_paged_on_the_dashboard(demo_conf
     picker = next(b for b in at.selectbox if b.label == "Task")
     assert len(picker.options) == len(waiting)  # a demo round's queue fits one page
     from itsmreview.db import session_scope
-    from itsmreview.review.queries import adjudication_queue_page
+    from itsmreview.review.repair.queries import adjudication_queue_page
 
     with session_scope() as session:
         wanted = adjudication_queue_page(session=session, round_id=1, offset=1, limit=1)

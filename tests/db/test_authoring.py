@@ -12,14 +12,14 @@ from itsmreview.catalog.task_list import filter_choices, task_table
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review import queries
 from itsmreview.review.dashboard import audit_scores
 from itsmreview.review.gate.service import recompute_statuses, set_gate
 from itsmreview.review.models import Assignment, RoundTask, TaskRepair
 from itsmreview.review.ratings import queries as ratings_queries
 from itsmreview.review.ratings.checks import import_checks
 from itsmreview.review.ratings.service import submit_rating
-from itsmreview.review.repair import (
+from itsmreview.review.repair import queries as repair_queries
+from itsmreview.review.repair.service import (
     decide_proposal,
     feedback,
     import_path,
@@ -358,7 +358,9 @@ def test_the_repair_loop_feeds_back_requeues_and_counts(session, tmp_path):
     assert [(r.iteration, r.from_version_id, r.to_version_id) for r in repairs] == [
         (1, versions[0], newest.id)
     ]
-    assert queries.repair_counts(session=session, task_ids=[task.id, task.id + 1]) == {task.id: 1}
+    assert repair_queries.repair_counts(session=session, task_ids=[task.id, task.id + 1]) == {
+        task.id: 1
+    }
     # importing the same file again changes nothing and requeues nothing
     assert import_path(fixed, session=session, actor_id=lead.id).requeued == []
     # a dry run never requeues
@@ -398,10 +400,10 @@ def test_a_lead_accepts_a_proposed_resolution_into_the_next_version(session):
     # the task was in review: its new version carries the review on, in the round
     assert first.accepted_version_id == newest.id
     assert (newest.status, task.status) == ("in_review", "in_review")
-    assert queries.round_task_row(
+    assert repair_queries.round_task_row(
         session=session, round_id=assignment.round_id, task_version_id=newest.id
     )
-    frame = queries.proposals_frame(session=session)
+    frame = repair_queries.proposals_frame(session=session)
     assert dict(zip(frame["id"], frame["status"], strict=True)) == {
         first.id: "accepted",
         second.id: "dismissed",
@@ -509,7 +511,7 @@ def test_the_cli_runs_an_audit_round_from_import_to_feedback(configured, tmp_pat
 
 
 def test_feedback_markdown_shows_an_imported_check_summary_as_written():
-    from itsmreview.review.repair import feedback_markdown
+    from itsmreview.review.repair.service import feedback_markdown
 
     item = {
         "task": "t0",

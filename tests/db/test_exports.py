@@ -269,7 +269,7 @@ def test_a_failing_export_leaves_no_partial_folder(reviewed):
 
 def test_a_gate_not_reached_needs_a_reason_recorded_in_manifest_and_ledger(reviewed):
     from itsmreview.review.gate.service import set_gate
-    from itsmreview.review.reliability import adjudicate
+    from itsmreview.review.repair.adjudication import adjudicate
 
     with session_scope() as session:
         lead = session.merge(reviewed["lead"])

@@ -13,13 +13,13 @@ from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.ledger.evidence.service import verify_ledger
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.review import queries
 from itsmreview.review.gate import cache as gatecache
 from itsmreview.review.gate import work as gatework
 from itsmreview.review.gate.round_data import load_round
 from itsmreview.review.gate.service import gate_decisions, queue_built_at
 from itsmreview.review.models import Assignment, RoundCoincidence
 from itsmreview.review.ratings.service import submit_rating
+from itsmreview.review.repair import queries as repair_queries
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
 from itsmreview.settings import get_settings
@@ -107,7 +107,7 @@ def assert_gate_as_recomputed(session, review_round) -> None:
     assert {s for v, s in stored.items() if v not in rated} <= {"in_review", "pending"}
     # the adjudication queue, started by the first decision, holds exactly the waiting tasks
     assert queue_built_at(session=session, round_id=review_round.id) is not None
-    assert queries.adjudication_queue_rows(session=session, round_id=review_round.id) == {
+    assert repair_queries.adjudication_queue_rows(session=session, round_id=review_round.id) == {
         v: "; ".join(d.reasons) for v, d in decisions.items() if d.status == "adjudication"
     }
 
@@ -203,10 +203,10 @@ def test_the_adjudication_queue_follows_every_batch(session, engine, mode, apply
     rate(session, experts[first.expert_id], first.id, 4, "accept")  # settles the first task
     while gatework.apply_batch(engine=engine, round_id=review_round.id, limit=1):
         # part applied: the queue holds the tasks whose stored status waits for a lead
-        waiting = queries.adjudication_queue_rows(session=session, round_id=review_round.id)
+        waiting = repair_queries.adjudication_queue_rows(session=session, round_id=review_round.id)
         assert set(waiting) == {v for v, s in statuses(session).items() if s == "adjudication"}
     assert_gate_as_recomputed(session, review_round)
-    waiting = queries.adjudication_queue_rows(session=session, round_id=review_round.id)
+    waiting = repair_queries.adjudication_queue_rows(session=session, round_id=review_round.id)
     assert set(waiting) == {versions[2]}  # 2 and 5: a spread of 3
     assert "span 3 points" in waiting[versions[2]]
 

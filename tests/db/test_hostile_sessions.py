@@ -28,8 +28,8 @@ from itsmreview.errors import InvalidInput, PermissionDenied
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.review.models import Assignment, Rating, ResolutionProposal
 from itsmreview.review.ratings.service import save_draft, submit_rating
-from itsmreview.review.reliability import adjudicate
-from itsmreview.review.repair import propose_resolution
+from itsmreview.review.repair.adjudication import adjudicate
+from itsmreview.review.repair.service import propose_resolution
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric

@@ -81,8 +81,8 @@ def _build(url: str, data_dir: Path) -> None:
     from itsmreview.review.models import Assignment
     from itsmreview.review.ratings.checks import import_checks
     from itsmreview.review.ratings.service import submit_rating
-    from itsmreview.review.reliability import adjudicate
-    from itsmreview.review.repair import decide_proposal, propose_resolution
+    from itsmreview.review.repair.adjudication import adjudicate
+    from itsmreview.review.repair.service import decide_proposal, propose_resolution
     from itsmreview.review.rubrics.service import load_rubric
 
     engine = db_module.create_db_engine(url)

@@ -23,7 +23,7 @@ from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import entry_content
 from itsmreview.review.gate.service import set_gate
 from itsmreview.review.ratings.service import submit_rating
-from itsmreview.review.reliability import adjudicate
+from itsmreview.review.repair.adjudication import adjudicate
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric

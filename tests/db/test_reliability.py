@@ -17,7 +17,7 @@ from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.models import Rating, RatingScore
-from itsmreview.review.reliability import adjudicate, disagreements
+from itsmreview.review.repair.adjudication import adjudicate, disagreements
 from sqlmodel import select
 from typer.testing import CliRunner
 
@@ -500,10 +500,10 @@ def test_packed_scores_give_what_the_score_rows_give(session, demo, monkeypatch)
 def _assert_queue_as_recomputed(session, lead) -> int:
     """The stored adjudication queue holds exactly the tasks a decision from scratch sends to
     a lead, each with the gate's reasons; returns how many wait."""
-    from itsmreview.review import queries
     from itsmreview.review.gate.round_data import find_round, load_round
     from itsmreview.review.gate.service import gate_decisions, queue_built_at
-    from itsmreview.review.reliability import adjudication_queue
+    from itsmreview.review.repair import queries as repair_queries
+    from itsmreview.review.repair.adjudication import adjudication_queue
 
     session.expire_all()
     review_round = find_round(session, None)
@@ -512,7 +512,10 @@ def _assert_queue_as_recomputed(session, lead) -> int:
     )
     expected = {v: "; ".join(d.reasons) for v, d in decisions.items() if d.status == "adjudication"}
     assert queue_built_at(session=session, round_id=review_round.id) is not None
-    assert queries.adjudication_queue_rows(session=session, round_id=review_round.id) == expected
+    assert (
+        repair_queries.adjudication_queue_rows(session=session, round_id=review_round.id)
+        == expected
+    )
     shown = adjudication_queue(session=session, actor=lead, per_page=10_000)
     assert shown.total == len(expected)
     assert dict(zip(shown.rows["task_version_id"], shown.rows["reasons"], strict=True)) == expected

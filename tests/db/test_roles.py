@@ -22,7 +22,7 @@ from itsmreview.review.models import Assignment
 from itsmreview.review.ratings.completeness import add_activities, report, submit_review
 from itsmreview.review.ratings.expert_view import assignment_view, expert_queue, rating_history
 from itsmreview.review.ratings.service import save_draft
-from itsmreview.review.repair import import_as
+from itsmreview.review.repair.service import import_as
 from itsmreview.review.rounds.assignment import claim_next, close_round
 
 LEAD_ONLY = [

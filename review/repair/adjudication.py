@@ -8,7 +8,6 @@ from itsmreview.accounts.service import require_role
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import queries
 from itsmreview.review.commitments import adjudication_content
 from itsmreview.review.gate.approval import Decision, TaskRatings, decide
 from itsmreview.review.gate.queries import pending as pending_queries
@@ -23,6 +22,7 @@ from itsmreview.review.gate.service import (
     redecide_task,
 )
 from itsmreview.review.models import Adjudication, ReviewRound, Rubric, Verdict
+from itsmreview.review.repair import queries
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session

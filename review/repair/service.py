@@ -23,7 +23,6 @@ from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.files import jsonl_and_markdown, write_text_atomically
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
-from itsmreview.review import queries
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.models import (
     ProposalStatus,
@@ -35,6 +34,7 @@ from itsmreview.review.models import (
     TaskRepair,
 )
 from itsmreview.review.ratings import queries as ratings_queries
+from itsmreview.review.repair import queries
 from itsmreview.review.rounds.service import own_assignment
 from itsmreview.review.rubrics.service import RubricDefinition
 from pydantic import ValidationError
