@@ -114,56 +114,91 @@ def import_log(
     """
     path = Path(path)
     linked = {k: v for k, v in (linked or {}).items() if v is not None}
-    tables, spec = None, None
-    if linked_spec is not None:
-        if preset or mapping:
-            raise InvalidInput("a linked-tables spec names the columns itself: drop --preset")
-        try:
-            spec = spec_from_file(linked_spec)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-    elif preset == "bpi2014" and (path.is_dir() or linked):
-        spec = BPI2014
-        if mapping is not None:
-            # reading options given with the preset (--encoding, --sep, --na) read every table
-            resolve_mapping(path, preset, mapping)
-            spec = BPI2014.model_copy(
-                update={
-                    "encoding": mapping.encoding,
-                    "separator": mapping.sep,
-                    "missing": list(dict.fromkeys([*BPI2014.missing, *mapping.na_values])),
-                }
-            )
-    elif linked:
-        raise InvalidInput("linked tables (incidents, interactions, changes) need --preset bpi2014")
-    elif path.is_dir():
-        raise InvalidInput(
-            f"{path}: is a folder; give the log file inside it (a folder of BPI 2014's four "
-            "tables is read with --preset bpi2014, other linked tables with --linked SPEC)"
-        )
-    if spec is not None:
-        try:
-            tables = linked_files(path, spec, linked)
-            check_tables(tables, spec, events_mapping(spec, mapping))
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from None
-    else:
+    spec = _linked_spec(path, preset=preset, mapping=mapping, linked=linked, spec_file=linked_spec)
+    if spec is None:
         try:  # kind and size from the metadata, before the file is hashed or read
             check_file(path)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-    if tables is not None:
-        return _import_linked(
+        return _import_file(
             path,
-            tables,
-            spec,
             session=session,
             name=name,
-            preset=preset or spec.name,
+            preset=preset,
+            mapping=mapping,
             actor_id=actor_id,
             progress=progress,
-            mapping=events_mapping(spec, mapping),
         )
+    try:
+        tables = linked_files(path, spec, linked)
+        check_tables(tables, spec, events_mapping(spec, mapping))
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    return _import_linked(
+        path,
+        tables,
+        spec,
+        session=session,
+        name=name,
+        preset=preset or spec.name,
+        actor_id=actor_id,
+        progress=progress,
+        mapping=events_mapping(spec, mapping),
+    )
+
+
+def _linked_spec(
+    path: Path,
+    *,
+    preset: str | None,
+    mapping: ColumnMapping | None,
+    linked: dict[str, Path],
+    spec_file: Path | None,
+) -> LinkedSpec | None:
+    """How the linked tables of an import are read, or None when `path` is one log file.
+    Raises InvalidInput for a spec file given with a preset or columns, linked tables without
+    `bpi2014`, or a folder that holds no linked tables."""
+    if spec_file is not None:
+        if preset or mapping:
+            raise InvalidInput("a linked-tables spec names the columns itself: drop --preset")
+        try:
+            return spec_from_file(spec_file)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+    if preset == "bpi2014" and (path.is_dir() or linked):
+        if mapping is None:
+            return BPI2014
+        # reading options given with the preset (--encoding, --sep, --na) read every table
+        resolve_mapping(path, preset, mapping)
+        return BPI2014.model_copy(
+            update={
+                "encoding": mapping.encoding,
+                "separator": mapping.sep,
+                "missing": list(dict.fromkeys([*BPI2014.missing, *mapping.na_values])),
+            }
+        )
+    if linked:
+        raise InvalidInput("linked tables (incidents, interactions, changes) need --preset bpi2014")
+    if path.is_dir():
+        raise InvalidInput(
+            f"{path}: is a folder; give the log file inside it (a folder of BPI 2014's four "
+            "tables is read with --preset bpi2014, other linked tables with --linked SPEC)"
+        )
+    return None
+
+
+def _import_file(
+    path: Path,
+    *,
+    session: Session,
+    name: str | None,
+    preset: str | None,
+    mapping: ColumnMapping | None,
+    actor_id: int | None,
+    progress: Progress | None,
+) -> ImportResult:
+    """A log in one file (CSV, XES, parquet), hashed while it is parsed; a small file, or
+    one imported from the same place before, is hashed first, so a re-import parses nothing."""
     report = progress or (lambda _stage, _fraction: None)
     mapping = resolve_mapping(path, preset, mapping)
     mapping = mapping or XES_DEFAULT
@@ -291,13 +326,7 @@ def _store_log(
             events_written = pool.submit(storage.write_frame, events, key, EVENTS_FILE)
             report("materialising variants", 0.5)
             mat = materialise(events)
-            cases = mat.cases
-            if case_attributes is not None:
-                cases = cases.merge(
-                    case_attributes.astype({"case_id": cases["case_id"].dtype}),
-                    on="case_id",
-                    how="left",
-                )
+            cases = _with_case_attributes(mat.cases, case_attributes)
             cases_written = pool.submit(storage.write_frame, cases, key, CASES_FILE)
             log = EventLog(
                 name=name,
@@ -308,16 +337,8 @@ def _store_log(
                 mapping_hash=mapping_hash,
                 preset=preset,
                 events_path=key,
-                n_cases=mat.summary["cases"],
-                n_events=mat.summary["events"],
-                n_activities=mat.summary["activities"],
-                n_variants=mat.summary["variants"],
-                n_collapsed_variants=mat.summary["collapsed_variants"],
-                n_df_pairs=mat.summary["df_pairs"],
-                n_singleton_variants=mat.summary["singleton_variants"],
-                first_timestamp=mat.summary["first_timestamp"].to_pydatetime(),
-                last_timestamp=mat.summary["last_timestamp"].to_pydatetime(),
                 imported_by_id=actor_id,
+                **_summary_columns(mat.summary),
             )
             session.add(log)
             session.flush()
@@ -331,6 +352,41 @@ def _store_log(
     except BaseException:
         lease.abandon(storage)
         raise
+    _record_import(session=session, log=log, reference=reference, actor_id=actor_id)
+    report("done", 1.0)
+    return ImportResult(log, created=True)
+
+
+def _with_case_attributes(cases, case_attributes):
+    """The materialised cases with a linked log's case attributes joined (left) on the id."""
+    if case_attributes is None:
+        return cases
+    return cases.merge(
+        case_attributes.astype({"case_id": cases["case_id"].dtype}),
+        on="case_id",
+        how="left",
+    )
+
+
+def _summary_columns(summary: dict) -> dict:
+    """An EventLog's counts and time span from `materialise`'s summary."""
+    return {
+        "n_cases": summary["cases"],
+        "n_events": summary["events"],
+        "n_activities": summary["activities"],
+        "n_variants": summary["variants"],
+        "n_collapsed_variants": summary["collapsed_variants"],
+        "n_df_pairs": summary["df_pairs"],
+        "n_singleton_variants": summary["singleton_variants"],
+        "first_timestamp": summary["first_timestamp"].to_pydatetime(),
+        "last_timestamp": summary["last_timestamp"].to_pydatetime(),
+    }
+
+
+def _record_import(
+    *, session: Session, log: EventLog, reference: str, actor_id: int | None
+) -> None:
+    """The import's ledger entry: the log's name and version, its files' digests."""
     append_entry(
         session=session,
         artifact_type="event_log",
@@ -342,8 +398,6 @@ def _store_log(
         payload={"cases": log.n_cases, "events": log.n_events, "mapping": log.mapping},
     )
     session.flush()
-    report("done", 1.0)
-    return ImportResult(log, created=True)
 
 
 LOGS_PREFIX = "logs"  # every log's files: logs/<import key>/events.parquet, cases.parquet
