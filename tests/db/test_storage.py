@@ -17,9 +17,10 @@ from itsmreview import settings as settings_module
 from itsmreview import storage as storage_module
 from itsmreview.coverage import queries
 from itsmreview.coverage.explorer import variant_detail
+from itsmreview.coverage.leases import Lease, sweep_leftovers
 from itsmreview.coverage.models import ImportLease, LeaseState
 from itsmreview.coverage.report import coverage_report
-from itsmreview.coverage.service import Lease, import_log, sweep_leftovers
+from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope, utcnow
 from itsmreview.errors import Conflict, InvalidInput
