@@ -69,90 +69,118 @@ def _mapping_from_options(
     )
 
 
+# The options of `log import`, one alias each: the command's signature stays one line per option.
+PathArg = Annotated[
+    Path,
+    typer.Argument(
+        help="CSV (.csv/.csv.gz), XES (.xes/.xes.gz) or parquet; a folder of BPI 2014's "
+        "four tables with --preset bpi2014."
+    ),
+]
+NameOpt = Annotated[str | None, typer.Option(help="Log name (default: the file name).")]
+PresetOpt = Annotated[str | None, typer.Option(help="bpi2013, bpi2014, uci-incidents or helpdesk.")]
+CaseOpt = Annotated[str | None, typer.Option(help="Case id column.")]
+ActivityOpt = Annotated[str | None, typer.Option(help="Activity column.")]
+TimestampOpt = Annotated[str | None, typer.Option(help="Timestamp column.")]
+TimestampFormatOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="strftime format, e.g. '%d/%m/%Y %H:%M' (default ISO 8601); repeat it for a "
+        "column that mixes forms (each value read by the first that fits)."
+    ),
+]
+ResourceOpt = Annotated[str | None, typer.Option(help="Resource column.")]
+RoleOpt = Annotated[list[str] | None, typer.Option(help="Role attribute column (repeatable).")]
+SepOpt = Annotated[str | None, typer.Option(help="CSV separator (default ',').")]
+NaOpt = Annotated[list[str] | None, typer.Option(help="Extra missing-value token (repeatable).")]
+EncodingOpt = Annotated[
+    str | None, typer.Option(help="CSV encoding, e.g. latin-1 (default UTF-8).")
+]
+IncidentsOpt = Annotated[
+    Path | None,
+    typer.Option(help="bpi2014: Detail_Incident.csv (case attributes of each incident)."),
+]
+InteractionsOpt = Annotated[
+    Path | None,
+    typer.Option(help="bpi2014: Detail_Interaction.csv (interactions per incident)."),
+]
+ChangesOpt = Annotated[
+    Path | None,
+    typer.Option(help="bpi2014: Detail_Change.csv (type and risk of the related change)."),
+]
+LinkedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="YAML spec of a log of linked tables (events, cases, counted and lookup "
+        "tables); PATH is then the folder holding them."
+    ),
+]
+TeamsOpt = Annotated[
+    Path | None,
+    typer.Option(help="Team mapping of the first role attribute (see `log teams`)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
 @log_app.command("import")
 @boundary
 def log_import(
-    path: Annotated[
-        Path,
-        typer.Argument(
-            help="CSV (.csv/.csv.gz), XES (.xes/.xes.gz) or parquet; a folder of BPI 2014's "
-            "four tables with --preset bpi2014."
-        ),
-    ],
-    name: Annotated[str | None, typer.Option(help="Log name (default: the file name).")] = None,
-    preset: Annotated[
-        str | None, typer.Option(help="bpi2013, bpi2014, uci-incidents or helpdesk.")
-    ] = None,
-    case: Annotated[str | None, typer.Option(help="Case id column.")] = None,
-    activity: Annotated[str | None, typer.Option(help="Activity column.")] = None,
-    timestamp: Annotated[str | None, typer.Option(help="Timestamp column.")] = None,
-    timestamp_format: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="strftime format, e.g. '%d/%m/%Y %H:%M' (default ISO 8601); repeat it for a "
-            "column that mixes forms (each value read by the first that fits)."
-        ),
-    ] = None,
-    resource: Annotated[str | None, typer.Option(help="Resource column.")] = None,
-    role: Annotated[
-        list[str] | None, typer.Option(help="Role attribute column (repeatable).")
-    ] = None,
-    sep: Annotated[str | None, typer.Option(help="CSV separator (default ',').")] = None,
-    na: Annotated[
-        list[str] | None, typer.Option(help="Extra missing-value token (repeatable).")
-    ] = None,
-    encoding: Annotated[
-        str | None, typer.Option(help="CSV encoding, e.g. latin-1 (default UTF-8).")
-    ] = None,
-    incidents: Annotated[
-        Path | None,
-        typer.Option(help="bpi2014: Detail_Incident.csv (case attributes of each incident)."),
-    ] = None,
-    interactions: Annotated[
-        Path | None,
-        typer.Option(help="bpi2014: Detail_Interaction.csv (interactions per incident)."),
-    ] = None,
-    changes: Annotated[
-        Path | None,
-        typer.Option(help="bpi2014: Detail_Change.csv (type and risk of the related change)."),
-    ] = None,
-    linked: Annotated[
-        Path | None,
-        typer.Option(
-            help="YAML spec of a log of linked tables (events, cases, counted and lookup "
-            "tables); PATH is then the folder holding them."
-        ),
-    ] = None,
-    teams: Annotated[
-        Path | None,
-        typer.Option(help="Team mapping of the first role attribute (see `log teams`)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    path: PathArg,
+    name: NameOpt = None,
+    preset: PresetOpt = None,
+    case: CaseOpt = None,
+    activity: ActivityOpt = None,
+    timestamp: TimestampOpt = None,
+    timestamp_format: TimestampFormatOpt = None,
+    resource: ResourceOpt = None,
+    role: RoleOpt = None,
+    sep: SepOpt = None,
+    na: NaOpt = None,
+    encoding: EncodingOpt = None,
+    incidents: IncidentsOpt = None,
+    interactions: InteractionsOpt = None,
+    changes: ChangesOpt = None,
+    linked: LinkedOpt = None,
+    teams: TeamsOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Import an event log and materialise its variants, DF pairs, activities and roles.
     With --preset bpi2014, PATH may be a folder holding BPI 2014's four tables."""
+    mapping = _mapping_from_options(
+        path, preset, case, activity, timestamp, timestamp_format, resource, role, sep, na, encoding
+    )
+    result = _import_with_teams(
+        path,
+        name=name,
+        preset=preset,
+        mapping=mapping,
+        linked_tables={"incidents": incidents, "interactions": interactions, "changes": changes},
+        linked_spec=linked,
+        teams_file=teams,
+    )
+    _echo_import(result, as_json)
+
+
+def _import_with_teams(
+    path: Path,
+    *,
+    name: str | None,
+    preset: str | None,
+    mapping,
+    linked_tables: dict[str, Path | None],
+    linked_spec: Path | None,
+    teams_file: Path | None,
+):
+    """`import_log` under a progress bar, then the team mapping of `--teams` in the same
+    transaction: a mapping that fails undoes the import (its files go too)."""
     from itsmreview.coverage.service import import_log
 
-    mapping = _mapping_from_options(
-        path,
-        preset,
-        case,
-        activity,
-        timestamp,
-        timestamp_format,
-        resource,
-        role,
-        sep,
-        na,
-        encoding,
-    )
     groups = levels = None
-    if teams is not None:
+    if teams_file is not None:
         from itsmreview.coverage.teams import read_mapping_file
 
-        groups, levels = read_mapping_file(teams)  # a bad file is refused before the import
+        groups, levels = read_mapping_file(teams_file)  # a bad file is refused before the import
     ensure_schema()
-    linked_tables = {"incidents": incidents, "interactions": interactions, "changes": changes}
     with progress_bar("importing") as progress, open_session() as session:
         result = import_log(
             path,
@@ -162,7 +190,7 @@ def log_import(
             mapping=mapping,
             progress=progress,
             linked=linked_tables,
-            linked_spec=linked,
+            linked_spec=linked_spec,
         )
         if groups is not None:
             from itsmreview.cli.base import operator
@@ -181,6 +209,12 @@ def log_import(
                 if result.created:  # the transaction rolls back: its files go too
                     discard_files(result.log)
                 raise
+    return result
+
+
+def _echo_import(result, as_json: bool) -> None:
+    """What an import stored: the log's version and counts, and each linked table's rows and
+    matches (or the same as JSON)."""
     log = result.log
     info = {
         "name": log.name,
@@ -194,19 +228,19 @@ def log_import(
         info["linked_tables"] = log.mapping["linked"]
     if as_json:
         echo_json(info)
-    else:
-        state = "imported" if result.created else "unchanged (already imported)"
+        return
+    state = "imported" if result.created else "unchanged (already imported)"
+    typer.echo(
+        f"{log.name} v{log.version} {state}: {log.n_cases} cases, {log.n_events} "
+        f"events, {log.n_variants} variants"
+    )
+    for table, found in info.get("linked_tables", {}).items():
+        matched = {k: v for k, v in found.items() if k not in ("file", "rows", "sha256")}
+        joined = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in matched.items())
         typer.echo(
-            f"{log.name} v{log.version} {state}: {log.n_cases} cases, {log.n_events} "
-            f"events, {log.n_variants} variants"
+            f"  {table:<13} {found['file']}: {found['rows']:,} rows"
+            + (f"; {joined}" if joined else "")
         )
-        for table, found in info.get("linked_tables", {}).items():
-            matched = {k: v for k, v in found.items() if k not in ("file", "rows", "sha256")}
-            joined = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in matched.items())
-            typer.echo(
-                f"  {table:<13} {found['file']}: {found['rows']:,} rows"
-                + (f"; {joined}" if joined else "")
-            )
 
 
 @log_app.command("list")
