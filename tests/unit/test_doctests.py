@@ -16,6 +16,7 @@ MODULES = [
     "itsmreview.coverage.across_logs",
     "itsmreview.demo.loader",
     "itsmreview.ledger.chain",
+    "itsmreview.ledger.evidence.marks",
     "itsmreview.review.gate.agreement",
     "itsmreview.settings",
     "itsmreview.files",
