@@ -476,7 +476,7 @@ def _settle_statuses(session) -> None:
 def status_mix(url: str) -> dict:
     """How many tasks of the round stand at each status: compare with a real round's mix."""
     from itsmreview.db import create_db_engine
-    from itsmreview.review.queries import round_status_counts
+    from itsmreview.review.dashboard.queries import round_status_counts
     from sqlmodel import Session
 
     engine = create_db_engine(url)

@@ -5,7 +5,7 @@ proposed resolutions and the author-facing feedback of tasks that need revision.
 import pandas as pd
 import streamlit as st
 from itsmreview.db import session_scope
-from itsmreview.review.dashboard import GROUPINGS, round_authoring
+from itsmreview.review.dashboard.service import GROUPINGS, round_authoring
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.repair.service import (
     decide_proposal,

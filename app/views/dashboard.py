@@ -3,7 +3,7 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.review.dashboard import dashboard
+from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import alpha_over_time
 from itsmreview.review.gate.service import current_gate, set_gate
 from itsmreview.review.repair.adjudication import adjudicate

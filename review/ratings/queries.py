@@ -10,17 +10,26 @@ from typing import TYPE_CHECKING
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import distinct_walk, frame_of, in_ids, utcnow
+from itsmreview.review.gate.queries.reads import newest_checks
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
+    CompletenessReview,
     GatePending,
+    MachineCheck,
+    PersonaActivity,
     Rating,
     RatingScore,
     RatingStatus,
+    ResolutionProposal,
     ReviewRound,
+    RoundExpert,
     RoundStatus,
     RoundTask,
+    Rubric,
+    TurnNote,
 )
+from itsmreview.review.rounds.queries import holds_place
 from sqlalchemy import (
     case,
     delete,
@@ -36,15 +45,11 @@ from sqlmodel import Session, select
 
 if TYPE_CHECKING:
     import pandas as pd
-from itsmreview.review.gate.queries.reads import newest_checks
-from itsmreview.review.rounds.queries import holds_place
 
 
 def expert_rounds(*, session: Session, expert_id: int) -> list[tuple[str, str]]:
     """(name, status) of the rounds an expert can work in or has worked in, newest first:
     open rounds open to every expert or naming them, and rounds where they hold a place."""
-    from itsmreview.review.models import RoundExpert
-
     named = select(RoundExpert.id).where(RoundExpert.round_id == ReviewRound.id)
     member = exists(named.where(RoundExpert.expert_id == expert_id))
     held = exists(
@@ -148,8 +153,6 @@ def submit_context(*, session: Session, assignment_id: int):
     draft and current rating (one row each; one row of None when it has neither). The
     assignment's row stays locked until the transaction ends: two submits of one assignment
     take turns. Empty when the assignment does not exist."""
-    from itsmreview.review.models import Rubric
-
     return session.exec(
         select(
             Assignment,
@@ -338,7 +341,6 @@ def turn_notes(
 ) -> pd.DataFrame:
     """Turn notes of one assignment, or of every assignment of a task (for leads)."""
     from itsmreview.catalog.models import Transcript
-    from itsmreview.review.models import TurnNote
 
     query = (
         select(
@@ -367,8 +369,6 @@ def turn_notes(
 
 
 def persona_activities(*, session: Session, persona: str, active_only: bool = True) -> list:
-    from itsmreview.review.models import PersonaActivity
-
     query = select(PersonaActivity).where(PersonaActivity.persona == persona)
     if active_only:
         query = query.where(PersonaActivity.active)
@@ -376,8 +376,6 @@ def persona_activities(*, session: Session, persona: str, active_only: bool = Tr
 
 
 def persona_names(*, session: Session) -> set[str]:
-    from itsmreview.review.models import PersonaActivity
-
     # a walk of the persona index: DISTINCT read every task (94 ms at 100,000 on PostgreSQL)
     return set(session.exec(distinct_walk(Task.persona)).all()) | set(
         session.exec(distinct_walk(PersonaActivity.persona, "activity_walk")).all()
@@ -397,8 +395,6 @@ def persona_tasks_frame(*, session: Session, persona: str, with_status: bool) ->
 
 def completeness_reviews(*, session: Session, persona: str, expert_id: int | None = None) -> list:
     """Current completeness reviews of a persona (of one expert, or all)."""
-    from itsmreview.review.models import CompletenessReview
-
     query = select(CompletenessReview).where(
         CompletenessReview.persona == persona, CompletenessReview.is_current
     )
@@ -414,15 +410,11 @@ def score_rows(*, session: Session, rating_id: int) -> list[RatingScore]:
 
 def any_persona_activity(*, session: Session) -> bool:
     """Whether any persona's work activities are stored."""
-    from itsmreview.review.models import PersonaActivity
-
     return session.exec(select(PersonaActivity.id).limit(1)).first() is not None
 
 
 def checks_of(*, session: Session, task_version_id: int) -> list:
     """The newest result of each check of one task version, by check name."""
-    from itsmreview.review.models import MachineCheck
-
     return list(
         session.exec(
             newest_checks()
@@ -450,8 +442,6 @@ def open_rounds_of_versions(*, session: Session, task_version_ids: Sequence[int]
 
 
 def proposals_of_assignment(*, session: Session, assignment_id: int) -> list:
-    from itsmreview.review.models import ResolutionProposal
-
     return list(
         session.exec(
             select(ResolutionProposal)
@@ -508,7 +498,6 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
     PostgreSQL; on SQLite the next ones after the largest, under its write lock), so the rows
     go in at driver speed (COPY on PostgreSQL), not one INSERT ... RETURNING a row."""
     from itsmreview.db import bulk_insert_records
-    from itsmreview.review.models import MachineCheck
 
     if not rows:
         return []

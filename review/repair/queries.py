@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import frame_of, in_ids
+from itsmreview.review.gate.queries.reads import current_submitted, newest_checks
 from itsmreview.review.models import (
     Assignment,
+    MachineCheck,
     Rating,
     RatingScore,
+    ResolutionProposal,
     ReviewRound,
     RoundStatus,
     RoundTask,
+    TaskRepair,
+    TurnNote,
 )
 from sqlalchemy import (
     func,
@@ -25,13 +30,10 @@ from sqlmodel import Session, select
 
 if TYPE_CHECKING:
     import pandas as pd
-from itsmreview.review.gate.queries.reads import current_submitted, newest_checks
 
 
 def checks_of_versions(*, session: Session, task_version_ids: Sequence[int]) -> list:
     """The newest result of each check of these task versions, by version and check."""
-    from itsmreview.review.models import MachineCheck
-
     if not task_version_ids:
         return []
     return list(
@@ -47,8 +49,6 @@ def proposals_frame(
     *, session: Session, round_id: int | None = None, status: str | None = None
 ) -> pd.DataFrame:
     """Proposed alternative resolutions with their task, version and expert."""
-    from itsmreview.review.models import ResolutionProposal
-
     query = (
         select(
             ResolutionProposal.id,
@@ -83,8 +83,6 @@ def round_task_row(*, session: Session, round_id: int, task_version_id: int):
 
 
 def repairs_of_task(*, session: Session, task_id: int, round_id: int | None = None) -> list:
-    from itsmreview.review.models import TaskRepair
-
     query = select(TaskRepair).where(TaskRepair.task_id == task_id)
     if round_id is not None:
         query = query.where(TaskRepair.round_id == round_id)
@@ -93,8 +91,6 @@ def repairs_of_task(*, session: Session, task_id: int, round_id: int | None = No
 
 def repair_counts(*, session: Session, task_ids: Sequence[int]) -> dict[int, int]:
     """task id -> repair iterations (new versions put back into a round after revision)."""
-    from itsmreview.review.models import TaskRepair
-
     if not task_ids:
         return {}
     rows = session.exec(
@@ -133,7 +129,6 @@ def feedback_turn_notes(*, session: Session, round_id: int, task_version_ids: Se
     """(task version, transcript, turn, flag, comment) of every turn note on these versions
     in the round."""
     from itsmreview.catalog.models import Transcript
-    from itsmreview.review.models import TurnNote
 
     if not task_version_ids:
         return []

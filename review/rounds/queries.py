@@ -11,6 +11,7 @@ from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     ReviewRound,
+    RoundExpert,
     RoundTask,
 )
 from sqlalchemy import (
@@ -124,16 +125,12 @@ def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | 
 
 
 def round_member_ids(*, session: Session, round_id: int) -> set[int]:
-    from itsmreview.review.models import RoundExpert
-
     return set(
         session.exec(select(RoundExpert.expert_id).where(RoundExpert.round_id == round_id)).all()
     )
 
 
 def round_members(*, session: Session, round_id: int) -> list:
-    from itsmreview.review.models import RoundExpert
-
     return list(session.exec(select(RoundExpert).where(RoundExpert.round_id == round_id)).all())
 
 

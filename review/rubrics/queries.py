@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
+from itsmreview.review.models import Rubric
 from sqlmodel import Session, select
 
 
 def rubric_hash(*, session: Session, rubric_id: int) -> str | None:
-    from itsmreview.review.models import Rubric
-
     return session.exec(select(Rubric.content_hash).where(Rubric.id == rubric_id)).first()
 
 
 def rubric_named(*, session: Session, name: str):
-    from itsmreview.review.models import Rubric
-
     return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()
 
 
 def rubric_versions(*, session: Session, name: str) -> list:
     """Every stored version of the rubric `name`, newest first."""
-    from itsmreview.review.models import Rubric
-
     return list(
         session.exec(
             select(Rubric).where(Rubric.name == name).order_by(Rubric.version.desc())

@@ -276,7 +276,7 @@ def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
 ):
     """Above the inline limit the first view shows that agreement is on its way; the next
     view, once the background computation is in, shows the chart."""
-    from itsmreview.review import dashboard as dashboard_module
+    from itsmreview.review.dashboard import service as dashboard_module
     from itsmreview.summaries.service import wait_for_background
     from itsmreview.ui import cache
 
@@ -302,7 +302,7 @@ def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
 def _first_waiting_task_version() -> int:
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
-    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.dashboard.service import dashboard
 
     with session_scope() as session:
         lead = user_by_username(session=session, username="lead")
@@ -313,7 +313,7 @@ def _first_waiting_task_version() -> int:
 def _waiting_task_versions() -> list[int]:
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.db import session_scope
-    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.dashboard.service import dashboard
 
     with session_scope() as session:
         lead = user_by_username(session=session, username="lead")

@@ -12,7 +12,7 @@ from itsmreview.catalog.task_list import filter_choices, task_table
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review.dashboard import audit_scores
+from itsmreview.review.dashboard.service import audit_scores
 from itsmreview.review.gate.service import recompute_statuses, set_gate
 from itsmreview.review.models import Assignment, RoundTask, TaskRepair
 from itsmreview.review.ratings import queries as ratings_queries

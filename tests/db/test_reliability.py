@@ -266,8 +266,8 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
 
 
 def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monkeypatch):
-    from itsmreview.review import dashboard as dashboard_module
-    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.dashboard import service as dashboard_module
+    from itsmreview.review.dashboard.service import dashboard
     from itsmreview.review.models import Assignment, AssignmentStatus
     from itsmreview.review.ratings.service import submit_rating
 
@@ -555,7 +555,7 @@ def test_the_adjudication_queue_stays_what_a_recomputation_gives(
     decisions made from scratch: a whole-round decision, a rebuild of a lost queue, an
     inline submit, a queued one applied by the worker, an adjudication, a machine check and
     a gate change."""
-    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.dashboard.service import dashboard
     from itsmreview.review.gate import work as gatework
     from itsmreview.review.gate.service import set_gate
     from itsmreview.review.ratings.checks import import_checks
@@ -647,7 +647,7 @@ def test_the_adjudication_queue_stays_what_a_recomputation_gives(
 
 
 def test_the_dashboard_pages_and_searches_the_queue(session, demo):
-    from itsmreview.review.dashboard import dashboard
+    from itsmreview.review.dashboard.service import dashboard
 
     lead = demo["lead"]
     first = dashboard(session=session, actor=lead, bootstrap=0, per_page=1)

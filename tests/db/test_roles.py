@@ -16,7 +16,7 @@ from itsmreview.ledger.evidence.service import (
     record_source,
     summary_for,
 )
-from itsmreview.review.dashboard import dashboard
+from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
 from itsmreview.review.ratings.completeness import add_activities, report, submit_review

@@ -4,8 +4,8 @@ the background for large, never mixing up states."""
 import pytest
 from itsmreview.accounts.queries import user_by_username
 from itsmreview.demo.loader import load_demo
-from itsmreview.review import dashboard as dashboard_module
-from itsmreview.review.dashboard import dashboard, item_from_record, item_record
+from itsmreview.review.dashboard import service as dashboard_module
+from itsmreview.review.dashboard.service import dashboard, item_from_record, item_record
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.summaries.service import materialised, wait_for_background
 

@@ -3,7 +3,7 @@
 
 import math
 
-from itsmreview.review.dashboard import Dashboard
+from itsmreview.review.dashboard.service import Dashboard
 from itsmreview.review.gate.agreement import Alpha
 from itsmreview.review.gate.item_agreement import ItemAgreement
 from itsmreview.ui.charts import bias_heatmap

@@ -10,9 +10,12 @@ from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import frame_of, numeric_batches
 from itsmreview.review.models import (
+    Adjudication,
+    MachineCheck,
     Rating,
     RatingScore,
     ReviewRound,
+    RoundCoincidence,
     RoundTask,
 )
 from sqlalchemy import (
@@ -104,8 +107,6 @@ def scores_long(*, session: Session, round_id: int, task_version_id=None) -> pd.
 def coincidence_rows(*, session: Session, round_id: int, for_update: bool = False) -> list:
     """The round's stored coincidence counts, one row per rubric dimension; `for_update`
     locks them until the transaction ends (PostgreSQL; SQLite has one writer anyway)."""
-    from itsmreview.review.models import RoundCoincidence
-
     query = select(RoundCoincidence).where(RoundCoincidence.round_id == round_id)
     if for_update:
         # in one order for every writer (a scan's order changes as rows get new versions,
@@ -313,8 +314,6 @@ def adjudications_of_round(
 ) -> dict[int, str]:
     """task version id -> the newest adjudicated decision (of one version, or of the versions
     a select `tasks` gives, when given)."""
-    from itsmreview.review.models import Adjudication
-
     query = select(Adjudication.task_version_id, Adjudication.decision).where(
         Adjudication.round_id == round_id
     )
@@ -381,8 +380,6 @@ def experts_by_id(*, session: Session, ids: list[int]) -> dict[int, str]:
 
 def newest_checks():
     """The newest result of each check of each task version (a newer import replaces it)."""
-    from itsmreview.review.models import MachineCheck
-
     newer = aliased(MachineCheck)
     return select(MachineCheck).where(
         ~select(newer.id)
@@ -407,8 +404,6 @@ def failed_checks(
 ) -> dict[int, list[str]]:
     """task version id -> the checks whose newest result failed (of a round's versions, of
     one version, or of the versions a select `tasks` gives)."""
-    from itsmreview.review.models import MachineCheck
-
     query = newest_checks().where(MachineCheck.status.in_(FAILING_CHECK))
     if task_version_id is not None:
         query = query.where(MachineCheck.task_version_id == task_version_id)

@@ -1,3 +1,6 @@
+"""The dashboard's statements: status and check counts, progress, a round's task attributes and
+repairs, the fingerprints its stored figures are keyed on."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -5,14 +8,19 @@ from typing import TYPE_CHECKING
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import frame_of, utcnow
+from itsmreview.review.gate.queries.reads import newest_checks
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
+    MachineCheck,
     Rating,
     RatingStatus,
+    ResolutionProposal,
     ReviewRound,
     RoundTask,
+    TaskRepair,
 )
+from itsmreview.review.rounds.queries import holds_place
 from sqlalchemy import (
     case,
     func,
@@ -21,8 +29,6 @@ from sqlmodel import Session, select
 
 if TYPE_CHECKING:
     import pandas as pd
-from itsmreview.review.gate.queries.reads import newest_checks
-from itsmreview.review.rounds.queries import holds_place
 
 
 def round_status_counts(*, session: Session, round_id: int) -> dict[str, int]:
@@ -102,8 +108,6 @@ def open_assignments_frame(*, session: Session) -> pd.DataFrame:
 
 def check_status_counts(*, session: Session, round_id: int) -> dict[str, int]:
     """status -> newest check results of the round's task versions."""
-    from itsmreview.review.models import MachineCheck
-
     newest = newest_checks().where(
         select(RoundTask.id)
         .where(
@@ -134,8 +138,6 @@ def round_task_attributes(*, session: Session, round_id: int) -> pd.DataFrame:
 
 
 def round_repair_count(*, session: Session, round_id: int) -> int:
-    from itsmreview.review.models import TaskRepair
-
     return int(
         session.exec(
             select(func.count()).select_from(TaskRepair).where(TaskRepair.round_id == round_id)
@@ -144,8 +146,6 @@ def round_repair_count(*, session: Session, round_id: int) -> int:
 
 
 def proposal_count(*, session: Session, round_id: int) -> dict[str, int]:
-    from itsmreview.review.models import ResolutionProposal
-
     rows = session.exec(
         select(ResolutionProposal.status, func.count())
         .where(ResolutionProposal.round_id == round_id)

@@ -10,7 +10,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.queries import status_counts
 from itsmreview.catalog.state import DIFFICULTIES
-from itsmreview.review import queries
+from itsmreview.review.dashboard import queries
 from itsmreview.review.gate.agreement import Alpha, Gwet
 from itsmreview.review.gate.item_agreement import ItemAgreement, round_agreement
 from itsmreview.review.gate.queries import pending as pending_queries
