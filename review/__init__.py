@@ -1,1 +1,2 @@
-"""Rubrics, review rounds, assignment, ratings, agreement and approval."""
+"""Expert review, one subpackage per sub-area: rubrics, the approval gate, rounds, ratings,
+adjudication and repair, the lead's dashboard, model assistance on top."""

@@ -66,7 +66,7 @@ def test_the_model_assistance_selects_only_in_its_queries():
 def test_the_catalog_reaches_into_review_no_further_than_it_did():
     """catalog sits below review; the few reads of review's tables it makes (ratings for the
     task list, the rating history of a task) stay the only ones, so no new cycle appears."""
-    allowed = {"itsmreview.review.models", "itsmreview.review.queries"}
+    allowed = {"itsmreview.review.models"}
     for path, names in _imports_of("itsmreview.catalog").items():
         reached = {n for n in names if n.startswith("itsmreview.review")}
         assert reached <= allowed, f"{path.name} imports {sorted(reached - allowed)}"
@@ -116,8 +116,8 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess:
 
 def test_import_contracts_catch_planted_violations(tmp_path):
     """The contracts hold on a copy of the tree, and break, naming the module and line, when
-    a page imports a queries module, a domain package imports Streamlit, or a lower package
-    imports a higher one."""
+    a page imports a queries module, a domain package imports Streamlit, a lower package
+    imports a higher one, or a lower sub-area of review a higher one."""
     copy = _checkout_copy(tmp_path / "tree")
     clean = _lint_imports(copy)
     assert clean.returncode == 0, clean.stdout + clean.stderr
@@ -127,6 +127,9 @@ def test_import_contracts_catch_planted_violations(tmp_path):
     )
     (copy / "coverage" / "planted.py").write_text(
         '"""Planted."""\n\nimport streamlit\nfrom itsmreview.review.gate import agreement\n'
+    )
+    (copy / "review" / "gate" / "planted.py").write_text(
+        '"""Planted."""\n\nfrom itsmreview.review.ratings import service  # noqa\n'
     )
     broken = _lint_imports(copy)
 
@@ -138,6 +141,8 @@ def test_import_contracts_catch_planted_violations(tmp_path):
     assert "itsmreview.coverage.planted -> streamlit (l.3)" in out
     assert "itsmreview.coverage is not allowed to import itsmreview.review" in out
     assert "itsmreview.coverage.planted -> itsmreview.review.gate.agreement (l.4)" in out
+    assert "Inside review: each sub-area imports only the ones below it BROKEN" in out
+    assert "itsmreview.review.gate.planted -> itsmreview.review.ratings.service (l.3)" in out
 
 
 def _layered_modules() -> set[str]:
