@@ -139,7 +139,23 @@ class Storage:
                 keys.append(item[len(root) :])
         return sorted(keys)
 
+    def download(self, target: Path, *parts: str) -> Path:
+        """Copy the file at a key to the local path `target`, streamed. NotFound when missing."""
+        path = self.path(*parts)
+        try:
+            self.fs.get_file(path, str(target))
+        except FileNotFoundError:
+            raise NotFound(f"{self._shown(path)} is missing from the storage") from None
+        return target
+
     # writing --------------------------------------------------------------------------------
+    def upload(self, source: Path, *parts: str) -> None:
+        """Copy the local file `source` to a key, streamed (parents are made as needed)."""
+        path = self.path(*parts)
+        if self.scheme == "file":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.fs.put_file(str(source), path)
+
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """Write one file at a key (parents are made as needed)."""
         self.fs.pipe_file(self.path(*parts), data)

@@ -1,9 +1,11 @@
 """`itsmreview worker`: the handler of each job kind, and a loop that also applies the gate.
 
 A worker process runs what the web processes queue (setting `jobs=worker`): model reviews,
-exports started from the Exports page and the Dashboard's summaries, and, between jobs, the
-ratings waiting for the approval gate (their own queue, `gate_pending`). Any number of workers
+log imports and exports started from pages, and the Dashboard's summaries, and, between jobs,
+the ratings waiting for the approval gate (their own queue, `gate_pending`). Any number of workers
 may run, on any hosts that reach the database; see docs/deployment.md."""
+
+from pathlib import Path
 
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import SessionCheck, require_role, revalidate
@@ -98,6 +100,77 @@ def run_export_job(job: JobContext) -> dict:
         "tasks": result.tasks,
         "manifest_sha256": result.manifest_sha256,
     }
+
+
+@handler("log_import")
+def run_log_import_job(job: JobContext) -> dict:
+    """Idempotent: an import of a file already imported returns its log (the content hash
+    decides), and a killed import leaves only leased staging that cleanup removes."""
+    import tempfile
+
+    from itsmreview.coverage.eventlog import ColumnMapping
+    from itsmreview.coverage.service import import_log_as
+    from itsmreview.storage import get_storage
+
+    options = dict(job.payload)
+    upload = options.pop("upload")
+    check = SessionCheck(int(options.pop("actor_id")), int(options.pop("actor_epoch")))
+    mapping = options.pop("mapping", None)
+    if mapping is not None:
+        mapping = ColumnMapping(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in mapping.items()}
+        )
+    storage = get_storage()
+    with tempfile.TemporaryDirectory(prefix="itsmreview-upload-") as folder:
+        local = storage.download(Path(folder) / options.pop("filename"), upload)
+        with session_scope() as session:
+            actor = revalidate(session=session, check=check)  # still the admin who asked
+            result = import_log_as(
+                local,
+                session=session,
+                actor=actor,
+                mapping=mapping,
+                progress=lambda stage, fraction: job.progress(fraction, stage),
+                **options,
+            )
+            log = result.log
+            summary = {
+                "log": log.name,
+                "version": log.version,
+                "cases": log.n_cases,
+                "events": log.n_events,
+                "created": result.created,
+            }
+    storage.delete(upload.rsplit("/", 1)[0])  # the upload's folder: imported, not needed
+    return summary
+
+
+def queue_log_import(
+    *, session: Session, actor: User, source: Path, name: str | None, preset: str | None, mapping
+) -> Job:
+    """Copy a file to the storage's uploads and queue its import for a worker (the Imports
+    page with ITSMREVIEW_JOBS=worker). Admins only; the worker imports as this admin while
+    their session lasts."""
+    import uuid
+
+    from itsmreview.storage import get_storage
+
+    require_role(actor, Role.admin)
+    upload = f"uploads/{uuid.uuid4().hex}/{source.name}"
+    get_storage().upload(source, upload)
+    return enqueue(
+        session=session,
+        kind="log_import",
+        key=upload,
+        payload={
+            "upload": upload,
+            "filename": source.name,
+            "name": name,
+            "preset": preset,
+            "mapping": mapping.to_dict() if mapping is not None else None,
+            **actor_fields(actor),
+        },
+    )
 
 
 def actor_fields(user: User) -> dict:

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from itsmreview.db import get_engine, utcnow, write_transaction
-from itsmreview.errors import Busy, InvalidInput, NotFound
+from itsmreview.errors import Busy, InvalidInput, ItsmReviewError, NotFound
 from itsmreview.jobs import queries
 from itsmreview.jobs.models import Job, JobStatus
 from itsmreview.processes import this_process
@@ -197,7 +197,9 @@ def run_next(
     except Exception as exc:  # noqa: BLE001 - stored with the job, retried or failed
         beat.stop()
         log.exception("job %s (%s) failed", context.job_id, context.kind)
-        _retry_or_fail(context, f"{type(exc).__name__}: {exc}")
+        # a refusal (bad input, no permission, not found) fails the same way again
+        final = isinstance(exc, ItsmReviewError) and not isinstance(exc, Busy)
+        _retry_or_fail(context, f"{type(exc).__name__}: {exc}", final=final)
         return context
     beat.stop()
     _close(
@@ -212,12 +214,12 @@ def run_next(
     return context
 
 
-def _retry_or_fail(context: JobContext, error: str) -> None:
+def _retry_or_fail(context: JobContext, error: str, *, final: bool = False) -> None:
     def decide(session: Session) -> None:
         job = queries.job_by_id(session=session, job_id=context.job_id)
         if job is None or job.worker != context.worker or job.status != JobStatus.running:
             return  # another worker holds it now
-        if job.attempts < job.max_attempts:
+        if job.attempts < job.max_attempts and not final:
             delay = RETRY_S * 2 ** (job.attempts - 1)
             values = dict(status=JobStatus.queued, run_after=utcnow() + timedelta(seconds=delay))
         else:

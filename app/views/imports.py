@@ -23,6 +23,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.notice import announce
 from itsmreview.ui.text import literal
+from itsmreview.worker import in_workers, job_of, queue_log_import
 
 user = require(Role.admin)
 
@@ -148,6 +149,29 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
     )
 
 
+@st.fragment(run_every=1.0)
+def _log_import_job(job_id: int) -> None:
+    """A log import a worker runs: its progress from the database until it ends."""
+    job = job_of(job_id)
+    if job.status in ("queued", "running"):
+        waiting = "waiting for a worker" if job.status == "queued" else (job.message or "running")
+        st.progress(job.progress, text=literal(f"importing: {waiting}"))
+        return
+    st.session_state.pop("log-import-job", None)
+    if job.status == "failed":
+        st.error(literal(f"The import failed: {job.error}"))
+        return
+    done = job.result or {}
+    announce(
+        literal(
+            f"{done.get('log')} v{done.get('version')}: {done.get('cases', 0):,} cases, "
+            f"{done.get('events', 0):,} events"
+            + ("" if done.get("created") else " (already imported)")
+        )
+    )
+    st.rerun()  # the table lists the new log
+
+
 with log_tab:
     with session_scope() as session:
         st.dataframe(logs_table(session=session), hide_index=True)
@@ -164,7 +188,21 @@ with log_tab:
     # no key: the proposed name follows the chosen file
     name = st.text_input("Log name", value=source.name.split(".")[0] if source else "")
     ready = source is not None and (preset != CUSTOM or mapping is not None)
-    if ready and st.button("Import log", type="primary"):
+    clicked = ready and st.button("Import log", type="primary")
+    if clicked and in_workers():
+        job = perform(
+            queue_log_import,
+            source=source,
+            actor=user,
+            name=name or None,
+            preset=preset if preset in PRESETS else None,
+            mapping=mapping,
+        )
+        if job is not FAILED:
+            st.session_state["log-import-job"] = job.id
+    if st.session_state.get("log-import-job"):
+        _log_import_job(st.session_state["log-import-job"])
+    elif clicked:
         bar = st.progress(0.0, text="starting")
         result = perform(
             import_log_as,

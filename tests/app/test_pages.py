@@ -766,6 +766,29 @@ def test_a_lead_exports_the_demos_approved_set_from_the_page(
     assert list(history["name"]) == ["demo-set"]
 
 
+def test_with_workers_a_leads_export_runs_in_a_worker(demo_configured, tmp_path, monkeypatch):
+    from itsmreview import settings as settings_module
+    from itsmreview.exports.bundle import verify_folder
+    from itsmreview.jobs.service import run_next
+    from itsmreview.settings import get_settings
+
+    monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ITSMREVIEW_JOBS", "worker")
+    settings_module.get_settings.cache_clear()
+    at = open_page(log_in("lead"), "exports")
+    at.text_input[0].set_value("worker-set")
+    at.button(key="FormSubmitter:export-Export").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("waiting for a worker" in p.text for p in at.get("progress"))
+    folder = get_settings().data_dir / "exports" / "worker-set"
+    assert not folder.exists()  # the page wrote nothing itself
+    assert run_next(kinds=["export"]) is not None
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("Exported 2 task(s)" in s.value for s in at.success)
+    assert verify_folder(folder).ok
+
+
 def test_the_exports_page_refuses_a_name_that_leaves_its_folder(demo_configured, monkeypatch):
     from datetime import timedelta
 
@@ -1143,3 +1166,26 @@ def test_an_audit_round_asks_pass_warn_fail_blocked(demo_configured):
     lead.button(key="FormSubmitter:gate-Apply to every task of the round").click().run()
     assert not lead.exception and not lead.error, [e.value for e in lead.error]
     assert toasts(lead)[0].startswith("Gate applied:")
+
+
+def test_with_workers_an_admins_log_import_runs_in_a_worker(demo_configured, tmp_path, monkeypatch):
+    """ITSMREVIEW_JOBS=worker: the Imports page stores the file and queues its import; the page
+    says it waits for a worker, then shows the imported log once a worker ran it."""
+    from itsmreview.coverage.synthetic import generate_log, write_csv
+    from itsmreview.jobs.service import run_next
+    from itsmreview.settings import get_settings
+
+    monkeypatch.setenv("ITSMREVIEW_JOBS", "worker")
+    get_settings.cache_clear()
+    path = write_csv(generate_log(30, seed=11), tmp_path / "queued.csv")
+    at = open_page(log_in("admin"), "imports")
+    at.text_input(key="log-path").input(str(path)).run()
+    next(w for w in at.selectbox if w.label == "Preset").set_value("bpi2013").run()
+    at.button(key=next(b.key for b in at.button if b.label == "Import log")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("waiting for a worker" in p.text for p in at.get("progress"))
+    assert "queued" not in set(at.dataframe[0].value["name"])  # not imported by the page
+    assert run_next(kinds=["log_import"]) is not None  # a worker takes it
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "queued" in set(at.dataframe[0].value["name"])

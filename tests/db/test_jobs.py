@@ -228,3 +228,47 @@ def test_a_worker_killed_mid_export_loses_nothing(reviewed, monkeypatch):
     assert job.result["tasks"] > 0
     report = verify_export(exports / "killed")
     assert report.ok, report
+
+
+def test_a_log_uploaded_on_one_replica_is_imported_by_a_worker(configured, tmp_path):
+    """The Imports page with ITSMREVIEW_JOBS=worker: the file goes to the storage, a worker
+    imports it as the admin who asked, and the upload is removed; a refusal is not retried."""
+    from itsmreview.accounts.service import create_user
+    from itsmreview.coverage.synthetic import generate_log, write_csv
+    from itsmreview.storage import get_storage
+    from itsmreview.worker import queue_log_import
+
+    source = write_csv(generate_log(120, seed=5), tmp_path / "replica-upload.csv")
+    with session_scope() as session:
+        admin, _ = create_user(session=session, username="admin", role="admin", password="a" * 12)
+        job_id = queue_log_import(
+            session=session,
+            actor=admin,
+            source=source,
+            name="uploaded",
+            preset="bpi2013",
+            mapping=None,
+        ).id
+    upload = _job(job_id).payload["upload"]
+    assert get_storage().exists(upload)
+    run_next(kinds=["log_import"])
+    job = _job(job_id)
+    assert (job.status, job.result["log"], job.result["created"]) == ("done", "uploaded", True)
+    assert job.result["cases"] == 120
+    assert not get_storage().exists(upload)
+
+    with session_scope() as session:
+        again = queue_log_import(
+            session=session,
+            actor=session.merge(admin),
+            source=source,
+            name="uploaded",
+            preset="bpi2013",
+            mapping=None,
+        ).id
+    with session_scope() as session:  # deactivated before a worker got to it
+        session.merge(admin).active = False
+    run_next(kinds=["log_import"])
+    refused = _job(again)
+    assert (refused.status, refused.attempts) == ("failed", 1)  # not retried
+    assert "no longer active" in refused.error
