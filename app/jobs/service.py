@@ -99,6 +99,12 @@ def enqueue(
     return job
 
 
+def wake_workers(*, session: Session, kind: str) -> None:
+    """Wake waiting workers when the caller's transaction commits (PostgreSQL's NOTIFY; on
+    SQLite they poll): the gate does, for the ratings it queues."""
+    queries.notify(session=session, kind=kind)
+
+
 def job_status(*, session: Session, job_id: int) -> Job:
     job = queries.job_by_id(session=session, job_id=job_id)
     if job is None:

@@ -22,6 +22,7 @@ import logging
 import threading
 
 from itsmreview.db import get_engine, write_transaction
+from itsmreview.jobs.service import wake_workers
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry, chain_at_commit
 from itsmreview.review.commitments import rating_content
@@ -62,6 +63,8 @@ def rating_queued(
         )
         return _apply(session, review_round).get(task_version_id)
     session.info.setdefault(_QUEUED, set()).add(review_round.id)
+    if get_settings().gate_apply == "queue":
+        wake_workers(session=session, kind="gate")  # `itsmreview worker`s, when this commits
     return None
 
 

@@ -272,3 +272,123 @@ def test_a_log_uploaded_on_one_replica_is_imported_by_a_worker(configured, tmp_p
     refused = _job(again)
     assert (refused.status, refused.attempts) == ("failed", 1)  # not retried
     assert "no longer active" in refused.error
+
+
+def _gate_tests():
+    return _load_test_module("test_gatework")
+
+
+def _load_test_module(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def queued_gate(configured, monkeypatch):
+    """Submits only queue their gate work (ITSMREVIEW_GATE_APPLY=queue, as with workers)."""
+    monkeypatch.setenv("ITSMREVIEW_GATE_APPLY", "queue")
+    get_settings.cache_clear()
+    yield configured
+    get_settings.cache_clear()
+
+
+def _queued() -> int:
+    from itsmreview.review.gate.work import pending
+
+    with session_scope() as session:
+        return pending(session=session)[0]
+
+
+def test_a_waiting_worker_applies_a_queued_rating_at_once(queued_gate):
+    """A submit wakes the workers (NOTIFY on PostgreSQL, where this worker would otherwise
+    look only once a minute); the gate ends where a recomputation puts it."""
+    from itsmreview.jobs.service import Worker
+    from itsmreview.worker import apply_gate_queue
+
+    gate = _gate_tests()
+    postgres = not queued_gate.resolved_database_url().startswith("sqlite")
+    with session_scope() as session:
+        review_round, experts, _, assignments = gate.open_round(session, 4, 2)
+    waiting = Worker(poll_s=60.0 if postgres else 0.1, between=apply_gate_queue)
+    thread = threading.Thread(target=waiting.run)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        with session_scope() as session:
+            first = assignments[0]
+            gate.rate(session, session.merge(experts[first.expert_id]), first.id, 4)
+        started = time.monotonic()
+        while _queued():
+            assert time.monotonic() - started < 30, "the worker was not woken by the submit"
+            time.sleep(0.05)
+    finally:
+        waiting.stop()
+        with session_scope() as session:  # wake it so that it sees the stop
+            service.wake_workers(session=session, kind="stop")
+        thread.join(90)
+    assert not thread.is_alive()
+    with session_scope() as session:
+        gate.assert_gate_as_recomputed(session, session.merge(review_round))
+
+
+GATE_WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from itsmreview.review.gate import work
+    from itsmreview.worker import worker
+
+    original = work._apply
+
+    def slow(session, review_round, decide=True):  # a batch long enough to be killed in
+        decided = original(session, review_round, decide)
+        Path(sys.argv[1]).write_text("applying")
+        time.sleep(60)
+        return decided
+
+    work._apply = slow
+    worker(poll_s=0.1).run()
+    """
+)
+
+
+def test_a_worker_killed_mid_batch_loses_no_rating_and_applies_none_twice(queued_gate, tmp_path):
+    """kill -9 while a worker applies a batch of queued ratings: its transaction never
+    commits, so every rating is still queued; the next applier applies each exactly once."""
+    from itsmreview.ledger.evidence.service import verify_ledger
+    from itsmreview.review.gate.work import apply_pending
+
+    gate = _gate_tests()
+    with session_scope() as session:
+        review_round, experts, _, assignments = gate.open_round(session, 4, 2)
+        for n, assignment in enumerate(assignments[:6]):
+            gate.rate(
+                session, session.merge(experts[assignment.expert_id]), assignment.id, 3 + n % 3
+            )
+    assert _queued() == 6
+    marker = tmp_path / "applying"
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
+    process = subprocess.Popen([sys.executable, "-c", GATE_WORKER, str(marker)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert process.poll() is None, "the worker ended before it applied anything"
+            assert time.monotonic() < deadline, "the worker never started a batch"
+            time.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert _queued() == 6  # the killed batch committed nothing
+    assert apply_pending() == 6
+    assert _queued() == 0
+    with session_scope() as session:
+        gate.assert_gate_as_recomputed(session, session.merge(review_round))
+        assert verify_ledger(session=session).ok
