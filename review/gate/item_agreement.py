@@ -14,6 +14,7 @@ from itsmreview.review.gate.round_data import (
     HUMAN,
     VERDICT_CODES,
     ItemCounts,
+    LongRatings,
     RoundData,
     find_round,
     gate_items,
@@ -118,6 +119,34 @@ class ItemAgreement:
         }
 
 
+def _alpha_and_ac(
+    rubric: RubricDefinition, item: str, level: str, found: ItemCounts, bootstrap: int, seed: int
+) -> tuple[agreement.Alpha, agreement.Gwet]:
+    """Alpha (with a bootstrap CI) and Gwet's AC of one rubric item's counts: AC2 quadratic
+    on the dimension's scale for ordinal and interval items, AC1 for nominal ones."""
+    alpha = agreement.alpha_of_counts(
+        found.counts, found.values, level, bootstrap=bootstrap, seed=seed
+    )
+    scale = None
+    if item in {d.key for d in rubric.dimensions}:
+        low, high = rubric.dimension(item).scale
+        scale = list(range(low, high + 1))
+    weights = "identity" if level == "nominal" else "quadratic"
+    return alpha, agreement.gwet_of_counts(found.counts, found.values, weights, categories=scale)
+
+
+def _per_rater(
+    ratings: LongRatings, level: str, names: dict[int, str]
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """Leave-one-rater-out alpha and the bias of each rater of one rubric item, by name."""
+    loo = agreement.leave_one_rater_out_long(ratings.raters, ratings.units, ratings.values, level)
+    bias = agreement.rater_bias_long(ratings.raters, ratings.units, ratings.values)
+    return (
+        {names.get(r, str(r)): v for r, v in loo.items()},
+        {names.get(r, str(r)): v for r, v in bias.items()},
+    )
+
+
 def round_agreement(
     *,
     session: Session,
@@ -163,51 +192,17 @@ def round_agreement(
     for item, label, level in gate_items(rubric):
         found = counts[item]
         if found.empty:
-            results.append(
-                ItemAgreement(
-                    item,
-                    label,
-                    agreement.Alpha(None, level, 0, 0, reason="no ratings yet"),
-                    None,
-                    {},
-                    {},
-                )
-            )
+            none = agreement.Alpha(None, level, 0, 0, reason="no ratings yet")
+            results.append(ItemAgreement(item, label, none, None, {}, {}))
             continue
-        result = agreement.alpha_of_counts(
-            found.counts, found.values, level, bootstrap=bootstrap, seed=seed
+        alpha, ac = _alpha_and_ac(rubric, item, level, found, bootstrap, seed)
+        loo, bias = _per_rater(long[item], level, names) if long is not None else ({}, {})
+        models = (
+            model_agreement(data, item, level, bootstrap=bootstrap, seed=seed, names=model_names)
+            if data is not None
+            else {}
         )
-        scale = None
-        if item in {d.key for d in rubric.dimensions}:
-            low, high = rubric.dimension(item).scale
-            scale = list(range(low, high + 1))
-        weights = "identity" if level == "nominal" else "quadratic"
-        ac = agreement.gwet_of_counts(found.counts, found.values, weights, categories=scale)
-        loo, bias, models = {}, {}, {}
-        if long is not None:
-            ratings = long[item]
-            loo = {
-                names.get(r, str(r)): v
-                for r, v in agreement.leave_one_rater_out_long(
-                    ratings.raters, ratings.units, ratings.values, level
-                ).items()
-            }
-            bias = {
-                names.get(r, str(r)): v
-                for r, v in agreement.rater_bias_long(
-                    ratings.raters, ratings.units, ratings.values
-                ).items()
-            }
-        if data is not None:
-            models = model_agreement(
-                data,
-                item,
-                level,
-                bootstrap=bootstrap,
-                seed=seed,
-                names=model_names,
-            )
-        results.append(ItemAgreement(item, label, result, ac, loo, bias, models))
+        results.append(ItemAgreement(item, label, alpha, ac, loo, bias, models))
     return review_round, results
 
 

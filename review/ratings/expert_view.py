@@ -1,4 +1,4 @@
-"""What an expert sees for one assignment: task, transcripts, source variants, own rating."""
+"""The expert's side of a round: their queue, and what they see of one assignment."""
 
 from dataclasses import dataclass, field
 

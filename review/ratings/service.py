@@ -32,7 +32,13 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session
 
 
-def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | None]) -> None:
+def _validate(
+    definition: RubricDefinition,
+    scores: Mapping[str, float | None],
+    verdict: Verdict | str,
+    flags: Sequence[str],
+) -> None:
+    """Raise InvalidInput naming the first score, verdict or flag the rubric does not allow."""
     unknown = sorted(set(scores) - {d.key for d in definition.dimensions})
     if unknown:
         raise InvalidInput(f"unknown rubric dimension(s): {', '.join(unknown)}")
@@ -47,6 +53,70 @@ def _validate_scores(definition: RubricDefinition, scores: Mapping[str, float | 
             raise InvalidInput(
                 f"dimension {dimension.label!r}: {value} is outside the scale {low}..{high}"
             )
+    if str(verdict) not in definition.verdicts:
+        raise InvalidInput(f"verdict {verdict!r} is not one of {', '.join(definition.verdicts)}")
+    unknown_flags = sorted(set(flags) - {f.key for f in definition.flags})
+    if unknown_flags:
+        raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
+
+
+def _resumes(session: Session, assignment: Assignment, review_round: ReviewRound, now) -> bool:
+    """Whether the submit takes its place back (its reservation lapsed or was released);
+    raises Conflict when the task has its k experts meanwhile."""
+    lapsed = (
+        assignment.status == AssignmentStatus.reserved
+        and assignment.reserved_until is not None
+        and assignment.reserved_until <= now
+    )
+    resumed = lapsed or assignment.status == AssignmentStatus.released
+    if resumed:
+        taken = places_taken_now(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=assignment.task_version_id,
+            now=now,
+        )
+        if taken >= review_round.k:
+            raise Conflict(
+                "your reservation lapsed and the task now has its "
+                f"{review_round.k} experts; take the next task in your queue"
+            )
+    return resumed
+
+
+def _replace_earlier(session: Session, rows: list) -> tuple | None:
+    """Delete the assignment's draft and make its submitted rating not current (`rows`: the
+    submit's context); returns the submitted rating's row, None on a first submit."""
+    draft = next((r for r in rows if r[4] == RatingStatus.draft), None)
+    previous = next((r for r in rows if r[4] == RatingStatus.submitted), None)
+    if draft is not None:
+        queries.delete_rating(session=session, rating_id=draft[3])
+        held = session.identity_map.get(session.identity_key(Rating, draft[3]))
+        if held is not None:  # gone from the database: gone from the session too
+            session.expunge(held)
+    if previous is not None:
+        queries.set_rating_not_current(session=session, rating_id=previous[3])
+        _keep_in_step(session, Rating, previous[3], is_current=False)
+    return previous
+
+
+def _submit_entry(
+    actor: User, review_round: ReviewRound, rating: Rating, scores, first: bool
+) -> dict:
+    """The rating's ledger entry; its artifact id, the rating's id, is filled in when it is
+    chained."""
+    return {
+        "artifact_type": "rating",
+        "action": "submit" if first else "revise",
+        "source_kind": "expert",
+        "actor_id": actor.id,
+        "payload": {
+            "task_version_id": rating.task_version_id,
+            "round": review_round.name,
+            "revision": rating.revision,
+            "content_sha256": content_digest(rating_content(rating, scores)),
+        },
+    }
 
 
 def _rating_of(assignment: Assignment, rubric_id: int, **fields) -> Rating:
@@ -74,7 +144,7 @@ def submit_rating(
     recompute: bool = True,
 ) -> Rating:
     """Submit the expert's rating of an assignment; a second submit makes a new revision.
-    The rating is queued with its ledger entry for the approval gate (`gatework`): applied
+    The rating is queued with its ledger entry for the approval gate (`gate.work`): applied
     in this transaction with the `inline` setting (unless `recompute` is False: the caller
     applies the queue), otherwise by the gate worker once this transaction commits.
 
@@ -90,42 +160,10 @@ def submit_rating(
     definition = definition_by_id(
         session=session, rubric_id=review_round.rubric_id, content_hash=rubric_hash
     )
-    _validate_scores(definition, scores)
-    if str(verdict) not in definition.verdicts:
-        raise InvalidInput(f"verdict {verdict!r} is not one of {', '.join(definition.verdicts)}")
-    flag_keys = {f.key for f in definition.flags}
-    unknown_flags = sorted(set(flags) - flag_keys)
-    if unknown_flags:
-        raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
+    _validate(definition, scores, verdict, flags)
     now = utcnow()
-    lapsed = (
-        assignment.status == AssignmentStatus.reserved
-        and assignment.reserved_until is not None
-        and assignment.reserved_until <= now
-    )
-    resumed = lapsed or assignment.status == AssignmentStatus.released
-    if resumed:
-        taken = places_taken_now(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=assignment.task_version_id,
-            now=now,
-        )
-        if taken >= review_round.k:
-            raise Conflict(
-                "your reservation lapsed and the task now has its "
-                f"{review_round.k} experts; take the next task in your queue"
-            )
-    draft = next((r for r in rows if r[4] == RatingStatus.draft), None)
-    previous = next((r for r in rows if r[4] == RatingStatus.submitted), None)
-    if draft is not None:
-        queries.delete_rating(session=session, rating_id=draft[3])
-        held = session.identity_map.get(session.identity_key(Rating, draft[3]))
-        if held is not None:  # gone from the database: gone from the session too
-            session.expunge(held)
-    if previous is not None:
-        queries.set_rating_not_current(session=session, rating_id=previous[3])
-        _keep_in_step(session, Rating, previous[3], is_current=False)
+    resumed = _resumes(session, assignment, review_round, now)
+    previous = _replace_earlier(session, rows)
     rating = _rating_of(
         assignment,
         review_round.rubric_id,
@@ -142,18 +180,7 @@ def submit_rating(
         score_vector=pack([d.key for d in definition.dimensions], scores),
     )
     replaced_id = previous[3] if previous is not None and previous[6] == "human" else None
-    entry = {  # its artifact id, the rating's id, is filled in when it is chained
-        "artifact_type": "rating",
-        "action": "submit" if previous is None else "revise",
-        "source_kind": "expert",
-        "actor_id": actor.id,
-        "payload": {
-            "task_version_id": assignment.task_version_id,
-            "round": review_round.name,
-            "revision": rating.revision,
-            "content_sha256": content_digest(rating_content(rating, scores)),
-        },
-    }
+    entry = _submit_entry(actor, review_round, rating, scores, first=previous is None)
     rating.id = queries.write_submitted_rating(
         session=session,
         values=rating.model_dump(exclude={"id"}),

@@ -23,7 +23,10 @@ from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.files import jsonl_and_markdown, write_text_atomically
 from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry
+from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.gate.service import gate_config, gating_alphas
 from itsmreview.review.models import (
     ProposalStatus,
     ResolutionProposal,
@@ -173,25 +176,11 @@ def _failing_criteria(scores: dict[str, list[float]], rubric: RubricDefinition, 
     return out
 
 
-def feedback(*, session: Session, actor: User, round_name: str | int) -> list[dict]:
-    """Per task version of the round that needs revision, what its author needs to fix it:
-    the gate's reasons, the failing criteria with their ratings, the experts' comments and
-    turn notes (without their names), failed machine checks, proposed alternative
-    resolutions and the repair iterations so far. Leads only."""
-    from itsmreview.review.gate.approval import TaskRatings, decide
-    from itsmreview.review.gate.round_data import find_round
-    from itsmreview.review.gate.service import gate_config, gating_alphas
-
-    require_role(actor, Role.lead)
-    review_round = find_round(session, round_name)
-    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
-    config = gate_config(review_round, rubric)
-    rows = gate_queries.round_task_statuses(
-        session=session, round_id=review_round.id, status="needs_revision"
-    )
-    ids = [int(v) for v in rows["task_version_id"]]
+def _ratings_by_task(session: Session, round_id: int, ids: list[int]) -> dict[int, dict]:
+    """Each version's current ratings for feedback: scores by dimension, verdicts, flags and
+    the comments (without who wrote them)."""
     ratings, scores = queries.feedback_ratings(
-        session=session, round_id=review_round.id, task_version_ids=ids
+        session=session, round_id=round_id, task_version_ids=ids
     )
     by_rating: dict[int, dict[str, float]] = {}
     for rating_id, dimension, value in scores:
@@ -208,9 +197,15 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
         entry["flags"].append(sorted(flags or []))
         if comment and comment.strip():
             entry["comments"].append({"comment": comment.strip(), "flags": sorted(flags or [])})
+    return per_task
+
+
+def _notes_checks_and_proposals(session: Session, round_id: int, ids: list[int]) -> tuple:
+    """The versions' turn notes and failed machine checks (by version id) and the round's
+    proposed resolutions (by task and version)."""
     notes: dict[int, list] = {}
     for version_id, transcript, turn, flag, comment in queries.feedback_turn_notes(
-        session=session, round_id=review_round.id, task_version_ids=ids
+        session=session, round_id=round_id, task_version_ids=ids
     ):
         notes.setdefault(version_id, []).append(
             {"transcript": transcript, "turn": turn, "flag": flag, "comment": comment}
@@ -222,10 +217,28 @@ def feedback(*, session: Session, actor: User, round_name: str | int) -> list[di
                 {"check": check.check, "status": check.status, "summary": check.summary}
             )
     proposed: dict[tuple[str, int], list[dict]] = {}
-    for p in queries.proposals_frame(session=session, round_id=review_round.id).itertuples():
+    for p in queries.proposals_frame(session=session, round_id=round_id).itertuples():
         proposed.setdefault((p.task, int(p.version)), []).append(
             {"description": p.description, "status": p.status, "changes": p.changes}
         )
+    return notes, failing_checks, proposed
+
+
+def feedback(*, session: Session, actor: User, round_name: str | int) -> list[dict]:
+    """Per task version of the round that needs revision, what its author needs to fix it:
+    the gate's reasons, the failing criteria with their ratings, the experts' comments and
+    turn notes (without their names), failed machine checks, proposed alternative
+    resolutions and the repair iterations so far. Leads only."""
+    require_role(actor, Role.lead)
+    review_round = find_round(session, round_name)
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    config = gate_config(review_round, rubric)
+    rows = gate_queries.round_task_statuses(
+        session=session, round_id=review_round.id, status="needs_revision"
+    )
+    ids = [int(v) for v in rows["task_version_id"]]
+    per_task = _ratings_by_task(session, review_round.id, ids)
+    notes, failing_checks, proposed = _notes_checks_and_proposals(session, review_round.id, ids)
     alphas = gating_alphas(session=session, review_round=review_round, rubric=rubric)
     adjudicated = gate_queries.adjudications_of_round(session=session, round_id=review_round.id)
     repairs = queries.repair_counts(session=session, task_ids=[int(t) for t in rows["task_id"]])

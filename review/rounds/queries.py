@@ -168,24 +168,9 @@ def assignment_of(
     ).first()
 
 
-def claim_candidates(
-    *,
-    session: Session,
-    review_round: ReviewRound,
-    expert_id: int,
-    expertise: Sequence[str] = (),
-    limit: int = 5,
-    skip_locked: bool = True,
-) -> list[tuple[int, int]]:
-    """(task version id, places held) of the best tasks the expert may still claim, best
-    first: short of k by the kept count, never had by the expert, not authored or edited by
-    them; the expert's personas first, then by priority, then the fewest places held.
-
-    The round's tasks are walked in priority order on an index and each is checked by index
-    look-ups as it comes, so a claim reads a few rows, not the round. On PostgreSQL the rows
-    are locked until the transaction ends, skipping rows another claim holds with
-    `skip_locked` (experts claiming at once take different tasks instead of queueing for
-    one), else waiting for them; SQLite's write lock already serialises claims."""
+def _open_places(review_round: ReviewRound, expert_id: int, expertise: Sequence[str]):
+    """The round's tasks short of k that the expert never had (task version id, places held),
+    and how each fits the expert: 0 one of their personas, 1 any other, 2 their own task."""
     author = or_(Task.author_id == expert_id, TaskVersion.edited_by_id == expert_id)
     fit = (
         select(
@@ -215,6 +200,28 @@ def claim_candidates(
         RoundTask.places_held < review_round.k,
         had.is_(None),
     )
+    return open_places, fit
+
+
+def claim_candidates(
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    expert_id: int,
+    expertise: Sequence[str] = (),
+    limit: int = 5,
+    skip_locked: bool = True,
+) -> list[tuple[int, int]]:
+    """(task version id, places held) of the best tasks the expert may still claim, best
+    first: short of k by the kept count, never had by the expert, not authored or edited by
+    them; the expert's personas first, then by priority, then the fewest places held.
+
+    The round's tasks are walked in priority order on an index and each is checked by index
+    look-ups as it comes, so a claim reads a few rows, not the round. On PostgreSQL the rows
+    are locked until the transaction ends, skipping rows another claim holds with
+    `skip_locked` (experts claiming at once take different tasks instead of queueing for
+    one), else waiting for them; SQLite's write lock already serialises claims."""
+    open_places, fit = _open_places(review_round, expert_id, expertise)
     if session.get_bind().dialect.name == "postgresql":
         # the look-ups per row make the planner's estimate large enough to compile the query
         # (JIT), which costs ten times what the claim does
