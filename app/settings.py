@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     jobs: Literal["in-process", "worker"] = Field(
         default="in-process",
         description="Where background work runs: model reviews, exports started from the "
-        "Exports page, the Dashboard's summaries and (unless ITSMREVIEW_GATE_APPLY says "
+        "Imports and Exports pages and (unless ITSMREVIEW_GATE_APPLY says "
         "otherwise) the approval gate's queue. `in-process`: threads of the web process that "
         "asked (one machine, SQLite). `worker`: queued in the database for `itsmreview worker` "
         "processes (several replicas; a restart of a web process interrupts nothing; a killed "

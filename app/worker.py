@@ -1,8 +1,8 @@
 """`itsmreview worker`: the handler of each job kind, and a loop that also applies the gate.
 
 A worker process runs what the web processes queue (setting `jobs=worker`): model reviews,
-log imports and exports started from pages, and the Dashboard's summaries, and, between jobs,
-the ratings waiting for the approval gate (their own queue, `gate_pending`). Any number of workers
+log imports and exports started from pages, and, between jobs, the ratings waiting for the
+approval gate (their own queue, `gate_pending`). Any number of workers
 may run, on any hosts that reach the database; see docs/deployment.md."""
 
 from pathlib import Path

@@ -260,7 +260,7 @@ def build(url: str, tasks: int, folder: Path) -> dict:
                 for t in range(1, tasks + 1)
             ],
         )
-        rated = tasks - UNRATED
+        rated = max(0, tasks - UNRATED)  # a small build: a fresh round, none rated
         put(
             RoundTask,
             [
@@ -760,6 +760,30 @@ def gate_applier(barrier: Path, poll: float) -> dict:
     return {"applied": applied, "looks_with_work": batches, "ages": ages, "errors": errors}
 
 
+def lag_sampler(barrier: Path, poll: float) -> dict:
+    """Beside the product's own `itsmreview worker` (SCALE_GATE_WORKER=itsmreview): looks every
+    `poll` seconds how long the oldest queued rating has waited, as a page would see it,
+    until the parent says stop and nothing is queued; applies nothing."""
+    from itsmreview.db import get_engine
+    from itsmreview.review.gate.work import pending
+    from sqlmodel import Session
+
+    engine = get_engine()
+    (barrier / "applier-ready").touch()
+    ages, looks_with_work = [], 0
+    while True:
+        stopping = (barrier / "stop").exists()
+        with Session(engine) as session:
+            waiting, oldest = pending(session=session)
+        if oldest is not None:
+            ages.append((datetime.now(UTC) - oldest).total_seconds())
+            looks_with_work += 1
+        elif stopping:
+            break
+        time.sleep(poll)
+    return {"applied": None, "looks_with_work": looks_with_work, "ages": ages, "errors": []}
+
+
 def gate_consistency() -> dict:
     """Whether the gate's incremental state equals a recomputation from scratch: the round's
     stored coincidence counts against counts built anew from every rating, and every task's
@@ -840,8 +864,22 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
     # the experts' submits only queue their gate work, as a server's do: the server's gate
     # worker (here a process of its own) applies it
     env = {**os.environ, "ITSMREVIEW_GATE_APPLY": "queue"}
-    applier = None
-    if mode == "--worker":
+    applier = product_worker = None
+    if mode == "--worker" and os.environ.get("SCALE_GATE_WORKER") == "itsmreview":
+        # the product's worker process applies the queue (woken by each submit's NOTIFY);
+        # a light sampler beside it measures how long queued ratings wait
+        product_worker = subprocess.Popen(
+            [sys.executable, "-m", "itsmreview.cli", "worker", "--poll", "1"],
+            stdout=subprocess.DEVNULL,
+            env={**env, "ITSMREVIEW_JOBS": "worker"},
+        )
+        applier = subprocess.Popen(
+            [sys.executable, __file__, "--lag-sampler", str(barrier), "0.1"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+    elif mode == "--worker":
         applier = subprocess.Popen(
             [sys.executable, __file__, "--applier", str(barrier), str(APPLIER_POLL_S)],
             stdout=subprocess.PIPE,
@@ -881,6 +919,9 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
         (barrier / "stop").touch()
         lines = applier.communicate()[0].strip().splitlines()
         done = json.loads(lines[-1]) if lines else {"applied": None, "ages": []}
+        if product_worker is not None:
+            product_worker.terminate()  # SIGTERM: it ends after the batch it applies
+            product_worker.wait(60)
         ages = sorted(done["ages"])
         gate = {
             "gate_applied": done["applied"],
@@ -978,6 +1019,14 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--floor-worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--applier", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--lag-sampler", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--gate-worker",
+        choices=["bench", "itsmreview"],
+        default="bench",
+        help="concurrent group: who applies the gate's queue: this benchmark's applier loop, "
+        "or the product's `itsmreview worker` process (as a team deployment runs it)",
+    )
     parser.add_argument(
         "--build-only",
         metavar="DIR",
@@ -993,6 +1042,7 @@ def main() -> None:
         "instead of building one; each run adds its claims and ratings to it",
     )
     args = parser.parse_args()
+    os.environ["SCALE_GATE_WORKER"] = os.environ.get("SCALE_GATE_WORKER", args.gate_worker)
     if args.reuse:
         url, folder = args.reuse
         backend = "postgresql" if url.startswith("postgresql") else "sqlite"
@@ -1013,6 +1063,9 @@ def main() -> None:
         return
     if args.applier:
         print(json.dumps(gate_applier(Path(args.applier[0]), float(args.applier[1]))))
+        return
+    if args.lag_sampler:
+        print(json.dumps(lag_sampler(Path(args.lag_sampler[0]), float(args.lag_sampler[1]))))
         return
     for worker, work in ((args.worker, concurrent_worker), (args.floor_worker, floor_worker)):
         if worker:

@@ -220,9 +220,8 @@ def export_set(
     bootstrap: int = 1000,
     progress: Progress | None = None,
 ) -> ExportResult:
-    """Write the approved task set chosen by the filters, with its evidence and manifest, to
-    the folder `out` (staged, then renamed into place), and record the export in the
-    `exports` table and the ledger. Leads only.
+    """Write the approved set the filters choose, with its evidence and manifest, to `out`
+    (staged, then renamed into place); record it in `exports` and the ledger. Leads only.
 
     `name` (default: the round's name, else "itsmreview-export"), the licence and the Harbor
     `org` go into the card, the manifest and `dataset.toml`; nothing written depends on where

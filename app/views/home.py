@@ -3,7 +3,7 @@
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
-from itsmreview.overview import platform_counts
+from itsmreview.overview.service import platform_counts
 from itsmreview.ui.auth import require
 
 user = require(Role.expert, Role.lead)

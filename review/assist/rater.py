@@ -437,23 +437,7 @@ def run_model_review(
     settings = get_settings()
     concurrency = concurrency or settings.model_concurrency
     client = client or model_client.make_client(settings)
-    with session_scope() as session:
-        run = queries.run_for_update(session=session, run_id=run_id)
-        if run.status != ModelRunStatus.running:
-            raise Conflict(f"model review {run_id} is {run.status}; start a new one")
-        run.owner, run.heartbeat_at = this_process(), utcnow()
-        session.add(run)
-        review_round = session.get(ReviewRound, run.round_id)
-        rubric = _rubric_of(session, review_round)
-        done = queries.rated_by(session=session, round_id=run.round_id, rater_id=run.rater_id)
-        todo = [
-            v
-            for v in review_queries.round_task_ids(session=session, round_id=run.round_id)
-            if v not in done
-        ]
-        if run.task_limit is not None:
-            todo = todo[: max(0, run.task_limit - run.rated)]
-        round_id, model = run.round_id, run.model
+    round_id, model, rubric, todo = _take_run(run_id)
     total = len(todo)
     upcoming = iter(todo)
     pending: dict[Future, int] = {}
@@ -508,6 +492,28 @@ def run_model_review(
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _take_run(run_id: int) -> tuple[int, str, RubricDefinition, list[int]]:
+    """Take a running run over in this process (a run a dead process left is resumed): its
+    round, model and rubric, and the tasks it has still to rate, within its limit."""
+    with session_scope() as session:
+        run = queries.run_for_update(session=session, run_id=run_id)
+        if run.status != ModelRunStatus.running:
+            raise Conflict(f"model review {run_id} is {run.status}; start a new one")
+        run.owner, run.heartbeat_at = this_process(), utcnow()
+        session.add(run)
+        review_round = session.get(ReviewRound, run.round_id)
+        rubric = _rubric_of(session, review_round)
+        done = queries.rated_by(session=session, round_id=run.round_id, rater_id=run.rater_id)
+        todo = [
+            v
+            for v in review_queries.round_task_ids(session=session, round_id=run.round_id)
+            if v not in done
+        ]
+        if run.task_limit is not None:
+            todo = todo[: max(0, run.task_limit - run.rated)]
+        return run.round_id, run.model, rubric, todo
 
 
 def _beat(run_id: int) -> None:

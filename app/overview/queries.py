@@ -1,4 +1,4 @@
-"""Platform-wide queries (counts for the home page)."""
+"""The home page's counts, one statement each (platform-wide)."""
 
 from itsmreview.catalog.models import Task
 from itsmreview.coverage.models import EventLog

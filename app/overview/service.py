@@ -1,6 +1,6 @@
 """Platform-wide figures (the home page's counts)."""
 
-from itsmreview import queries
+from itsmreview.overview import queries
 from sqlmodel import Session
 
 

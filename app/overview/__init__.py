@@ -1,0 +1,1 @@
+"""The home page's platform-wide counts: event logs, tasks, rounds, ratings."""
