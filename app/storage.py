@@ -153,6 +153,8 @@ class Storage:
         """Copy the local file `source` to a key, streamed (parents are made as needed)."""
         path = self.path(*parts)
         if self.scheme == "file":
+            if Path(path).resolve() == Path(source).resolve():
+                return  # already there (an export's zip in the data folder that is the storage)
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.fs.put_file(str(source), path)
 

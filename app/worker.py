@@ -94,9 +94,16 @@ def run_export_job(job: JobContext) -> dict:
             progress=lambda stage, fraction: job.progress(fraction, stage),
             **options,
         )
+    zip_key = None
+    if result.zip_path is not None:  # for a replica on another host to offer it
+        from itsmreview.storage import get_storage
+
+        zip_key = f"exports/{result.zip_path.name}"
+        get_storage().upload(result.zip_path, zip_key)
     return {
         "path": str(result.path),
         "zip_path": str(result.zip_path) if result.zip_path else None,
+        "zip_key": zip_key,
         "tasks": result.tasks,
         "manifest_sha256": result.manifest_sha256,
     }
@@ -177,6 +184,25 @@ def actor_fields(user: User) -> dict:
     """What a job remembers of who queued it: the worker acts as them only while their
     session is as it was (same epoch: not logged out, deactivated or changed since)."""
     return {"actor_id": int(user.id), "actor_epoch": int(user.session_epoch or 0)}
+
+
+def export_zip(result: dict) -> tuple[str, bytes] | None:
+    """The zip of a finished export (a job's result, or the page's own export) as its file
+    name and bytes: from the storage, where a worker on any host put it, else from this host's
+    exports folder; None when neither has it."""
+    from itsmreview.errors import NotFound
+    from itsmreview.storage import get_storage
+
+    if result.get("zip_key"):
+        try:
+            with get_storage().open(result["zip_key"]) as stored:
+                return Path(result["zip_key"]).name, stored.read()
+        except NotFound:
+            pass
+    local = Path(result["zip_path"]) if result.get("zip_path") else None
+    if local is not None and local.is_file():
+        return local.name, local.read_bytes()
+    return None
 
 
 def apply_gate_queue() -> int:

@@ -1,7 +1,5 @@
 """Page: export an approved task set with its evidence, and the exports written so far."""
 
-from pathlib import Path
-
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope, utcnow
@@ -18,7 +16,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
 from itsmreview.ui.text import literal
-from itsmreview.worker import in_workers, job_of, queue_export
+from itsmreview.worker import export_zip, in_workers, job_of, queue_export
 
 ALL = "(all)"
 user = require(Role.lead)
@@ -86,16 +84,12 @@ def _show_export(result) -> None:
         f"Exported {result['tasks']} task(s) to {result['path']}; manifest sha256 "
         f"`{result['manifest_sha256']}`"
     )
-    zip_path = Path(result["zip_path"]) if result.get("zip_path") else None
-    if zip_path is not None and zip_path.is_file():
-        st.download_button(
-            "Download the zip",
-            data=zip_path.read_bytes(),
-            file_name=zip_path.name,
-            mime="application/zip",
-        )
-    elif zip_path is not None:
-        st.caption(f"The zip is at {zip_path} on the worker's host (not readable from here).")
+    found = export_zip(result)
+    if found is not None:
+        name, data = found
+        st.download_button("Download the zip", data=data, file_name=name, mime="application/zip")
+    elif result.get("zip_path"):
+        st.caption(f"The zip is at {result['zip_path']} on the worker's host, not readable here.")
 
 
 @st.fragment(run_every=1.0)

@@ -787,6 +787,10 @@ def test_with_workers_a_leads_export_runs_in_a_worker(demo_configured, tmp_path,
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Exported 2 task(s)" in s.value for s in at.success)
     assert verify_folder(folder).ok
+    from itsmreview.storage import get_storage
+
+    assert get_storage().exists("exports/worker-set.zip")  # for a replica on another host
+    assert at.get("download_button")  # offered from the storage
 
 
 def test_the_exports_page_refuses_a_name_that_leaves_its_folder(demo_configured, monkeypatch):

@@ -392,3 +392,24 @@ def test_a_worker_killed_mid_batch_loses_no_rating_and_applies_none_twice(queued
     with session_scope() as session:
         gate.assert_gate_as_recomputed(session, session.merge(review_round))
         assert verify_ledger(session=session).ok
+
+
+def test_an_export_by_a_worker_is_offered_from_s3(s3_storage, reviewed):
+    """With an S3 storage, the worker puts the export's zip there, so a replica on another
+    host offers the same bytes for download."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.worker import export_zip, queue_export
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        job_id = queue_export(
+            session=session, actor=lead, name="to-s3", bootstrap=200, make_zip=True
+        ).id
+    run_next(kinds=["export"])
+    job = _job(job_id)
+    assert job.status == "done", job.error
+    assert job.result["zip_key"] == "exports/to-s3.zip"
+    assert s3_storage.location().startswith("s3://") and s3_storage.exists("exports/to-s3.zip")
+    local = get_settings().data_dir / "exports" / "to-s3.zip"
+    name, data = export_zip({"zip_key": job.result["zip_key"]})  # as another host reads it
+    assert (name, data) == ("to-s3.zip", local.read_bytes())
