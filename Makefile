@@ -34,12 +34,12 @@ demo: venv
 	$(BIN)/itsmreview demo
 
 # Two replicas behind nginx, one worker, an S3 server and the local PostgreSQL, on this machine
-# (deploy/team.py; needs Debian's nginx). `make team-down` stops them; the data stays in build/team.
+# (itsmreview.deploy.team; needs Debian's nginx). `make team-down` stops them; the data stays in build/team.
 team: venv
-	$(BIN)/python deploy/team.py up
+	$(BIN)/python -m itsmreview.deploy.team up
 
 team-down:
-	$(BIN)/python deploy/team.py down
+	$(BIN)/python -m itsmreview.deploy.team down
 
 test: venv peers
 	$(BIN)/ruff check .

@@ -1,5 +1,5 @@
 """A team deployment as `make team` lays it out, on PostgreSQL: two `itsmreview serve`
-replicas behind nginx (deploy/nginx.conf, sticky by cookie), one `itsmreview worker`; an
+replicas behind nginx (app/deploy/nginx.conf, sticky by cookie), one `itsmreview worker`; an
 expert rates a task on each replica in Chromium, and the worker applies both to the gate."""
 
 import importlib.util
@@ -108,7 +108,8 @@ def team(tmp_path_factory):
         [*cli, "demo", "--no-serve"], env=env, capture_output=True, text=True, timeout=600
     )
     assert loaded.returncode == 0, loaded.stdout + loaded.stderr
-    team_script = _load("team_script", ROOT / "deploy" / "team.py")
+    from itsmreview.deploy import team as team_script
+
     port = browser_tests._free_port()
     replicas = [browser_tests._free_port(), browser_tests._free_port()]
     with ExitStack() as stack:

@@ -1,15 +1,15 @@
-#!/usr/bin/env python3
 """A two-replica team deployment on this machine: `make team` / `make team-down`.
 
-    python deploy/team.py up [--port 8600]     PostgreSQL (the local server), an S3 server
-                                               (SeaweedFS), the demo content, two replicas,
-                                               one worker and nginx; prints the address
-    python deploy/team.py down                 stops what `up` started (the data stays)
-    python deploy/team.py status               what runs, and where its log is
+    python -m itsmreview.deploy.team up [--port 8600]
+        PostgreSQL (the local server), an S3 server (SeaweedFS), the demo content, two
+        replicas, one worker and nginx; prints the address
+    python -m itsmreview.deploy.team down      stops what `up` started (the data stays)
+    python -m itsmreview.deploy.team status    what runs, and where its log is
 
-Everything it writes is under build/team/: the processes' logs and pid files, nginx's
-configuration (rendered from deploy/nginx.conf), the S3 server's data, and `env`, the
-variables that point a shell's `itsmreview` at this deployment (`set -a; . build/team/env`).
+Everything it writes is under build/team/ of the working folder (ITSMREVIEW_TEAM_DIR names
+another): the processes' logs and pid files, nginx's configuration (rendered from this
+package's nginx.conf), the S3 server's data, and `env`, the variables that point a shell's
+`itsmreview` at this deployment (`set -a; . build/team/env`).
 The database is `itsmreview_team` on the local PostgreSQL (ITSMREVIEW_TEAM_DATABASE_URL
 names another). docs/deployment.md explains the same on several hosts.
 """
@@ -25,8 +25,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-STATE = ROOT / "build" / "team"
+STATE = Path(os.environ.get("ITSMREVIEW_TEAM_DIR", "build/team")).resolve()
 BIN = Path(sys.executable).parent
 DATABASE_URL = os.environ.get(
     "ITSMREVIEW_TEAM_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/itsmreview_team"
@@ -154,7 +153,7 @@ def weed() -> str:
 
 
 def render_nginx(port: int, replicas: list[int]) -> Path:
-    text = (ROOT / "deploy" / "nginx.conf").read_text()
+    text = Path(__file__).with_name("nginx.conf").read_text()
     servers = "\n".join(f"        server 127.0.0.1:{p};" for p in replicas)
     text = text.replace("@STATE@", str(STATE)).replace("@LISTEN@", f"127.0.0.1:{port}")
     text = text.replace("@SERVERS@", servers)

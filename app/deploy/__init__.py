@@ -1,0 +1,1 @@
+"""Running a team deployment on one machine (`make team`) and the nginx configuration it renders."""
