@@ -117,6 +117,8 @@ def run_log_import_job(job: JobContext) -> dict:
 
     from itsmreview.coverage.eventlog import ColumnMapping
     from itsmreview.coverage.service import import_log_as
+    from itsmreview.errors import InvalidInput
+    from itsmreview.files import UnsafePath, safe_join
     from itsmreview.storage import get_storage
 
     options = dict(job.payload)
@@ -129,7 +131,11 @@ def run_log_import_job(job: JobContext) -> dict:
         )
     storage = get_storage()
     with tempfile.TemporaryDirectory(prefix="itsmreview-upload-") as folder:
-        local = storage.download(Path(folder) / options.pop("filename"), upload)
+        try:  # the name came from outside (an upload): it must stay inside the temporary folder
+            target = safe_join(Path(folder), options.pop("filename"))
+        except UnsafePath as exc:
+            raise InvalidInput(f"the upload's file name {exc}") from None
+        local = storage.download(target, upload)
         with session_scope() as session:
             actor = revalidate(session=session, check=check)  # still the admin who asked
             result = import_log_as(

@@ -413,3 +413,19 @@ def test_an_export_by_a_worker_is_offered_from_s3(s3_storage, reviewed):
     local = get_settings().data_dir / "exports" / "to-s3.zip"
     name, data = export_zip({"zip_key": job.result["zip_key"]})  # as another host reads it
     assert (name, data) == ("to-s3.zip", local.read_bytes())
+
+
+def test_a_log_import_job_never_writes_outside_its_folder(configured, tmp_path):
+    """The upload's file name in a job is checked again by the worker: `..` fails the job."""
+    from itsmreview.accounts.service import create_user
+    from itsmreview.storage import get_storage
+
+    get_storage().write_bytes(b"case,activity\n", "uploads/x/log.csv")
+    with session_scope() as session:
+        admin, _ = create_user(session=session, username="admin", role="admin", password="a" * 12)
+        payload = {"upload": "uploads/x/log.csv", "filename": "..", "name": None, "preset": None}
+        payload |= {"actor_id": admin.id, "actor_epoch": admin.session_epoch or 0}
+        job_id = enqueue(session=session, kind="log_import", payload=payload).id
+    run_next(kinds=["log_import"])
+    job = _job(job_id)
+    assert (job.status, job.attempts) == ("failed", 1) and "file name" in job.error
