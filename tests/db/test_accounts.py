@@ -50,14 +50,18 @@ def _expire_locks(session):
     session.commit()
 
 
-def test_repeated_failures_lock_the_account_with_growing_waits(session):
+def test_repeated_failures_lock_the_account_with_growing_waits(session, monkeypatch):
     _users(session)
+    # the clock stands still: on a slow machine 200 tries can outlast the first 2 s wait
+    frozen = utcnow()
+    monkeypatch.setattr("itsmreview.accounts.service.utcnow", lambda: frozen)
     outcomes = [_try(session, "eva", f"wrong-{i}") for i in range(200)]
     assert all(isinstance(o, PermissionDenied) for o in outcomes)
     throttled = [o for o in outcomes if isinstance(o, LoginThrottled)]
     assert len(throttled) == 195  # the first 5 are free, every later one must wait
     # the right password right after 200 failures is refused too: the account must wait
     assert isinstance(_try(session, "eva", PASSWORD), LoginThrottled)
+    monkeypatch.undo()
     _expire_locks(session)
     assert _try(session, "eva", PASSWORD).username == "eva"
     assert session.exec(select(LoginFailure).where(LoginFailure.key == "eva")).first() is None
