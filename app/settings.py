@@ -133,8 +133,9 @@ class Settings(BaseSettings):
     )
     jobs: Literal["in-process", "worker"] = Field(
         default="in-process",
-        description="Where background work runs: model reviews, exports started from the "
-        "Imports and Exports pages and (unless ITSMREVIEW_GATE_APPLY says "
+        description="Where background work runs: model reviews, log imports and exports "
+        "started from the Imports and Exports pages, the figures of the lead's pages over a "
+        "whole round or catalog (summaries) and (unless ITSMREVIEW_GATE_APPLY says "
         "otherwise) the approval gate's queue. `in-process`: threads of the web process that "
         "asked (one machine, SQLite). `worker`: queued in the database for `itsmreview worker` "
         "processes (several replicas; a restart of a web process interrupts nothing; a killed "

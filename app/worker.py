@@ -1,7 +1,8 @@
 """`itsmreview worker`: the handler of each job kind, and a loop that also applies the gate.
 
 A worker process runs what the web processes queue (setting `jobs=worker`): model reviews,
-log imports and exports started from pages, and, between jobs, the ratings waiting for the
+log imports and exports started from pages, the figures the lead's pages show (`summaries`),
+and, between jobs, the ratings waiting for the
 approval gate (their own queue, `gate_pending`). Any number of workers
 may run, on any hosts that reach the database; see docs/deployment.md."""
 
@@ -209,6 +210,39 @@ def export_zip(result: dict) -> tuple[str, bytes] | None:
     if local is not None and local.is_file():
         return local.name, local.read_bytes()
     return None
+
+
+# the modules whose figures a worker computes for the pages (`summaries`): each registers its
+# computations when imported; tests/db/test_jobs.py checks that the pages register no others
+SUMMARY_MODULES = (
+    "itsmreview.review.dashboard.service",
+    "itsmreview.review.gate.item_agreement",
+    "itsmreview.coverage.overview",
+    "itsmreview.coverage.across_logs",
+    "itsmreview.ledger.evidence.service",
+)
+
+
+def load_summary_computations() -> set[str]:
+    """Import every module that registers a summary computation; the kinds registered."""
+    import importlib
+
+    from itsmreview.summaries.service import registered_kinds
+
+    for module in SUMMARY_MODULES:
+        importlib.import_module(module)
+    return registered_kinds()
+
+
+@handler("summary")
+def run_summary_job(job: JobContext) -> dict:
+    """Idempotent: figures are computed whole and stored in place of the old ones; a build
+    (a round's adjudication queue) is one transaction that a rerun finds done."""
+    from itsmreview.db import get_engine
+    from itsmreview.summaries.service import run_job
+
+    load_summary_computations()
+    return run_job(get_engine(), job.payload)
 
 
 def apply_gate_queue() -> int:

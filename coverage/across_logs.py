@@ -8,6 +8,7 @@ from itsmreview.catalog.queries import personas_and_tracks
 from itsmreview.coverage import queries
 from itsmreview.coverage.report import TaskFilter, coverage_by_persona
 from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.summaries.service import lead_figures
 from sqlmodel import Session
 
 WEIGHTS = ("events", "equal")
@@ -44,6 +45,7 @@ def weighted_over(values: dict[str, float | None], weights: dict[str, float]) ->
     return round(sum(weights[n] * v for n, v in present.items()) / weight, 12)
 
 
+@lead_figures
 def benchmark_coverage(
     *,
     session: Session,

@@ -15,7 +15,7 @@ from itsmreview.coverage.report import TaskFilter, coverage_report
 from itsmreview.errors import NotFound
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.settings import get_settings
-from itsmreview.summaries.service import Materialised, materialised
+from itsmreview.summaries.service import Materialised, computation, materialised
 from sqlmodel import Session
 
 INLINE_TASKS = 5000  # catalogs up to this size get their coverage computed at once
@@ -95,28 +95,15 @@ def _report_materialised(
         state = catalog_queries.catalog_state(
             session=session, ratings=task_filter == TaskFilter.rated
         )
-    name = log.name
-    mapping = queries.newest_team_mapping(session=session, log_name=name)
+    mapping = queries.newest_team_mapping(session=session, log_name=log.name)
     # a new team mapping changes team coverage, other SLA targets the SLA outcome
     state = (*state, mapping.id if mapping else 0, get_settings().sla_hours or "")
-
-    def compute(background: Session) -> dict:
-        report, unresolved = coverage_report(
-            session=background,
-            log_name=name,
-            task_filter=task_filter,
-            persona=persona,
-            track=track,
-        )
-        return {"report": report.to_record(), "unresolved": unresolved}
 
     figures = materialised(
         session=session,
         kind="coverage",
-        key=f"{log.id}:{task_filter.value}"
-        + ("" if persona is None and track is None else f":{persona or ''}:{track or ''}"),
+        key=_coverage_key(log.id, task_filter, persona, track),
         fingerprint=json.dumps(list(state)),
-        compute=compute,
         inline=catalog_queries.count_tasks(session=session) <= INLINE_TASKS,
     )
     if figures.payload is None:
@@ -126,6 +113,36 @@ def _report_materialised(
         figures.payload["unresolved"],
         figures,
     )
+
+
+def _coverage_key(log_id: int, task_filter: TaskFilter, persona, track) -> str:
+    from urllib.parse import quote
+
+    key = f"{log_id}:{task_filter.value}"
+    if persona is None and track is None:
+        return key
+    return f"{key}:{quote(persona or '', safe='')}:{quote(track or '', safe='')}"
+
+
+@computation("coverage")
+def coverage_figures(session: Session, key: str) -> dict:
+    """The coverage report of a log by the filtered tasks; `key` is "LOG_ID:FILTER", or
+    "LOG_ID:FILTER:PERSONA:TRACK" for one persona or track (empty for any)."""
+    from urllib.parse import unquote
+
+    log_id, task_filter, *rest = key.split(":")
+    persona, track = (unquote(part) for part in (rest or ["", ""]))
+    log = session.get(EventLog, int(log_id))
+    if log is None:
+        raise LookupError(f"no event log has id {log_id} (deleted since the view asked?)")
+    report, unresolved = coverage_report(
+        session=session,
+        log_name=log.name,
+        task_filter=TaskFilter(task_filter),
+        persona=persona or None,
+        track=track or None,
+    )
+    return {"report": report.to_record(), "unresolved": unresolved}
 
 
 def log_names(*, session: Session) -> list[str]:

@@ -58,28 +58,27 @@ class Shown:
 
 
 def in_background(function):
-    """For lead figures over a whole round or catalog (`function(session=..., actor=...,
-    **keys)` returning a DataFrame or JSON-ready data): stored per state of the ledger
+    """For lead figures over a whole round or catalog, `function(session=..., actor=...,
+    **keys)` registered with `summaries.service.lead_figures`: stored per state of the ledger
     (`summaries`), computed at once while the ledger is small and in the background after
-    that, so that a page view never waits for them."""
-    name = f"{function.__module__}.{function.__qualname__}"
+    that (a worker's job, or a thread), so that a page view never waits for them."""
+    kind = getattr(function, "summary_kind", None)
+    if kind is None:
+        raise TypeError(
+            f"{function.__qualname__} is not registered: decorate it with "
+            "itsmreview.summaries.service.lead_figures so that a worker can compute it"
+        )
 
     def call(actor, **keys) -> Shown:
-        def compute(session) -> dict:
-            result = function(session=session, actor=actor, **keys)
-            if isinstance(result, pd.DataFrame):
-                return {"table": result.to_json(orient="table", index=False)}
-            return {"value": result}
-
         version = ledger_version()
         with session_scope() as session:
             found = materialised(
                 session=session,
-                kind=name,
+                kind=kind,
                 key=json.dumps(keys, sort_keys=True, default=str),
                 fingerprint=str(version),
-                compute=compute,
                 inline=version <= INLINE_LEDGER_ENTRIES,
+                actor=actor,
             )
         payload = found.payload or {}
         value = (

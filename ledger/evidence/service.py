@@ -20,6 +20,7 @@ from itsmreview.ledger.evidence.audit import AuditReport, verify_ledger
 from itsmreview.ledger.prov import prov_document
 from itsmreview.ledger.service import append_entry, entry_record
 from itsmreview.review.rubrics import queries as review_queries
+from itsmreview.summaries.service import lead_figures
 from sqlmodel import Session
 
 KINDS = ("logs", "external", "expert")
@@ -323,6 +324,7 @@ def ledger_page(
     return LedgerPage(frame, total)
 
 
+@lead_figures
 def summary_for(*, session: Session, actor: User) -> dict:
     """`provenance_summary` for a lead (the Ledger page)."""
     require_role(actor, Role.lead)
@@ -339,6 +341,7 @@ FRESH_FIELDS = ("instruction", "environment", "verifier")  # what a task asks, s
 TOP_VARIANTS = 10  # variants ranked 1-10 by case count are "frequent"
 
 
+@lead_figures
 def realism_by_provenance(
     *, session: Session, actor: User, round_name: str | int | None = None
 ) -> pd.DataFrame:

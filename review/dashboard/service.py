@@ -12,7 +12,7 @@ from itsmreview.catalog.queries import status_counts
 from itsmreview.catalog.state import DIFFICULTIES
 from itsmreview.review.dashboard import queries
 from itsmreview.review.gate.agreement import Alpha, Gwet
-from itsmreview.review.gate.item_agreement import ItemAgreement, round_agreement
+from itsmreview.review.gate.item_agreement import ItemAgreement, computed_round_agreement
 from itsmreview.review.gate.queries import pending as pending_queries
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.gate.round_data import find_round
@@ -23,7 +23,7 @@ from itsmreview.review.repair.adjudication import (
     adjudication_queue,
     build_adjudication_queue,
 )
-from itsmreview.summaries.service import Materialised, materialised
+from itsmreview.summaries.service import Materialised, computation, lead_figures, materialised
 from sqlmodel import Session
 
 
@@ -165,23 +165,32 @@ def _queue_ready(*, session: Session, review_round: ReviewRound, inline: bool) -
     from itsmreview.db import write_transaction
     from itsmreview.summaries.service import run_in_background
 
-    round_id = review_round.id
-
-    def build(writer: Session) -> int:
-        return build_adjudication_queue(
-            session=writer, review_round=writer.get(ReviewRound, round_id)
-        )
-
+    key = str(review_round.id)
     engine = session.get_bind()
     if inline:
-        write_transaction(build, engine=engine)
+        write_transaction(lambda writer: build_round_queue(writer, key), engine=engine)
         return True
-    run_in_background(engine, f"adjudication-queue {round_id}", build)
+    run_in_background(engine, "adjudication-queue", key)
     return False
+
+
+@computation("adjudication-queue", writes=True)
+def build_round_queue(session: Session, key: str) -> int:
+    """Build the adjudication queue of the round whose id is `key`."""
+    return build_adjudication_queue(
+        session=session, review_round=session.get(ReviewRound, int(key))
+    )
 
 
 INLINE_TASKS = 2000  # rounds of up to this many tasks get their figures at once
 PROGRESS_REFRESH_S = 300  # reservations lapse with time alone: counted again this often
+
+
+@computation("progress")
+def progress_figures(session: Session, key: str) -> dict:
+    """Assigned and submitted tasks per round and expert (`key`: "all")."""
+    frame = queries.progress_frame(session=session)
+    return {"rows": frame.to_dict(orient="records"), "columns": list(frame.columns)}
 
 
 def _progress_materialised(*, session: Session, inline: bool) -> tuple[pd.DataFrame, object]:
@@ -195,17 +204,11 @@ def _progress_materialised(*, session: Session, inline: bool) -> tuple[pd.DataFr
         *queries.assignments_fingerprint(session=session),
         int(clock.time() // PROGRESS_REFRESH_S),
     ]
-
-    def compute(background: Session) -> dict:
-        frame = queries.progress_frame(session=background)
-        return {"rows": frame.to_dict(orient="records"), "columns": list(frame.columns)}
-
     found = materialised(
         session=session,
         kind="progress",
         key="all",
         fingerprint=json.dumps(fingerprint),
-        compute=compute,
         inline=inline,
     )
     columns = ["round", "expert", "assigned", "submitted"]
@@ -213,6 +216,12 @@ def _progress_materialised(*, session: Session, inline: bool) -> tuple[pd.DataFr
         return pd.DataFrame(columns=columns), None
     frame = pd.DataFrame(found.payload["rows"], columns=found.payload.get("columns", columns))
     return frame, None if found.current else found.computed_at
+
+
+@computation("round-status")
+def round_status_figures(session: Session, key: str) -> dict:
+    """How many tasks of the round whose id is `key` stand at each status."""
+    return queries.round_status_counts(session=session, round_id=int(key))
 
 
 def _round_status_materialised(
@@ -225,44 +234,41 @@ def _round_status_materialised(
     from itsmreview.ledger.queries import last_entry
 
     head = last_entry(session=session)
-    round_id = review_round.id
     found = materialised(
         session=session,
         kind="round-status",
-        key=str(round_id),
+        key=str(review_round.id),
         fingerprint=str(head.seq if head else 0),
-        compute=lambda background: queries.round_status_counts(
-            session=background, round_id=round_id
-        ),
         inline=inline,
     )
     return dict(found.payload or {}), None if found.current else found.computed_at
 
 
+@computation("round-agreement")
+def round_agreement_figures(session: Session, key: str) -> dict:
+    """The agreement of every item of a round; `key` is "ROUND_ID:RUBRIC_ID:BOOTSTRAP" (the
+    rubric in the key, so that a round's new rubric never reads old figures)."""
+    round_id, _, bootstrap = key.split(":")
+    _, items = computed_round_agreement(
+        session=session, round_name=int(round_id), bootstrap=int(bootstrap)
+    )
+    return {"items": [item_record(item) for item in items]}
+
+
 def _round_agreement_materialised(
     *, session: Session, actor: User, review_round: ReviewRound, bootstrap: int, inline: bool
 ) -> Materialised:
-    """The round's agreement as stored for its current ratings: computed at once for a small
-    round (`inline`), else in the background while the stored figures (or none yet) are
-    shown."""
+    """The round's agreement as stored for its current ratings (the lead's: `dashboard`
+    checked the role): computed at once for a small round (`inline`), else in the background
+    while the stored figures (or none yet) are shown."""
     fingerprint = queries.ratings_fingerprint(session=session, round_id=review_round.id)
-    round_id = review_round.id
-
-    def compute(background: Session) -> dict:
-        _, items = round_agreement(
-            session=background, actor=actor, round_name=round_id, bootstrap=bootstrap
-        )
-        return {"items": [item_record(item) for item in items]}
-
-    found = materialised(
+    return materialised(
         session=session,
         kind="round-agreement",
-        key=f"{round_id}:{review_round.rubric_id}:{bootstrap}",
+        key=f"{review_round.id}:{review_round.rubric_id}:{bootstrap}",
         fingerprint=json.dumps(list(fingerprint)),
-        compute=compute,
         inline=inline,
     )
-    return found
 
 
 def item_record(item: ItemAgreement) -> dict:
@@ -380,6 +386,7 @@ def authoring_figures(*, session: Session, review_round: ReviewRound, rubric) ->
     )
 
 
+@lead_figures
 def round_authoring(*, session: Session, actor: User, round_name: str | int | None = None) -> dict:
     """`authoring_figures` of a round (the newest when None). Leads only; the page computes
     it in the background for a large round (`ui.cache.in_background`)."""

@@ -25,6 +25,7 @@ from itsmreview.review.gate.round_data import (
 )
 from itsmreview.review.models import ReviewRound, Rubric
 from itsmreview.review.rubrics.service import RubricDefinition
+from itsmreview.summaries.service import lead_figures
 from sqlmodel import Session
 
 
@@ -163,6 +164,27 @@ def round_agreement(
     ratings themselves. `counts`: the round's `round_counts`, when the caller has them.
     Human ratings only. Leads only."""
     require_role(actor, Role.lead)
+    return computed_round_agreement(
+        session=session,
+        round_name=round_name,
+        bootstrap=bootstrap,
+        seed=seed,
+        detail=detail,
+        counts=counts,
+    )
+
+
+def computed_round_agreement(
+    *,
+    session: Session,
+    round_name: str | int | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    detail: bool = True,
+    counts: dict[str, ItemCounts] | None = None,
+) -> tuple[ReviewRound, list[ItemAgreement]]:
+    """`round_agreement` for a caller that checked who asks (a worker computing the lead's
+    Dashboard figures)."""
     review_round = find_round(session, round_name)
     rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
     long = round_long(session=session, round_id=review_round.id, rubric=rubric) if detail else None
@@ -206,6 +228,7 @@ def round_agreement(
     return review_round, results
 
 
+@lead_figures
 def alpha_over_time(
     *, session: Session, actor: User, item: str, round_name: str | int | None = None
 ) -> pd.DataFrame:
