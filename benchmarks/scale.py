@@ -17,9 +17,10 @@ backend, each group in a fresh process:
   1,000 bootstrap samples);
 - round: creating a round over every task;
 - cli: `itsmreview --help` and `itsmreview round list` as a user starts them;
-- concurrent (PostgreSQL): 50 processes, each claiming and submitting 20 ratings at once,
-  with no pause and with a mean 1 s pause: p50/p95/max latency, submits per second, and lost,
-  duplicated or over-k ratings. The experts' submits queue their gate work, as a server's do
+- concurrent (PostgreSQL): 50 experts, each claiming and submitting 20 ratings at once, as
+  threads of two replica processes (`--replicas`; 0: a process each), with no pause and with a
+  mean 1 s pause: p50/p95/max latency, submits per second, and lost, duplicated or over-k
+  ratings. The experts' submits queue their gate work, as a server's do
   (ITSMREVIEW_GATE_APPLY=queue), and one more process applies it as the server's gate worker
   would (its CPU counted; how long queued ratings waited, and how soon after the last submit
   the queue was empty); after both runs the gate's stored counts and every task's status are
@@ -637,7 +638,7 @@ def _start_together(barrier: Path, index: int) -> None:
     time.sleep(max(0.0, float(go.read_text() or 0) - time.time()))
 
 
-def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
+def concurrent_worker(index: int, submits: int, barrier: Path, think: float, ready=None) -> dict:
     """One expert's process: claim and submit, each in `write_transaction` as the queue page
     does (busy writes, deadlocks and serialization failures retried whole). Imports and
     connects first, says so in `barrier`, then waits for the start time the parent writes
@@ -655,9 +656,16 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
     with session_scope() as session:
         expert = user_by_username(session=session, username=f"e{index}")
         scores = {d.key: 4 for d in current_gate(session=session)[1].dimensions}
-    _start_together(barrier, index)
+    if ready is None:
+        _start_together(barrier, index)
+    else:  # a thread of a replica: the replica says when its sessions are ready
+        ready.wait()
+        while not (barrier / "go").exists():
+            time.sleep(0.01)
+        time.sleep(max(0.0, float((barrier / "go").read_text() or 0) - time.time()))
     chance = random.Random(index)
     claims, writes, errors = [], [], []
+    cpu_start = time.process_time()
 
     def claim(session):
         assignment = claim_next(session=session, actor=expert)
@@ -686,7 +694,38 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float) -> 
             writes.append(time.perf_counter() - start)  # includes the commit
         except Exception as exc:  # noqa: BLE001 - counted and reported, not hidden
             errors.append(f"{type(exc).__name__}: {exc}"[:200])
-    return {"claims": claims, "writes": writes, "errors": errors}
+    cpu = time.process_time() - cpu_start
+    return {"claims": claims, "writes": writes, "errors": errors, "cpu_s": cpu}
+
+
+def replica_worker(replica: int, experts: str, submits: int, barrier: Path, think: float) -> dict:
+    """One web replica serving several experts at once, as `itsmreview serve` does: one
+    process, a thread per expert session (Streamlit runs each session's script on a thread of
+    its own), sharing the process's engine and its interpreter lock. Each thread claims and
+    submits exactly as `concurrent_worker` does. `experts`: "FIRST-LAST" indices."""
+    import threading
+
+    first, last = (int(v) for v in experts.split("-"))
+    results: dict[int, dict] = {}
+    ready = threading.Barrier(last - first + 2)
+
+    def session_thread(index: int) -> None:
+        results[index] = concurrent_worker(index, submits, barrier, think, ready=ready)
+
+    threads = [threading.Thread(target=session_thread, args=(i,)) for i in range(first, last + 1)]
+    for thread in threads:
+        thread.start()
+    ready.wait()  # every session has its expert and rubric: the process is ready
+    _start_together(barrier, replica)
+    cpu_start = time.process_time()
+    for thread in threads:
+        thread.join()
+    return {
+        "claims": [c for r in results.values() for c in r["claims"]],
+        "writes": [w for r in results.values() for w in r["writes"]],
+        "errors": [e for r in results.values() for e in r["errors"]],
+        "cpu_s": time.process_time() - cpu_start,
+    }
 
 
 def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
@@ -706,6 +745,7 @@ def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     _start_together(barrier, index)
     chance = random.Random(index)
     claims, writes = [], []
+    cpu_start = time.process_time()
     for _ in range(submits):
         time.sleep(chance.uniform(0, 2 * think))
         start = time.perf_counter()
@@ -728,7 +768,8 @@ def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
                 [(rating, f"d{d}") for d in range(8)],
             )
         writes.append(time.perf_counter() - start)
-    return {"claims": claims, "writes": writes, "errors": []}
+    cpu = time.process_time() - cpu_start
+    return {"claims": claims, "writes": writes, "errors": [], "cpu_s": cpu}
 
 
 def gate_applier(barrier: Path, poll: float) -> dict:
@@ -826,8 +867,12 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
     from sqlalchemy import text
 
     out = {}
+    replicas = int(os.environ.get("SCALE_REPLICAS", "2"))
+    served = f"{replicas} replicas" if replicas else "a process each"
     for think in (0.0, 1.0):
-        out[f"concurrent, think {think:g} s"] = _concurrent_run(workers, submits, think)
+        out[f"concurrent, {served}, think {think:g} s"] = _concurrent_run(
+            workers, submits, think, replicas=replicas
+        )
     out["gate after the runs against a recomputation from scratch"] = gate_consistency()
     scratch = ("floor_places", "floor_ratings", "floor_scores")
     with get_engine().begin() as c:
@@ -856,7 +901,18 @@ def _cpu_times() -> tuple[float, float]:
     return (sum(fields) - idle) / ticks, sum(fields) / ticks
 
 
-def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--worker") -> dict:
+def _process_cpu(pid: int) -> float:
+    """User and system CPU seconds of one process so far, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _concurrent_run(
+    workers: int, submits: int, think: float, mode: str = "--worker", replicas: int = 0
+) -> dict:
+    """`workers` experts claiming and submitting `submits` times each: a process each, or with
+    `replicas`, that many replica processes serving them on threads."""
     from itsmreview.db import get_engine
     from sqlalchemy import text
 
@@ -886,17 +942,24 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
             text=True,
             env=env,
         )
+    if replicas:
+        bounds = [workers * r // replicas for r in range(replicas + 1)]
+        commands = [
+            ["--replica", str(r + 1), f"{bounds[r] + 1}-{bounds[r + 1]}"] for r in range(replicas)
+        ]
+    else:
+        commands = [[mode, str(i)] for i in range(1, workers + 1)]
     processes = [
         subprocess.Popen(
-            [sys.executable, __file__, mode, str(i), str(submits), str(barrier), str(think)],
+            [sys.executable, __file__, *command, str(submits), str(barrier), str(think)],
             stdout=subprocess.PIPE,
             text=True,
             env=env,
         )
-        for i in range(1, workers + 1)
+        for command in commands
     ]
     deadline = time.time() + 600
-    while len(list(barrier.glob("ready-*"))) < workers and time.time() < deadline:
+    while len(list(barrier.glob("ready-*"))) < len(commands) and time.time() < deadline:
         if any(p.poll() not in (None, 0) for p in processes):
             break  # a worker failed to start: its error is reported below
         time.sleep(0.1)
@@ -905,6 +968,7 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
     (barrier / "go.tmp").replace(barrier / "go")
     time.sleep(max(0.0, start_at - time.time()))
     busy_before, total_before = _cpu_times()
+    worker_before = _process_cpu(product_worker.pid) if product_worker else 0.0
     results = []
     for process in processes:
         lines = process.communicate()[0].strip().splitlines()
@@ -920,10 +984,11 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
         lines = applier.communicate()[0].strip().splitlines()
         done = json.loads(lines[-1]) if lines else {"applied": None, "ages": []}
         if product_worker is not None:
+            gate["worker_cpu_s"] = _process_cpu(product_worker.pid) - worker_before
             product_worker.terminate()  # SIGTERM: it ends after the batch it applies
             product_worker.wait(60)
         ages = sorted(done["ages"])
-        gate = {
+        gate |= {
             "gate_applied": done["applied"],
             "gate_looks_with_work": done.get("looks_with_work"),
             "gate_lag_p50_ms": ages[len(ages) // 2] * 1000 if ages else 0.0,
@@ -961,7 +1026,16 @@ def _concurrent_run(workers: int, submits: int, think: float, mode: str = "--wor
     errors = [e for r in results for e in r["errors"]]
     cpu_s = busy_after - busy_before
     cores = os.cpu_count() or 1
+    cycles = max(1, len(writes))
+    experts_cpu_s = sum(r.get("cpu_s", 0.0) for r in results)
+    worker_cpu_s = gate.pop("worker_cpu_s", 0.0)
     return {
+        # where the CPU of a claim and a submit goes: the experts' processes (the web
+        # processes' share in a deployment), the gate's worker, and the rest (PostgreSQL,
+        # the sampler, the kernel)
+        "cpu_ms_experts_per_cycle": experts_cpu_s / cycles * 1000,
+        "cpu_ms_worker_per_cycle": worker_cpu_s / cycles * 1000,
+        "cpu_ms_rest_per_cycle": (cpu_s - experts_cpu_s - worker_cpu_s) / cycles * 1000,
         # a claim and a submit cost this much CPU, all processes together; with no pause
         # and the CPU saturated, Little's law puts the mean time of a claim and a submit at
         # workers x this / cores, whatever the code does with locks
@@ -1018,6 +1092,7 @@ def main() -> None:
     parser.add_argument("--group", help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--floor-worker", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--replica", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--applier", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--lag-sampler", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -1026,6 +1101,14 @@ def main() -> None:
         default="bench",
         help="concurrent group: who applies the gate's queue: this benchmark's applier loop, "
         "or the product's `itsmreview worker` process (as a team deployment runs it)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        help="concurrent group: the experts' sessions are threads of this many replica "
+        "processes, as behind `make team` (0: a process per expert, the eighth session's "
+        "model, which adds fifty processes' scheduling to every figure)",
     )
     parser.add_argument(
         "--build-only",
@@ -1043,6 +1126,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ["SCALE_GATE_WORKER"] = os.environ.get("SCALE_GATE_WORKER", args.gate_worker)
+    os.environ["SCALE_REPLICAS"] = os.environ.get("SCALE_REPLICAS", str(args.replicas))
     if args.reuse:
         url, folder = args.reuse
         backend = "postgresql" if url.startswith("postgresql") else "sqlite"
@@ -1066,6 +1150,14 @@ def main() -> None:
         return
     if args.lag_sampler:
         print(json.dumps(lag_sampler(Path(args.lag_sampler[0]), float(args.lag_sampler[1]))))
+        return
+    if args.replica:
+        replica, experts, submits, barrier, think = args.replica
+        print(
+            json.dumps(
+                replica_worker(int(replica), experts, int(submits), Path(barrier), float(think))
+            )
+        )
         return
     for worker, work in ((args.worker, concurrent_worker), (args.floor_worker, floor_worker)):
         if worker:
