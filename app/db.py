@@ -61,7 +61,21 @@ def create_db_engine(url: str) -> Engine:
         event.listen(engine, "connect", _set_sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    event.listen(engine, "connect", _postgresql_settings)
+    return engine
+
+
+def _postgresql_settings(dbapi_connection, _record) -> None:
+    """No JIT, once per connection: it pays off for long analytical queries only, and a
+    claim's per-row look-ups made the planner compile it, at ten times what the claim costs.
+    (A SET, not a startup option, which connection poolers such as PgBouncer refuse.)"""
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        dbapi_connection.execute("SET jit = off")
+    finally:
+        dbapi_connection.autocommit = autocommit
 
 
 @lru_cache(maxsize=8)

@@ -35,13 +35,20 @@ def active_count(*, session: Session, round_id: int, task_version_id: int) -> in
     )
 
 
-def places_taken_now(*, session: Session, round_id: int, task_version_id: int, now) -> int:
+def places_taken_now(
+    *, session: Session, round_id: int, task_version_id: int, now, locked: bool = False
+) -> int:
     """Places of k taken on one task once its lapsed reservations are released, counted under
-    the task's claim lock (held until the transaction ends), so the count stays true."""
-    queries.lock_task_of_round(session=session, round_id=round_id, task_version_id=task_version_id)
-    queries.release_lapsed(
-        session=session, round_id=round_id, task_version_id=task_version_id, now=now
-    )
+    the task's claim lock (held until the transaction ends), so the count stays true.
+    `locked`: this transaction holds that lock already and released the round's lapsed
+    reservations at `now` (a claim on PostgreSQL: its candidates are locked rows)."""
+    if not locked:
+        queries.lock_task_of_round(
+            session=session, round_id=round_id, task_version_id=task_version_id
+        )
+        queries.release_lapsed(
+            session=session, round_id=round_id, task_version_id=task_version_id, now=now
+        )
     return queries.places_taken(
         session=session, round_id=round_id, task_version_id=task_version_id, now=now
     )
@@ -90,6 +97,7 @@ def claim_next(
                 round_id=review_round.id,
                 task_version_id=task_version_id,
                 now=now,
+                locked=queries.candidates_stay_locked(session=session),
             )
             if taken >= review_round.k:
                 # filled while we looked: correct its count so the next look skips it

@@ -222,10 +222,6 @@ def claim_candidates(
     `skip_locked` (experts claiming at once take different tasks instead of queueing for
     one), else waiting for them; SQLite's write lock already serialises claims."""
     open_places, fit = _open_places(review_round, expert_id, expertise)
-    if session.get_bind().dialect.name == "postgresql":
-        # the look-ups per row make the planner's estimate large enough to compile the query
-        # (JIT), which costs ten times what the claim does
-        session.exec(text("SET LOCAL jit = off"))
     order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
     rows: list = []
     for wanted in [0, 1] if expertise else [1]:  # the expert's personas first
@@ -256,6 +252,12 @@ def claim_candidates(
         if len(rows) >= limit:
             break
     return [(version_id, held) for version_id, held in rows]
+
+
+def candidates_stay_locked(*, session: Session) -> bool:
+    """Whether `claim_candidates` leaves its rows locked until the transaction ends (row locks
+    on PostgreSQL; SQLite has only its database-wide write lock)."""
+    return session.get_bind().dialect.name == "postgresql"
 
 
 CLAIM_SHORTLISTS = (64, 1024, None)  # None: every open task of the round
