@@ -1,6 +1,9 @@
 """Every select of accounts: users by name, id or e-mail, login sessions, failed logins."""
 
+from functools import lru_cache
+
 from itsmreview.accounts.models import LoginFailure, LoginSession, Role, User
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 
@@ -101,9 +104,14 @@ def acting_rows(*, session: Session, user_ids: list[int]) -> dict[int, object]:
     """user id -> (username, active, role, session_epoch) as stored now, read in the caller's
     transaction: on PostgreSQL the rows stay share-locked until it ends, so a concurrent
     deactivation, role change or password reset waits for it, or it sees theirs."""
+    query = _acting_rows(session.get_bind().dialect.name == "postgresql")
+    return {row.id: row for row in session.exec(query, params={"ids": list(user_ids)}).all()}
+
+
+@lru_cache(maxsize=2)
+def _acting_rows(share_lock: bool):
+    """`acting_rows`' statement, built once: it runs before every commit that writes."""
     query = select(User.id, User.username, User.active, User.role, User.session_epoch).where(
-        User.id.in_(user_ids)
+        User.id.in_(bindparam("ids", expanding=True))
     )
-    if session.get_bind().dialect.name == "postgresql":
-        query = query.with_for_update(read=True)
-    return {row.id: row for row in session.exec(query).all()}
+    return query.with_for_update(read=True) if share_lock else query

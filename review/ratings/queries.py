@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
@@ -31,6 +32,8 @@ from itsmreview.review.models import (
 )
 from itsmreview.review.rounds.queries import holds_place
 from sqlalchemy import (
+    Integer,
+    bindparam,
     case,
     delete,
     exists,
@@ -153,7 +156,14 @@ def submit_context(*, session: Session, assignment_id: int):
     draft and current rating (one row each; one row of None when it has neither). The
     assignment's row stays locked until the transaction ends: two submits of one assignment
     take turns. Empty when the assignment does not exist."""
-    return session.exec(
+    return session.exec(_submit_context(), params={"assignment_id": assignment_id}).all()
+
+
+@lru_cache(maxsize=1)
+def _submit_context():
+    """`submit_context`'s statement, built once (building and keying it cost more than
+    running it)."""
+    return (
         select(
             Assignment,
             ReviewRound,
@@ -170,9 +180,9 @@ def submit_context(*, session: Session, assignment_id: int):
             (Rating.assignment_id == Assignment.id)
             & or_(Rating.status == RatingStatus.draft, Rating.is_current),
         )
-        .where(Assignment.id == assignment_id)
+        .where(Assignment.id == bindparam("assignment_id", type_=Integer))
         .with_for_update(of=Assignment)
-    ).all()
+    )
 
 
 _SUBMITTED_RATING = text(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from itsmreview.catalog.models import Task, TaskVersion
@@ -15,7 +16,9 @@ from itsmreview.review.models import (
     RoundTask,
 )
 from sqlalchemy import (
+    Integer,
     Text,
+    bindparam,
     case,
     cast,
     func,
@@ -93,15 +96,22 @@ def recount_places(
 
 
 def places_taken(*, session: Session, round_id: int, task_version_id: int, now) -> int:
-    return session.exec(
+    values = {"round_id": round_id, "task_version_id": task_version_id, "now": now}
+    return session.exec(_places_taken(), params=values).one()
+
+
+@lru_cache(maxsize=1)
+def _places_taken():
+    """`places_taken`'s statement, built once: every claim runs it."""
+    return (
         select(func.count())
         .select_from(Assignment)
         .where(
-            Assignment.round_id == round_id,
-            Assignment.task_version_id == task_version_id,
-            holds_place(now),
+            Assignment.round_id == bindparam("round_id", type_=Integer),
+            Assignment.task_version_id == bindparam("task_version_id", type_=Integer),
+            holds_place(bindparam("now", type_=Assignment.__table__.c.reserved_until.type)),
         )
-    ).one()
+    )
 
 
 def lock_task_of_round(*, session: Session, round_id: int, task_version_id: int) -> None:
@@ -168,18 +178,16 @@ def assignment_of(
     ).first()
 
 
-def _open_places(review_round: ReviewRound, expert_id: int, expertise: Sequence[str]):
+def _open_places(with_expertise: bool):
     """The round's tasks short of k that the expert never had (task version id, places held),
-    and how each fits the expert: 0 one of their personas, 1 any other, 2 their own task."""
+    and how each fits the expert: 0 one of their personas, 1 any other, 2 their own task.
+    Parameters: round_id, expert_id, k, and with_expertise the expanding `expertise`."""
+    expert_id = bindparam("expert_id", type_=Integer)
+    round_id = bindparam("round_id", type_=Integer)
     author = or_(Task.author_id == expert_id, TaskVersion.edited_by_id == expert_id)
+    personas = [(Task.persona.in_(bindparam("expertise", expanding=True)), 0)]
     fit = (
-        select(
-            case(
-                (author, 2),
-                *([(Task.persona.in_(list(expertise)), 0)] if expertise else []),
-                else_=1,
-            )
-        )
+        select(case((author, 2), *(personas if with_expertise else []), else_=1))
         .select_from(TaskVersion)
         .join(Task, Task.id == TaskVersion.task_id)
         .where(TaskVersion.id == RoundTask.task_version_id)
@@ -188,7 +196,7 @@ def _open_places(review_round: ReviewRound, expert_id: int, expertise: Sequence[
     had = (
         select(Assignment.id)
         .where(
-            Assignment.round_id == review_round.id,
+            Assignment.round_id == round_id,
             Assignment.task_version_id == RoundTask.task_version_id,
             Assignment.expert_id == expert_id,
         )
@@ -196,11 +204,37 @@ def _open_places(review_round: ReviewRound, expert_id: int, expertise: Sequence[
         .scalar_subquery()
     )
     open_places = select(RoundTask.task_version_id, RoundTask.places_held).where(
-        RoundTask.round_id == review_round.id,
-        RoundTask.places_held < review_round.k,
+        RoundTask.round_id == round_id,
+        RoundTask.places_held < bindparam("k", type_=Integer),
         had.is_(None),
     )
     return open_places, fit
+
+
+@lru_cache(maxsize=32)
+def _candidates_statement(with_expertise: bool, wanted: int, window: int | None, skip_locked: bool):
+    """One look of `claim_candidates`, built once and reused with its parameters (round_id,
+    expert_id, k, limit, expertise): building and keying a statement of this size cost more
+    than running it."""
+    open_places, fit = _open_places(with_expertise)
+    order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
+    query = open_places.where(fit == wanted)
+    if window is not None:
+        shortlist = (
+            select(RoundTask.id)
+            .where(
+                RoundTask.round_id == bindparam("round_id", type_=Integer),
+                RoundTask.places_held < bindparam("k", type_=Integer),
+            )
+            .order_by(*order)
+            .limit(window)
+        )
+        query = query.where(RoundTask.id.in_(shortlist))
+    return (
+        query.order_by(*order)
+        .limit(bindparam("limit", type_=Integer))
+        .with_for_update(skip_locked=skip_locked, of=RoundTask)
+    )
 
 
 def claim_candidates(
@@ -221,31 +255,18 @@ def claim_candidates(
     are locked until the transaction ends, skipping rows another claim holds with
     `skip_locked` (experts claiming at once take different tasks instead of queueing for
     one), else waiting for them; SQLite's write lock already serialises claims."""
-    open_places, fit = _open_places(review_round, expert_id, expertise)
-    order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
+    with_expertise = bool(expertise)
+    values = {"round_id": review_round.id, "expert_id": expert_id, "k": review_round.k}
+    if with_expertise:
+        values["expertise"] = list(expertise)
     rows: list = []
-    for wanted in [0, 1] if expertise else [1]:  # the expert's personas first
+    for wanted in [0, 1] if with_expertise else [1]:  # the expert's personas first
         # the look-ups run on a shortlist of the open tasks best by priority (a top-N of the
         # open places, cheap), widened only when too few of it are left for this expert; the
         # expertise pass looks at every open task (a match may sit anywhere)
         for window in (None,) if wanted == 0 else CLAIM_SHORTLISTS:
-            query = open_places.where(fit == wanted)
-            if window is not None:
-                shortlist = (
-                    select(RoundTask.id)
-                    .where(
-                        RoundTask.round_id == review_round.id,
-                        RoundTask.places_held < review_round.k,
-                    )
-                    .order_by(*order)
-                    .limit(window)
-                )
-                query = query.where(RoundTask.id.in_(shortlist))
-            found = session.exec(
-                query.order_by(*order)
-                .limit(limit - len(rows))
-                .with_for_update(skip_locked=skip_locked, of=RoundTask)
-            ).all()
+            statement = _candidates_statement(with_expertise, wanted, window, skip_locked)
+            found = session.exec(statement, params={**values, "limit": limit - len(rows)}).all()
             if len(rows) + len(found) >= limit or window is None:
                 break
         rows += found
