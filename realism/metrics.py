@@ -193,17 +193,22 @@ def noise_floor(
     if n < 2:
         raise ValueError("a noise floor needs at least two cases, to split them in halves")
     rng = np.random.default_rng(seed)
-    in_a = np.zeros((splits, n), dtype=bool)
-    for row in in_a:
-        row[rng.permutation(n)[: n // 2]] = True
-    a, b = in_a.astype(float), (~in_a).astype(float)
-    values = cases.to_numpy(dtype=float)
-    gaps = np.abs(a @ values / (n // 2) - b @ values / (n - n // 2))
-    floors = np.quantile(gaps, confidence, axis=0)
+    values, matrix = cases.to_numpy(dtype=float), counts.to_numpy(dtype=float)
+    half = n // 2
+    gaps, divergence = [], []
+    chunk = max(1, min(splits, 4_000_000 // n))  # bounded memory: chunk x n at a time
+    for start in range(0, splits, chunk):
+        in_a = np.zeros((min(chunk, splits - start), n))
+        for row in in_a:
+            row[rng.permutation(n)[:half]] = 1.0
+        # half B is the rest: its sums are the totals minus half A's
+        sums_a, counts_a = in_a @ values, in_a @ matrix
+        sums_b, counts_b = values.sum(0) - sums_a, matrix.sum(0) - counts_a
+        gaps.append(np.abs(sums_a / half - sums_b / (n - half)))
+        divergence.append(np.atleast_1d(jensen_shannon(counts_a, counts_b)))
+    floors = np.quantile(np.vstack(gaps), confidence, axis=0)
     out = {str(c): float(f) for c, f in zip(cases.columns, floors, strict=True)}
-    matrix = counts.to_numpy(dtype=float)
-    divergence = jensen_shannon(a @ matrix, b @ matrix)
-    out["activity_distribution"] = float(np.quantile(divergence, confidence))
+    out["activity_distribution"] = float(np.quantile(np.concatenate(divergence), confidence))
     return out
 
 
