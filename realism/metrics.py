@@ -134,7 +134,8 @@ def ping_pong(frame: pd.DataFrame, cases: pd.Index) -> pd.Series:
     moves = _group_moves(frame)
     collapsed = moves[moves["moved"] | moves["start"]]
     two_back = collapsed.groupby("case_id", sort=False)["group"].shift(2)
-    back = collapsed.loc[collapsed["group"] == two_back, "case_id"].unique()
+    returned = (collapsed["group"] == two_back).fillna(False).astype(bool)
+    back = collapsed.loc[returned, "case_id"].unique()
     return pd.Series(cases.isin(back), index=cases)
 
 
@@ -280,7 +281,7 @@ def profile(
     share per activity) with its noise floor. Raises ValueError for fewer than two cases."""
     names = {"wait_user": tuple(wait_user), "cancel": tuple(cancel), "reopen": tuple(reopen)}
     cases = case_table(events, **names)
-    counts = activity_counts(events)
+    counts = activity_counts(events).reindex(cases.index)  # the same row order as `cases`
     floors = noise_floor(
         cases.astype(float), counts, splits=splits, seed=seed, confidence=confidence
     )
