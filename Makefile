@@ -84,7 +84,7 @@ bench-scale: venv
 TESTS ?= tests
 coverage: venv
 	mkdir -p build
-	COVERAGE_FILE=build/.coverage $(BIN)/python -m coverage run --source=app,review,coverage,ledger,exports,catalog,accounts -m pytest -q $(TESTS)
+	COVERAGE_FILE=build/.coverage $(BIN)/python -m coverage run --source=app,review,coverage,ledger,exports,catalog,accounts,realism -m pytest -q $(TESTS)
 	$(BIN)/python .ci/coverage-by-package build/.coverage
 
 clean:

@@ -8,6 +8,7 @@ from itsmreview.cli import (  # noqa: F401 - each module registers its commands
     ledger,
     logs,
     model,
+    realism,
     rounds,
     server,
     tasks,

@@ -28,6 +28,8 @@ MODULES = [
     "itsmreview.review.assist.client",
     "itsmreview.review.assist.prompts",
     "itsmreview.processes",
+    "itsmreview.realism.metrics",
+    "itsmreview.realism.vocabulary",
 ]
 
 

@@ -18,6 +18,7 @@ FOLDERS = {  # import name -> folder
     "itsmreview.coverage": ROOT / "coverage",
     "itsmreview.ledger": ROOT / "ledger",
     "itsmreview.exports": ROOT / "exports",
+    "itsmreview.realism": ROOT / "realism",
 }
 ASSIST = ROOT / "review" / "assist"
 
