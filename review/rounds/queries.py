@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     pass
 
 
+_RESERVED_UNTIL = Assignment.__table__.c.reserved_until.type  # the type of `now` parameters
+
+
 def holds_place(now):
     """An assignment that counts towards k: submitted, or reserved and not yet lapsed."""
     return or_(
@@ -53,7 +56,10 @@ def release_lapsed(
     )
     if task_version_id is not None:
         lapsed = (*lapsed, Assignment.task_version_id == task_version_id)
-    tasks = sorted(set(session.exec(select(Assignment.task_version_id).where(*lapsed)).all()))
+        found = session.exec(select(Assignment.task_version_id).where(*lapsed)).all()
+    else:  # every claim looks: a statement built once
+        found = session.exec(_lapsed_tasks(), params={"round_id": round_id, "now": now}).all()
+    tasks = sorted(set(found))
     if not tasks:
         return 0
     released = session.exec(
@@ -66,13 +72,54 @@ def release_lapsed(
     return released
 
 
+@lru_cache(maxsize=1)
+def _lapsed_tasks():
+    return select(Assignment.task_version_id).where(
+        Assignment.round_id == bindparam("round_id", type_=Integer),
+        Assignment.status == AssignmentStatus.reserved,
+        Assignment.reserved_until <= bindparam("now", type_=_RESERVED_UNTIL),
+    )
+
+
 def recount_places(
     *, session: Session, round_id: int, task_version_ids: Sequence[int] | None = None
 ) -> None:
     """Set `places_held` of the round's tasks (the given task versions, or all) from their
     assignments: one statement, the ids as one parameter. Call after any change of an
     assignment's status or a new assignment."""
-    held = (
+    statement = (
+        update(RoundTask)
+        .where(RoundTask.round_id == round_id)
+        .values(places_held=_places_held())
+        .execution_options(synchronize_session=False)
+    )
+    if task_version_ids is not None:
+        if not task_version_ids:
+            return
+        if len(task_version_ids) == 1:  # a claim's: a statement built once
+            values = {"of_round": round_id, "of_task": int(task_version_ids[0])}
+            session.connection().execute(_recount_one(), values)  # Core: no ORM bookkeeping
+            return
+        statement = statement.where(in_ids(session, RoundTask.task_version_id, task_version_ids))
+    session.exec(statement)
+
+
+@lru_cache(maxsize=1)
+def _recount_one():
+    return (
+        update(RoundTask)
+        .where(
+            RoundTask.round_id == bindparam("of_round", type_=Integer),
+            RoundTask.task_version_id == bindparam("of_task", type_=Integer),
+        )
+        .values(places_held=_places_held())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _places_held():
+    """A round task's assignments that hold a place (correlated to `round_tasks`)."""
+    return (
         select(func.count())
         .select_from(Assignment)
         .where(
@@ -82,17 +129,6 @@ def recount_places(
         )
         .scalar_subquery()
     )
-    statement = (
-        update(RoundTask)
-        .where(RoundTask.round_id == round_id)
-        .values(places_held=held)
-        .execution_options(synchronize_session=False)
-    )
-    if task_version_ids is not None:
-        if not task_version_ids:
-            return
-        statement = statement.where(in_ids(session, RoundTask.task_version_id, task_version_ids))
-    session.exec(statement)
 
 
 def places_taken(*, session: Session, round_id: int, task_version_id: int, now) -> int:
@@ -109,7 +145,7 @@ def _places_taken():
         .where(
             Assignment.round_id == bindparam("round_id", type_=Integer),
             Assignment.task_version_id == bindparam("task_version_id", type_=Integer),
-            holds_place(bindparam("now", type_=Assignment.__table__.c.reserved_until.type)),
+            holds_place(bindparam("now", type_=_RESERVED_UNTIL)),
         )
     )
 
@@ -128,15 +164,25 @@ def lock_task_of_round(*, session: Session, round_id: int, task_version_id: int)
 
 
 def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | None:
+    if not name:  # every claim asks: a statement built once
+        return session.exec(_newest_round()).first()
     rounds = select(ReviewRound).order_by(ReviewRound.created_at.desc())
-    if name:
-        rounds = rounds.where(ReviewRound.name == name)
-    return session.exec(rounds.limit(1)).first()
+    return session.exec(rounds.where(ReviewRound.name == name).limit(1)).first()
+
+
+@lru_cache(maxsize=1)
+def _newest_round():
+    return select(ReviewRound).order_by(ReviewRound.created_at.desc()).limit(1)
 
 
 def round_member_ids(*, session: Session, round_id: int) -> set[int]:
-    return set(
-        session.exec(select(RoundExpert.expert_id).where(RoundExpert.round_id == round_id)).all()
+    return set(session.exec(_round_members(), params={"round_id": round_id}).all())
+
+
+@lru_cache(maxsize=1)
+def _round_members():
+    return select(RoundExpert.expert_id).where(
+        RoundExpert.round_id == bindparam("round_id", type_=Integer)
     )
 
 
@@ -145,14 +191,18 @@ def round_members(*, session: Session, round_id: int) -> list:
 
 
 def open_reservation(*, session: Session, round_id: int, expert_id: int, now) -> Assignment | None:
-    return session.exec(
-        select(Assignment).where(
-            Assignment.round_id == round_id,
-            Assignment.expert_id == expert_id,
-            Assignment.status == AssignmentStatus.reserved,
-            Assignment.reserved_until > now,
-        )
-    ).first()
+    values = {"round_id": round_id, "expert_id": expert_id, "now": now}
+    return session.exec(_open_reservation(), params=values).first()
+
+
+@lru_cache(maxsize=1)
+def _open_reservation():
+    return select(Assignment).where(
+        Assignment.round_id == bindparam("round_id", type_=Integer),
+        Assignment.expert_id == bindparam("expert_id", type_=Integer),
+        Assignment.status == AssignmentStatus.reserved,
+        Assignment.reserved_until > bindparam("now", type_=_RESERVED_UNTIL),
+    )
 
 
 def reservations(

@@ -271,13 +271,15 @@ def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monk
     from itsmreview.review.models import Assignment, AssignmentStatus
     from itsmreview.review.ratings.service import submit_rating
 
+    from itsmreview.review.gate.item_agreement import computed_round_agreement
+
     computed = []
 
     def counted(**kwargs):
         computed.append(1)
-        return round_agreement(**kwargs)
+        return computed_round_agreement(**kwargs)
 
-    monkeypatch.setattr(dashboard_module, "round_agreement", counted)
+    monkeypatch.setattr(dashboard_module, "computed_round_agreement", counted)
     first = dashboard(session=session, actor=demo["lead"], bootstrap=50)
     again = dashboard(session=session, actor=demo["lead"], bootstrap=50)
     assert len(computed) == 1  # nothing changed: not recomputed
