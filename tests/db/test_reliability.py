@@ -268,10 +268,9 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
 def test_dashboard_reuses_agreement_until_the_ratings_change(session, demo, monkeypatch):
     from itsmreview.review.dashboard import service as dashboard_module
     from itsmreview.review.dashboard.service import dashboard
+    from itsmreview.review.gate.item_agreement import computed_round_agreement
     from itsmreview.review.models import Assignment, AssignmentStatus
     from itsmreview.review.ratings.service import submit_rating
-
-    from itsmreview.review.gate.item_agreement import computed_round_agreement
 
     computed = []
 
