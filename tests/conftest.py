@@ -309,19 +309,9 @@ def s3_server(tmp_path_factory):
     )
     folder = tmp_path_factory.mktemp("seaweedfs")
     ports = dict(zip(WEED_PORTS, _free_port_pairs(len(WEED_PORTS)), strict=True))
-    command = [
-        weed,
-        "mini",
-        f"-dir={folder}",
-        "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1",
-        *(f"-{name}={port}" for name, port in ports.items()),
-        "-webdav=false",
-        "-admin.ui=false",
-        "-s3.port.iceberg=0",
-        "-s3.port.lance=0",
-        f"-bucket={S3_BUCKET}",
-    ]
+    from itsmreview.deploy.team import weed_mini
+
+    command = weed_mini(weed, folder, ports, S3_BUCKET)
     log = open(folder / "weed.log", "wb")  # noqa: SIM115 - open for the server's lifetime
     process = subprocess.Popen(
         command, cwd=folder, env={**os.environ, **S3_KEYS}, stdout=log, stderr=subprocess.STDOUT

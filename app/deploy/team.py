@@ -142,6 +142,25 @@ def ensure_postgres() -> None:
         say(f"created the database {url.database}")
 
 
+def weed_mini(weed_binary: str, folder: Path, ports: dict[str, int], bucket: str) -> list[str]:
+    """The command of a one-process SeaweedFS serving S3 on 127.0.0.1 only (`weed mini`),
+    with its data in `folder`, its servers on `ports` and `bucket` created; the optional
+    servers off. The team deployment and the tests' S3 server both start it."""
+    return [
+        weed_binary,
+        "mini",
+        f"-dir={folder}",
+        "-ip=127.0.0.1",
+        "-ip.bind=127.0.0.1",
+        *(f"-{name}={port}" for name, port in ports.items()),
+        "-webdav=false",
+        "-admin.ui=false",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        f"-bucket={bucket}",
+    ]
+
+
 def weed() -> str:
     found = BIN / "weed"
     if found.is_file():
@@ -175,19 +194,7 @@ def up(port: int) -> None:
     ensure_postgres()
     start(
         "s3",
-        [
-            weed(),
-            "mini",
-            f"-dir={STATE / 's3'}",
-            "-ip=127.0.0.1",
-            "-ip.bind=127.0.0.1",
-            *(f"-{k}={v}" for k, v in WEED_PORTS.items()),
-            "-webdav=false",
-            "-admin.ui=false",
-            "-s3.port.iceberg=0",
-            "-s3.port.lance=0",
-            f"-bucket={BUCKET}",
-        ],
+        weed_mini(weed(), STATE / "s3", WEED_PORTS, BUCKET),
         S3,
     )
     wait_for("s3", f"http://127.0.0.1:{WEED_PORTS['s3.port']}/", 120)

@@ -203,15 +203,24 @@ def _start(engine, kind: str, key: str, fingerprint: str, actor=None) -> None:
     if _in_workers():
         _queue(engine, kind, key, fingerprint, actor)
         return
+    # one at a time; the next reader starts the next one
+    _on_thread(
+        kind, key, fingerprint, lambda: compute_and_store(engine, kind, key, fingerprint, actor)
+    )
+
+
+def _on_thread(kind: str, key: str, fingerprint: str, work: Callable[[], Any]) -> bool:
+    """Run `work` on a thread of this process unless one of `kind`/`key` runs already;
+    whether this call started it. A failure is kept for `last_failure(kind, key)`."""
     job = (kind, key, fingerprint)
     with _RUNNING_LOCK:
         if any(running[:2] == (kind, key) for running in _RUNNING):
-            return  # one at a time; the next reader starts the next one
+            return False
         _RUNNING.add(job)
 
     def run() -> None:
         try:
-            compute_and_store(engine, kind, key, fingerprint, actor)
+            work()
             _FAILURES.pop((kind, key), None)
         except Exception as exc:  # noqa: BLE001 - kept for the page to show
             _FAILURES[(kind, key)] = f"{type(exc).__name__}: {exc}"
@@ -220,6 +229,7 @@ def _start(engine, kind: str, key: str, fingerprint: str, actor=None) -> None:
                 _RUNNING.discard(job)
 
     threading.Thread(target=run, name=f"summary {kind} {key}", daemon=True).start()
+    return True
 
 
 def compute_and_store(engine, kind: str, key: str, fingerprint: str, actor=None) -> dict:
@@ -294,21 +304,6 @@ def run_in_background(engine, kind: str, key: str) -> bool:
     if _in_workers():
         return _queue(engine, kind, key)
     build = _registered(kind).function
-    job = (kind, key, "")
-    with _RUNNING_LOCK:
-        if any(running[:2] == (kind, key) for running in _RUNNING):
-            return False
-        _RUNNING.add(job)
-
-    def run() -> None:
-        try:
-            write_transaction(lambda session: build(session, key), engine=engine)
-            _FAILURES.pop((kind, key), None)
-        except Exception as exc:  # noqa: BLE001 - kept for the page to show
-            _FAILURES[(kind, key)] = f"{type(exc).__name__}: {exc}"
-        finally:
-            with _RUNNING_LOCK:
-                _RUNNING.discard(job)
-
-    threading.Thread(target=run, name=f"build {kind} {key}", daemon=True).start()
-    return True
+    return _on_thread(
+        kind, key, "", lambda: write_transaction(lambda session: build(session, key), engine=engine)
+    )

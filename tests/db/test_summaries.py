@@ -152,18 +152,27 @@ def _run_worker_jobs() -> int:
     return done
 
 
-def test_with_workers_the_dashboards_figures_are_a_workers_jobs(in_workers, monkeypatch, tmp_path):
+@pytest.fixture
+def demo_lead(in_workers, tmp_path):
+    """The demo loaded into the configured database, and its lead (detached)."""
+    from itsmreview.db import session_scope
+
+    with session_scope() as session:
+        load_demo(session=session, data_dir=tmp_path, cases=300)
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        session.expunge(lead)
+    return lead
+
+
+def test_with_workers_the_dashboards_figures_are_a_workers_jobs(demo_lead, monkeypatch):
     """No thread of the web process computes them: each view queues one job per summary (not
     one per view); a worker computes them as it would inline, and the next view reads them."""
     from itsmreview.db import session_scope
     from itsmreview.summaries.models import QueuedAdjudication, Summary
 
     monkeypatch.setattr(dashboard_module, "INLINE_TASKS", 0)
-    with session_scope() as session:
-        load_demo(session=session, data_dir=tmp_path, cases=300)
-    with session_scope() as session:
-        lead = user_by_username(session=session, username="lead")
-        session.expunge(lead)
+    lead = demo_lead
     with session_scope() as session:  # as for a round decided before the queue was kept
         for row in session.exec(select(Summary)).all():
             session.delete(row)
@@ -192,9 +201,7 @@ def test_with_workers_the_dashboards_figures_are_a_workers_jobs(in_workers, monk
     assert len(_summary_jobs()) == 4  # all current: the view queued nothing more
 
 
-def test_a_workers_lead_figures_run_as_the_lead_while_their_session_lasts(
-    in_workers, monkeypatch, tmp_path
-):
+def test_a_workers_lead_figures_run_as_the_lead_while_their_session_lasts(demo_lead, monkeypatch):
     """A lead's figure queued from a page is computed by the worker as that lead; if the lead
     was deactivated meanwhile, the job fails and nothing is stored."""
     from itsmreview.accounts.service import set_active
@@ -204,11 +211,7 @@ def test_a_workers_lead_figures_run_as_the_lead_while_their_session_lasts(
     from itsmreview.ui import cache
 
     monkeypatch.setattr(cache, "INLINE_LEDGER_ENTRIES", 0)
-    with session_scope() as session:
-        load_demo(session=session, data_dir=tmp_path, cases=300)
-    with session_scope() as session:
-        lead = user_by_username(session=session, username="lead")
-        session.expunge(lead)
+    lead = demo_lead
     shown = cache.in_background(summary_for)(lead)
     assert shown.value is None
     assert _run_worker_jobs() == 1
