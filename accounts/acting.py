@@ -40,6 +40,25 @@ _NOTED: ContextVar[dict[int, ActingCheck] | None] = ContextVar("itsmreview_actin
 ACTING = "itsmreview_acting"  # session.info: checks noted on the transaction itself
 WROTE = "itsmreview_wrote"  # session.info: the transaction wrote something
 EPOCH_MOVES = "itsmreview_epoch_moves"  # session.info: user id -> epochs this tx moved
+SHARE_LOCKED = "itsmreview_share_locked"  # session.info: user id -> row read FOR SHARE in this tx
+
+
+@dataclass(frozen=True)
+class ActingRow:
+    """A user's row as the check reads it."""
+
+    id: int
+    username: str
+    active: bool
+    role: str
+    session_epoch: int
+
+
+def share_locked(session: OrmSession, row: ActingRow) -> None:
+    """This transaction read `row` with `FOR SHARE` (PostgreSQL; a claim's or a submit's first
+    statement reads its expert's row so): it cannot change before the transaction ends, so the
+    commit's check uses it instead of reading the row again (one round trip fewer)."""
+    session.info.setdefault(SHARE_LOCKED, {})[row.id] = row
 
 
 def check_of(actor) -> ActingCheck | None:
@@ -92,8 +111,16 @@ def verify(session: OrmSession, checks: dict[int, ActingCheck]) -> None:
 
     if not checks:
         return
-    rows = queries.acting_rows(session=session, user_ids=sorted(checks))
     moves = session.info.get(EPOCH_MOVES, {})
+    # a row share-locked earlier in this transaction is the row as it is now, unless this
+    # transaction moved its epoch since
+    rows = {
+        user_id: row
+        for user_id, row in session.info.get(SHARE_LOCKED, {}).items()
+        if user_id in checks and not moves.get(user_id)
+    }
+    if missing := sorted(set(checks) - set(rows)):
+        rows |= queries.acting_rows(session=session, user_ids=missing)
     for user_id, check in checks.items():
         row = rows.get(user_id)
         if row is None or row.username != check.username:
@@ -136,7 +163,9 @@ event.listen(OrmSession, "before_commit", _before_commit, insert=True)
 @event.listens_for(OrmSession, "after_transaction_end")
 def _ended_transaction(session, transaction) -> None:
     """Checks belong to one transaction; actors noted by reads that wrote nothing lapse."""
-    if transaction.parent is None and not transaction.nested:
-        for key in (ACTING, WROTE, EPOCH_MOVES):
+    if transaction.nested:  # a rolled back savepoint releases its row locks: read rows again
+        session.info.pop(SHARE_LOCKED, None)
+    elif transaction.parent is None:
+        for key in (ACTING, WROTE, EPOCH_MOVES, SHARE_LOCKED):
             session.info.pop(key, None)
         _NOTED.set(None)

@@ -629,9 +629,13 @@ def group_cli() -> dict:
     return out
 
 
-def _start_together(barrier: Path, index: int) -> None:
-    """Say this worker is ready, then wait for the start time the parent writes."""
-    (barrier / f"ready-{index}").touch()
+def _start_together(barrier: Path, index: int, ready=None) -> None:
+    """Say this worker is ready, then wait for the start time the parent writes. A thread of
+    a replica (`ready`: the replica's barrier) waits for its siblings; the replica says it."""
+    if ready is None:
+        (barrier / f"ready-{index}").touch()
+    else:
+        ready.wait()
     go = barrier / "go"
     while not go.exists():
         time.sleep(0.01)
@@ -656,13 +660,7 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float, rea
     with session_scope() as session:
         expert = user_by_username(session=session, username=f"e{index}")
         scores = {d.key: 4 for d in current_gate(session=session)[1].dimensions}
-    if ready is None:
-        _start_together(barrier, index)
-    else:  # a thread of a replica: the replica says when its sessions are ready
-        ready.wait()
-        while not (barrier / "go").exists():
-            time.sleep(0.01)
-        time.sleep(max(0.0, float((barrier / "go").read_text() or 0) - time.time()))
+    _start_together(barrier, index, ready)
     chance = random.Random(index)
     claims, writes, errors = [], [], []
     cpu_start = time.process_time()
@@ -698,11 +696,14 @@ def concurrent_worker(index: int, submits: int, barrier: Path, think: float, rea
     return {"claims": claims, "writes": writes, "errors": errors, "cpu_s": cpu}
 
 
-def replica_worker(replica: int, experts: str, submits: int, barrier: Path, think: float) -> dict:
+def replica_worker(
+    replica: int, experts: str, submits: int, barrier: Path, think: float, work=None
+) -> dict:
     """One web replica serving several experts at once, as `itsmreview serve` does: one
     process, a thread per expert session (Streamlit runs each session's script on a thread of
     its own), sharing the process's engine and its interpreter lock. Each thread claims and
-    submits exactly as `concurrent_worker` does. `experts`: "FIRST-LAST" indices."""
+    submits exactly as `concurrent_worker` does (or `work`: the floor's bare driver calls).
+    `experts`: "FIRST-LAST" indices."""
     import threading
 
     first, last = (int(v) for v in experts.split("-"))
@@ -710,7 +711,7 @@ def replica_worker(replica: int, experts: str, submits: int, barrier: Path, thin
     ready = threading.Barrier(last - first + 2)
 
     def session_thread(index: int) -> None:
-        results[index] = concurrent_worker(index, submits, barrier, think, ready=ready)
+        results[index] = (work or concurrent_worker)(index, submits, barrier, think, ready=ready)
 
     threads = [threading.Thread(target=session_thread, args=(i,)) for i in range(first, last + 1)]
     for thread in threads:
@@ -728,7 +729,7 @@ def replica_worker(replica: int, experts: str, submits: int, barrier: Path, thin
     }
 
 
-def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
+def floor_worker(index: int, submits: int, barrier: Path, think: float, ready=None) -> dict:
     """The floor under the concurrent run: the same process, start and pauses, but a claim is
     one locking SELECT and an UPDATE of a scratch table, and a submit one INSERT of a rating
     and its eight scores, straight through the driver (no ORM, gate, ledger or checks)."""
@@ -742,7 +743,7 @@ def floor_worker(index: int, submits: int, barrier: Path, think: float) -> dict:
     connection = psycopg.connect(
         host=url.host, port=url.port, user=url.username, dbname=url.database, autocommit=True
     )
-    _start_together(barrier, index)
+    _start_together(barrier, index, ready)
     chance = random.Random(index)
     claims, writes = [], []
     cpu_start = time.process_time()
@@ -884,6 +885,10 @@ def group_concurrent(workers: int = EXPERTS, submits: int = 20) -> dict:
         out["floor, think 0 s: bare claim and insert (no ORM, gate or ledger)"] = _concurrent_run(
             workers, submits, 0.0, mode="--floor-worker"
         )
+        if replicas:  # the same bare calls served as the product's are: threads of replicas
+            out[f"floor, think 0 s, {served}: bare claim and insert"] = _concurrent_run(
+                workers, submits, 0.0, mode="--floor-worker", replicas=replicas
+            )
     finally:
         with get_engine().begin() as c:
             for table in scratch:
@@ -927,13 +932,13 @@ def _concurrent_run(
         product_worker = subprocess.Popen(
             [sys.executable, "-m", "itsmreview.cli", "worker", "--poll", "1"],
             stdout=subprocess.DEVNULL,
-            env={**env, "ITSMREVIEW_JOBS": "worker"},
+            env={**env, "ITSMREVIEW_JOBS": "worker", "PGAPPNAME": "scale worker"},
         )
         applier = subprocess.Popen(
             [sys.executable, __file__, "--lag-sampler", str(barrier), "0.1"],
             stdout=subprocess.PIPE,
             text=True,
-            env=env,
+            env={**env, "PGAPPNAME": "scale sampler"},
         )
     elif mode == "--worker":
         applier = subprocess.Popen(
@@ -944,8 +949,9 @@ def _concurrent_run(
         )
     if replicas:
         bounds = [workers * r // replicas for r in range(replicas + 1)]
+        serving = "--floor-replica" if mode == "--floor-worker" else "--replica"
         commands = [
-            ["--replica", str(r + 1), f"{bounds[r] + 1}-{bounds[r + 1]}"] for r in range(replicas)
+            [serving, str(r + 1), f"{bounds[r] + 1}-{bounds[r + 1]}"] for r in range(replicas)
         ]
     else:
         commands = [[mode, str(i)] for i in range(1, workers + 1)]
@@ -954,7 +960,7 @@ def _concurrent_run(
             [sys.executable, __file__, *command, str(submits), str(barrier), str(think)],
             stdout=subprocess.PIPE,
             text=True,
-            env=env,
+            env={**env, "PGAPPNAME": "scale experts"},
         )
         for command in commands
     ]
@@ -1093,6 +1099,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--floor-worker", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--replica", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-replica", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--applier", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--lag-sampler", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -1151,11 +1158,14 @@ def main() -> None:
     if args.lag_sampler:
         print(json.dumps(lag_sampler(Path(args.lag_sampler[0]), float(args.lag_sampler[1]))))
         return
-    if args.replica:
-        replica, experts, submits, barrier, think = args.replica
+    if args.replica or args.floor_replica:
+        replica, experts, submits, barrier, think = args.replica or args.floor_replica
+        work = floor_worker if args.floor_replica else concurrent_worker
         print(
             json.dumps(
-                replica_worker(int(replica), experts, int(submits), Path(barrier), float(think))
+                replica_worker(
+                    int(replica), experts, int(submits), Path(barrier), float(think), work
+                )
             )
         )
         return

@@ -49,13 +49,25 @@ _QUEUED = "itsmreview.gate.queued"
 log = logging.getLogger(__name__)
 
 
+def queued_wake() -> str | None:
+    """The kind of work a submit's write wakes `itsmreview worker`s for when it commits
+    (`queries.write_submitted_rating`'s `wake`): the gate's, when workers apply it."""
+    return "gate" if get_settings().gate_apply == "queue" else None
+
+
 def rating_queued(
-    *, session: Session, review_round: ReviewRound, task_version_id: int, apply: bool = True
+    *,
+    session: Session,
+    review_round: ReviewRound,
+    task_version_id: int,
+    apply: bool = True,
+    woken: bool = False,
 ) -> Decision | None:
     """A submit has queued a rating of this task (`queries.write_submitted_rating`). With the
     `inline` setting and `apply`, apply the task's queued ratings at once, in this
     transaction, and return the task's decision; otherwise the rating waits for the
-    background worker (woken when this transaction commits) or another process."""
+    background worker (woken when this transaction commits: by the write itself when
+    `woken`, with `queued_wake()`) or another process."""
     if apply and get_settings().gate_apply == "inline":
         pending_queries.lock_gate(session=session, round_id=review_round.id)
         pending_queries.take_batch(
@@ -63,7 +75,7 @@ def rating_queued(
         )
         return _apply(session, review_round).get(task_version_id)
     session.info.setdefault(_QUEUED, set()).add(review_round.id)
-    if get_settings().gate_apply == "queue":
+    if get_settings().gate_apply == "queue" and not woken:
         wake_workers(session=session, kind="gate")  # `itsmreview worker`s, when this commits
     return None
 

@@ -2,6 +2,7 @@
 
 from collections.abc import Mapping, Sequence
 
+from itsmreview.accounts import acting
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Transcript
@@ -155,6 +156,8 @@ def submit_rating(
     rows = queries.submit_context(session=session, assignment_id=assignment_id)
     assignment, review_round, rubric_hash = rows[0][:3] if rows else (None, None, None)
     check_own(assignment, actor, assignment_id)
+    if session.get_bind().dialect.name == "postgresql":  # its expert's row, share-locked
+        acting.share_locked(session, acting.ActingRow(*rows[0][7:12]))
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
     definition = definition_by_id(
@@ -181,6 +184,7 @@ def submit_rating(
     )
     replaced_id = previous[3] if previous is not None and previous[6] == "human" else None
     entry = _submit_entry(actor, review_round, rating, scores, first=previous is None)
+    wake = gatework.queued_wake()
     rating.id = queries.write_submitted_rating(
         session=session,
         values=rating.model_dump(exclude={"id"}),
@@ -188,6 +192,7 @@ def submit_rating(
         replaced_id=replaced_id,
         actor_id=actor.id,
         entry=entry,
+        wake=wake,
     )
     _keep_in_step(
         session, Assignment, assignment.id, status=AssignmentStatus.submitted, submitted_at=now
@@ -201,6 +206,7 @@ def submit_rating(
         review_round=review_round,
         task_version_id=assignment.task_version_id,
         apply=recompute,
+        woken=wake is not None,
     )
     return rating
 

@@ -3,6 +3,7 @@ that lapse, least-covered and best-matching tasks first."""
 
 from datetime import timedelta
 
+from itsmreview.accounts import acting
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.db import utcnow
@@ -16,6 +17,7 @@ from itsmreview.review.models import (
     RoundStatus,
 )
 from itsmreview.review.rounds import queries
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session
 
 CLAIM_ATTEMPTS = 20  # looks at the best tasks short of k before telling the expert to retry
@@ -63,21 +65,33 @@ def claim_next(
     Lapsed reservations of the round are released first, so they never count towards k.
     Returns None when nothing is left. Raises Conflict for a closed round."""
     require_role(actor, Role.expert)
-    review_round = queries.newest_round(session=session, name=round_name)
-    if review_round is None:
+    now = utcnow()
+    context = queries.claim_context(
+        session=session, expert_id=actor.id, now=now, round_name=round_name
+    )
+    if context is None:
         raise NotFound(f"no review round {round_name!r}" if round_name else "no review round")
+    review_round = context[0]
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
-    members = queries.round_member_ids(session=session, round_id=review_round.id)
-    if members and actor.id not in members:
+    if not context.admitted:
         raise PermissionDenied(f"you are not among the experts of round {review_round.name!r}")
-    now = utcnow()
-    mine = queries.open_reservation(
-        session=session, round_id=review_round.id, expert_id=actor.id, now=now
-    )
-    if mine is not None:
-        return mine
-    queries.release_lapsed(session=session, round_id=review_round.id, now=now)
+    locked = queries.candidates_stay_locked(session=session)
+    if locked:  # its expert's row, share-locked: the commit's session check needs no read
+        acting.share_locked(
+            session,
+            acting.ActingRow(
+                context.user_id,
+                context.username,
+                context.active,
+                context.role,
+                context.session_epoch,
+            ),
+        )
+    if context.open_id is not None:
+        return session.get(Assignment, context.open_id)
+    if context.lapsed:
+        queries.release_lapsed(session=session, round_id=review_round.id, now=now)
     for _ in range(CLAIM_ATTEMPTS):
         for skip_locked in (True, False):  # tasks others are claiming: wait only if no other
             candidates = queries.claim_candidates(
@@ -85,6 +99,8 @@ def claim_next(
                 review_round=review_round,
                 expert_id=actor.id,
                 expertise=list(actor.expertise or []),
+                # locked rows are short of k as they are now: the first is taken
+                limit=1 if locked else 5,
                 skip_locked=skip_locked,
             )
             if candidates:
@@ -92,12 +108,16 @@ def claim_next(
         else:
             return None
         for task_version_id, _ in candidates:
+            if locked:  # its row stays locked: placed, or found full by its assignments
+                assignment = _reserve(session, review_round, task_version_id, actor, now)
+                if assignment is not None:
+                    return assignment
+                queries.recount_places(
+                    session=session, round_id=review_round.id, task_version_ids=[task_version_id]
+                )
+                continue
             taken = places_taken_now(
-                session=session,
-                round_id=review_round.id,
-                task_version_id=task_version_id,
-                now=now,
-                locked=queries.candidates_stay_locked(session=session),
+                session=session, round_id=review_round.id, task_version_id=task_version_id, now=now
             )
             if taken >= review_round.k:
                 # filled while we looked: correct its count so the next look skips it
@@ -105,13 +125,7 @@ def claim_next(
                     session=session, round_id=review_round.id, task_version_ids=[task_version_id]
                 )
                 continue
-            assignment = Assignment(
-                round_id=review_round.id,
-                task_version_id=task_version_id,
-                expert_id=actor.id,
-                status=AssignmentStatus.reserved,
-                reserved_until=now + timedelta(minutes=review_round.reservation_minutes),
-            )
+            assignment = Assignment(**_reservation(review_round, task_version_id, actor, now))
             session.add(assignment)
             session.flush()
             queries.recount_places(
@@ -119,6 +133,34 @@ def claim_next(
             )
             return assignment
     raise Busy("every task short of experts was being claimed at once; try again")
+
+
+def _reservation(review_round: ReviewRound, task_version_id: int, actor: User, now) -> dict:
+    return {
+        "round_id": review_round.id,
+        "task_version_id": task_version_id,
+        "expert_id": actor.id,
+        "status": AssignmentStatus.reserved,
+        "reserved_until": now + timedelta(minutes=review_round.reservation_minutes),
+        "created_at": now,
+        "submitted_at": None,
+    }
+
+
+def _reserve(
+    session: Session, review_round: ReviewRound, task_version_id: int, actor: User, now
+) -> Assignment | None:
+    """A new reservation and its task's count in one statement (PostgreSQL), None when the
+    task's assignments fill its k places; the returned object is the session's, as loaded."""
+    values = _reservation(review_round, task_version_id, actor, now)
+    row = {**values, "status": str(values["status"])}
+    placed = queries.place_reservation(session=session, values=row, k=review_round.k, now=now)
+    if placed is None:
+        return None
+    assignment = Assignment(id=placed, **values)
+    make_transient_to_detached(assignment)
+    session.add(assignment)
+    return assignment
 
 
 def close_round(*, session: Session, actor: User, round_name: str) -> ReviewRound:

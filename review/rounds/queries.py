@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.db import bulk_insert, in_ids, utcnow
 from itsmreview.review.models import (
@@ -22,6 +23,7 @@ from sqlalchemy import (
     case,
     cast,
     func,
+    insert,
     or_,
     text,
     update,
@@ -117,6 +119,64 @@ def _recount_one():
     )
 
 
+def place_reservation(*, session: Session, values: dict, k: int, now) -> int | None:
+    """PostgreSQL: insert a reservation (`values`: the assignment's columns but its id) unless
+    its task already has k places taken at `now` (a count that has fallen behind), and recount
+    the task's places, in one statement; returns the assignment's id, or None when the task
+    was full. The caller holds the task's row lock (its claim candidates are locked rows)."""
+    row = {f"new_{name}": value for name, value in values.items()}
+    return session.execute(_place_reservation(), {**row, "k": k, "now": now}).scalar()
+
+
+@lru_cache(maxsize=1)
+def _place_reservation():
+    columns = Assignment.__table__.c
+    binds = {
+        name: bindparam(f"new_{name}", type_=columns[name].type) for name in _RESERVATION_COLUMNS
+    }
+    taken = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.round_id == binds["round_id"],
+            Assignment.task_version_id == binds["task_version_id"],
+            holds_place(bindparam("now", type_=_RESERVED_UNTIL)),
+        )
+        .scalar_subquery()
+    )
+    placed = (
+        insert(Assignment.__table__)
+        .from_select(
+            list(binds), select(*binds.values()).where(taken < bindparam("k", type_=Integer))
+        )
+        .returning(columns.id, columns.round_id, columns.task_version_id)
+        .cte("placed")
+    )
+    tasks = RoundTask.__table__
+    # the count cannot see the row its statement inserts (one snapshot): plus one
+    return (
+        update(tasks)
+        .add_cte(placed)
+        .where(  # UPDATE ... FROM placed: no row when nothing was placed
+            tasks.c.round_id == placed.c.round_id,
+            tasks.c.task_version_id == placed.c.task_version_id,
+        )
+        .values(places_held=_places_held() + 1)
+        .returning(placed.c.id)
+    )
+
+
+_RESERVATION_COLUMNS = (
+    "round_id",
+    "task_version_id",
+    "expert_id",
+    "status",
+    "reserved_until",
+    "created_at",
+    "submitted_at",
+)
+
+
 def _places_held():
     """A round task's assignments that hold a place (correlated to `round_tasks`)."""
     return (
@@ -173,6 +233,54 @@ def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | 
 @lru_cache(maxsize=1)
 def _newest_round():
     return select(ReviewRound).order_by(ReviewRound.created_at.desc()).limit(1)
+
+
+def claim_context(*, session: Session, expert_id: int, now, round_name: str | None = None):
+    """What a claim reads before it looks for a task, in one statement: the round (the newest,
+    or by name), whether the expert may claim in it (a member, or it has none), the id of their
+    reservation that has not lapsed, whether any of the round's reservations has lapsed, and
+    the expert's own row (id, username, active, role, session_epoch): on PostgreSQL it stays
+    share-locked until the transaction ends, as the commit's session check reads it. None when
+    there is no such round."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    values = {"expert_id": expert_id, "now": now} | ({"name": round_name} if round_name else {})
+    return session.exec(_claim_context(postgres, bool(round_name)), params=values).first()
+
+
+@lru_cache(maxsize=4)
+def _claim_context(postgres: bool, named: bool):
+    expert_id = bindparam("expert_id", type_=Integer)
+    now = bindparam("now", type_=_RESERVED_UNTIL)
+    members = select(RoundExpert.id).where(RoundExpert.round_id == ReviewRound.id)
+    admitted = or_(~members.exists(), members.where(RoundExpert.expert_id == expert_id).exists())
+    reserved = (Assignment.round_id == ReviewRound.id, Assignment.status == "reserved")
+    open_id = (
+        select(Assignment.id)
+        .where(*reserved, Assignment.expert_id == expert_id, Assignment.reserved_until > now)
+        .limit(1)
+        .scalar_subquery()
+    )
+    lapsed = select(Assignment.id).where(*reserved, Assignment.reserved_until <= now).exists()
+    query = (
+        select(
+            ReviewRound,
+            admitted.label("admitted"),
+            open_id.label("open_id"),
+            lapsed.label("lapsed"),
+            User.id.label("user_id"),
+            User.username,
+            User.active,
+            User.role,
+            User.session_epoch,
+        )
+        .join(User, User.id == expert_id)
+        .limit(1)
+    )
+    if named:
+        query = query.where(ReviewRound.name == bindparam("name"))
+    else:
+        query = query.order_by(ReviewRound.created_at.desc())
+    return query.with_for_update(read=True, of=User) if postgres else query
 
 
 def round_member_ids(*, session: Session, round_id: int) -> set[int]:

@@ -532,3 +532,39 @@ def test_queue_lists_open_tasks_then_the_latest_rated_and_counts_all(session):
     assert queue.rows["status"].tolist() == ["reserved", "submitted", "submitted"]
     whole = queue_frame(session=session, expert_id=expert.id)
     assert sorted(whole["assignment_id"]) == sorted([*rated, open_one.id])
+
+
+def test_a_count_fallen_behind_never_puts_a_task_over_k(session):
+    """The kept count of places says a full task has room (as if a write had forgotten to
+    recount): the claim finds the task's places taken by its assignments, corrects the count
+    and takes the next task."""
+    from itsmreview.review.models import RoundTask
+    from sqlalchemy import update
+
+    _, experts, review_round = setup_round(session, n_tasks=2, n_experts=2, k=1)
+    first = claim_next(session=session, actor=experts[0])
+    session.commit()
+    session.exec(
+        update(RoundTask)
+        .where(RoundTask.task_version_id == first.task_version_id)
+        .values(places_held=0)
+    )
+    session.commit()
+    second = claim_next(session=session, actor=experts[1])
+    session.commit()
+    assert second is not None and second.task_version_id != first.task_version_id
+    held = dict(
+        session.exec(
+            select(RoundTask.task_version_id, RoundTask.places_held).where(
+                RoundTask.round_id == review_round.id
+            )
+        ).all()
+    )
+    assert held == {first.task_version_id: 1, second.task_version_id: 1}
+    holders = Counter(
+        a.task_version_id
+        for a in session.exec(
+            select(Assignment).where(Assignment.status == AssignmentStatus.reserved)
+        ).all()
+    )
+    assert holders == {first.task_version_id: 1, second.task_version_id: 1}

@@ -364,3 +364,77 @@ def model_rater_cli(configured):
 
     with session_scope() as session:
         return model_rater(session=session, model="claude-test", prompt_sha256="cd" * 32).username
+
+
+@pytest.mark.parametrize("write", ["claim", "submit"])
+def test_a_claim_or_submit_holds_its_experts_row_until_it_commits(engine, world, write):
+    """On PostgreSQL a claim or a submit reads its expert's row in its first statement, and its
+    commit does not read it again: `FOR SHARE`, held to the end. So a deactivation that comes
+    while the write is open waits for it; the write commits (it was allowed when it ran) and
+    the deactivation lands after it. Read earlier without the lock, the check would be stale.
+    On SQLite the open write holds the database's write lock: the same holds."""
+    import threading
+
+    made, versions = world
+    open_tab = tab(made["eva"])
+    assignment = assignment_of(engine, "eva", versions[0])
+    scores = _rubric_scores(engine)
+    done = threading.Event()
+    writing = Session(engine, expire_on_commit=False)
+    if write == "claim":
+        claimed = claim_next(session=writing, actor=open_tab, round_name="R2")
+        assert claimed is not None
+    else:
+        submit_rating(
+            session=writing,
+            actor=open_tab,
+            assignment_id=assignment,
+            scores=scores,
+            verdict="accept",
+        )
+    admin = threading.Thread(target=lambda: (change(engine, "eva", "deactivate"), done.set()))
+    admin.start()
+    try:
+        assert not done.wait(1.0), "the deactivation did not wait for the open write"
+        writing.commit()  # its check holds: the row it locked is the row as it is
+    finally:
+        writing.close()
+        admin.join(30)
+    assert done.is_set()
+    with Session(engine) as session:
+        assert not session.exec(select(User.active).where(User.username == "eva")).one()
+        if write == "submit":
+            assert (
+                session.exec(
+                    select(func.count())
+                    .select_from(Rating)
+                    .where(Rating.assignment_id == assignment)
+                ).one()
+                == 1
+            )
+    with pytest.raises(SessionEnded):  # and the tab's next write is refused
+        write_transaction(
+            lambda s: save_draft(session=s, actor=open_tab, assignment_id=assignment, scores={}),
+            engine=engine,
+        )
+
+
+def test_the_commit_reads_the_row_again_when_this_transaction_moved_its_epoch(engine, world):
+    """A row share-locked early is not trusted once the same transaction moved the user's
+    epoch (their own password reset): the commit reads it again, and the reset still commits."""
+    from itsmreview.accounts.acting import SHARE_LOCKED
+
+    made, versions = world
+    open_tab = tab(made["eva"])
+    assignment = assignment_of(engine, "eva", versions[0])  # in round R
+    with Session(engine, expire_on_commit=False) as writing:
+        claim_next(session=writing, actor=open_tab, round_name="R2")
+        if engine.dialect.name == "postgresql":
+            assert made["eva"].id in writing.info[SHARE_LOCKED]
+        reset_password(session=writing, actor=tab(made["admin"]), username="eva")
+        writing.commit()  # eva's epoch moved in this transaction: not a stale tab of eva's own
+    with pytest.raises(SessionEnded):  # a later write of the tab is refused
+        write_transaction(
+            lambda s: save_draft(session=s, actor=open_tab, assignment_id=assignment, scores={}),
+            engine=engine,
+        )
