@@ -71,7 +71,7 @@ def claim_next(
     )
     if context is None:
         raise NotFound(f"no review round {round_name!r}" if round_name else "no review round")
-    review_round = context[0]
+    review_round = context  # the round's columns
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
     if not context.admitted:
