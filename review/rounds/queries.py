@@ -251,6 +251,7 @@ def claim_context(*, session: Session, expert_id: int, now, round_name: str | No
 # LIMIT 1 written into the statement: with a parameter, PostgreSQL's generic plan of a
 # prepared statement assumes a tenth of the rows and never wins over planning every run
 _ONE = literal_column("1")
+_RESERVED = literal_column("'reserved'")  # a constant the planner sees, not a parameter
 
 
 @lru_cache(maxsize=4)
@@ -259,14 +260,18 @@ def _claim_context(postgres: bool, named: bool):
     now = bindparam("now", type_=_RESERVED_UNTIL)
     members = select(RoundExpert.id).where(RoundExpert.round_id == ReviewRound.id)
     admitted = or_(~members.exists(), members.where(RoundExpert.expert_id == expert_id).exists())
-    reserved = (Assignment.round_id == ReviewRound.id, Assignment.status == "reserved")
+    reserved = (Assignment.round_id == ReviewRound.id, Assignment.status == _RESERVED)
     open_id = (
         select(Assignment.id)
         .where(*reserved, Assignment.expert_id == expert_id, Assignment.reserved_until > now)
         .limit(_ONE)
         .scalar_subquery()
     )
-    lapsed = select(Assignment.id).where(*reserved, Assignment.reserved_until <= now).exists()
+    # the round's earliest deadline, not EXISTS(... <= now): a prepared statement's generic
+    # plan cannot see `now` and may scan the table for a match that is not there; min() walks
+    # the (round, status, reserved_until) index from its start whatever `now` is
+    earliest = select(func.min(Assignment.reserved_until)).where(*reserved).scalar_subquery()
+    lapsed = func.coalesce(earliest <= now, False)
     query = (
         select(
             ReviewRound.id,
