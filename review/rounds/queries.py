@@ -393,16 +393,20 @@ def _candidates_statement(with_expertise: bool, wanted: int, window: int | None,
     order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
     query = open_places.where(fit == wanted)
     if window is not None:
+        # the shortlist in its order, joined row by row: with no sort above it, the look-ups
+        # stop at the first row that passes them (and is not locked), not after all `window`
         shortlist = (
-            select(RoundTask.id)
+            select(RoundTask.id, RoundTask.priority, RoundTask.places_held)
             .where(
                 RoundTask.round_id == bindparam("round_id", type_=Integer),
                 RoundTask.places_held < bindparam("k", type_=Integer),
             )
             .order_by(*order)
-            .limit(window)
+            .limit(literal_column(str(int(window))))
+            .subquery("shortlist")
         )
-        query = query.where(RoundTask.id.in_(shortlist))
+        query = query.join(shortlist, shortlist.c.id == RoundTask.id)
+        order = (shortlist.c.priority.desc(), shortlist.c.places_held, shortlist.c.id)
     return (
         query.order_by(*order)
         .limit(bindparam("limit", type_=Integer))
