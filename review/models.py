@@ -66,8 +66,9 @@ class RoundTask(SQLModel, table=True):
     __tablename__ = "round_tasks"
     __table_args__ = (
         UniqueConstraint("round_id", "task_version_id"),
-        Index("ix_round_tasks_round_places", "round_id", "places_held"),
-        # claims walk a round's tasks in priority order
+        # a claim's shortlist: each number of places held below k, in priority order, merged
+        Index("ix_round_tasks_round_places", "round_id", "places_held", "priority", "id"),
+        # the expertise pass walks a round's tasks in priority order
         Index("ix_round_tasks_round_priority", "round_id", "priority", "places_held"),
     )
 

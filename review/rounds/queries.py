@@ -27,6 +27,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     text,
+    union_all,
     update,
 )
 from sqlmodel import Session, select
@@ -384,8 +385,10 @@ def _open_places(with_expertise: bool):
     return open_places, fit
 
 
-@lru_cache(maxsize=32)
-def _candidates_statement(with_expertise: bool, wanted: int, window: int | None, skip_locked: bool):
+@lru_cache(maxsize=64)
+def _candidates_statement(
+    with_expertise: bool, wanted: int, window: int | None, skip_locked: bool, k: int
+):
     """One look of `claim_candidates`, built once and reused with its parameters (round_id,
     expert_id, k, limit, expertise): building and keying a statement of this size cost more
     than running it."""
@@ -393,18 +396,28 @@ def _candidates_statement(with_expertise: bool, wanted: int, window: int | None,
     order = (RoundTask.priority.desc(), RoundTask.places_held, RoundTask.id)
     query = open_places.where(fit == wanted)
     if window is not None:
-        # the shortlist in its order, joined row by row: with no sort above it, the look-ups
-        # stop at the first row that passes them (and is not locked), not after all `window`
-        shortlist = (
+        # the `window` open tasks best by priority: for each number of places held below k,
+        # its slice of ix_round_tasks_round_places read in priority order, the slices merged
+        # (walking the priority index instead steps over every full task ranked above them)
+        slices = [
             select(RoundTask.id, RoundTask.priority, RoundTask.places_held)
             .where(
                 RoundTask.round_id == bindparam("round_id", type_=Integer),
-                RoundTask.places_held < bindparam("k", type_=Integer),
+                RoundTask.places_held == literal_column(str(int(held))),
             )
-            .order_by(*order)
+            .order_by(RoundTask.priority.desc(), RoundTask.id)
+            .limit(literal_column(str(int(window))))
+            .subquery(f"held_{held}")
+            for held in range(max(1, k))
+        ]
+        shortlist = (
+            union_all(*(select(*held.c) for held in slices))
+            .order_by(text("priority DESC, places_held, id"))
             .limit(literal_column(str(int(window))))
             .subquery("shortlist")
         )
+        # joined in its order, row by row: with no sort above it, the look-ups stop at the
+        # first row that passes them (and is not locked), not after all `window`
         query = query.join(shortlist, shortlist.c.id == RoundTask.id)
         order = (shortlist.c.priority.desc(), shortlist.c.places_held, shortlist.c.id)
     return (
@@ -442,7 +455,9 @@ def claim_candidates(
         # open places, cheap), widened only when too few of it are left for this expert; the
         # expertise pass looks at every open task (a match may sit anywhere)
         for window in (None,) if wanted == 0 else CLAIM_SHORTLISTS:
-            statement = _candidates_statement(with_expertise, wanted, window, skip_locked)
+            statement = _candidates_statement(
+                with_expertise, wanted, window, skip_locked, review_round.k
+            )
             found = session.exec(statement, params={**values, "limit": limit - len(rows)}).all()
             if len(rows) + len(found) >= limit or window is None:
                 break
