@@ -55,10 +55,12 @@ class ActingRow:
 
 
 def share_locked(session: OrmSession, row: ActingRow) -> None:
-    """This transaction read `row` with `FOR SHARE` (PostgreSQL; a claim's or a submit's first
-    statement reads its expert's row so): it cannot change before the transaction ends, so the
-    commit's check uses it instead of reading the row again (one round trip fewer)."""
-    session.info.setdefault(SHARE_LOCKED, {})[row.id] = row
+    """This transaction read `row` with `FOR SHARE` (a claim's or a submit's first statement
+    reads its expert's row so): on PostgreSQL it cannot change before the transaction ends,
+    so the commit's check uses it instead of reading the row again (one round trip fewer).
+    SQLite takes no row locks: there the commit reads the row as always."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.info.setdefault(SHARE_LOCKED, {})[row.id] = row
 
 
 def check_of(actor) -> ActingCheck | None:

@@ -156,8 +156,7 @@ def submit_rating(
     rows = queries.submit_context(session=session, assignment_id=assignment_id)
     assignment, review_round, rubric_hash = rows[0][:3] if rows else (None, None, None)
     check_own(assignment, actor, assignment_id)
-    if session.get_bind().dialect.name == "postgresql":  # its expert's row, share-locked
-        acting.share_locked(session, acting.ActingRow(*rows[0][7:12]))
+    acting.share_locked(session, acting.ActingRow(*rows[0][7:12]))  # its expert's row
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
     definition = definition_by_id(

@@ -30,27 +30,13 @@ def release_expired(*, session: Session, round_id: int) -> int:
     return released
 
 
-def active_count(*, session: Session, round_id: int, task_version_id: int) -> int:
-    """Places of k taken on one task: submitted ratings and reservations not yet lapsed."""
-    return queries.places_taken(
-        session=session, round_id=round_id, task_version_id=task_version_id, now=utcnow()
-    )
-
-
-def places_taken_now(
-    *, session: Session, round_id: int, task_version_id: int, now, locked: bool = False
-) -> int:
+def places_taken_now(*, session: Session, round_id: int, task_version_id: int, now) -> int:
     """Places of k taken on one task once its lapsed reservations are released, counted under
-    the task's claim lock (held until the transaction ends), so the count stays true.
-    `locked`: this transaction holds that lock already and released the round's lapsed
-    reservations at `now` (a claim on PostgreSQL: its candidates are locked rows)."""
-    if not locked:
-        queries.lock_task_of_round(
-            session=session, round_id=round_id, task_version_id=task_version_id
-        )
-        queries.release_lapsed(
-            session=session, round_id=round_id, task_version_id=task_version_id, now=now
-        )
+    the task's claim lock (held until the transaction ends), so the count stays true."""
+    queries.lock_task_of_round(session=session, round_id=round_id, task_version_id=task_version_id)
+    queries.release_lapsed(
+        session=session, round_id=round_id, task_version_id=task_version_id, now=now
+    )
     return queries.places_taken(
         session=session, round_id=round_id, task_version_id=task_version_id, now=now
     )
@@ -76,18 +62,13 @@ def claim_next(
         raise Conflict(f"round {review_round.name!r} is closed")
     if not context.admitted:
         raise PermissionDenied(f"you are not among the experts of round {review_round.name!r}")
+    acting.share_locked(  # the commit's session check reads this row, not the table again
+        session,
+        acting.ActingRow(
+            context.user_id, context.username, context.active, context.role, context.session_epoch
+        ),
+    )
     locked = queries.candidates_stay_locked(session=session)
-    if locked:  # its expert's row, share-locked: the commit's session check needs no read
-        acting.share_locked(
-            session,
-            acting.ActingRow(
-                context.user_id,
-                context.username,
-                context.active,
-                context.role,
-                context.session_epoch,
-            ),
-        )
     if context.open_id is not None:
         return session.get(Assignment, context.open_id)
     if context.lapsed:

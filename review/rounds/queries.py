@@ -299,34 +299,8 @@ def _claim_context(postgres: bool, named: bool):
     return query.with_for_update(read=True, of=User) if postgres else query
 
 
-def round_member_ids(*, session: Session, round_id: int) -> set[int]:
-    return set(session.exec(_round_members(), params={"round_id": round_id}).all())
-
-
-@lru_cache(maxsize=1)
-def _round_members():
-    return select(RoundExpert.expert_id).where(
-        RoundExpert.round_id == bindparam("round_id", type_=Integer)
-    )
-
-
 def round_members(*, session: Session, round_id: int) -> list:
     return list(session.exec(select(RoundExpert).where(RoundExpert.round_id == round_id)).all())
-
-
-def open_reservation(*, session: Session, round_id: int, expert_id: int, now) -> Assignment | None:
-    values = {"round_id": round_id, "expert_id": expert_id, "now": now}
-    return session.exec(_open_reservation(), params=values).first()
-
-
-@lru_cache(maxsize=1)
-def _open_reservation():
-    return select(Assignment).where(
-        Assignment.round_id == bindparam("round_id", type_=Integer),
-        Assignment.expert_id == bindparam("expert_id", type_=Integer),
-        Assignment.status == AssignmentStatus.reserved,
-        Assignment.reserved_until > bindparam("now", type_=_RESERVED_UNTIL),
-    )
 
 
 def reservations(
