@@ -158,6 +158,37 @@ class Storage:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.fs.put_file(str(source), path)
 
+    def upload_tree(self, source: Path, *parts: str) -> int:
+        """Copy the local file or folder `source` to the key `parts/<source's name>`, every
+        file below a folder at its relative key; the number of files copied. Raises
+        InvalidInput for a link inside the folder that leads out of it."""
+        if not source.is_dir():
+            self.upload(source, *parts, source.name)
+            return 1
+        root = source.resolve()
+        entries = sorted(source.rglob("*"))
+        for entry in entries:
+            if not entry.resolve().is_relative_to(root):
+                raise InvalidInput(
+                    f"{entry}: a link out of {source}; copy what it points to into the folder"
+                )
+        files = [entry for entry in entries if entry.is_file()]
+        for file in files:
+            self.upload(file, *parts, source.name, file.relative_to(source).as_posix())
+        return len(files)
+
+    def download_tree(self, target: Path, prefix: str) -> None:
+        """Copy every file below the key `prefix` into the local folder `target`, each at its
+        key relative to `prefix`. Raises InvalidInput for a key that would leave `target`."""
+        base = self.key(prefix) + "/"
+        for key in self.list(prefix):
+            try:
+                local = safe_join(target, key[len(base) :])
+            except UnsafePath as exc:
+                raise InvalidInput(f"storage key {exc}") from None
+            local.parent.mkdir(parents=True, exist_ok=True)
+            self.download(local, key)
+
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """Write one file at a key (parents are made as needed)."""
         self.fs.pipe_file(self.path(*parts), data)

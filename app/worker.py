@@ -1,8 +1,8 @@
 """`itsmreview worker`: the handler of each job kind, and a loop that also applies the gate.
 
 A worker process runs what the web processes queue (setting `jobs=worker`): model reviews,
-log imports and exports started from pages, the figures the lead's pages show (`summaries`),
-and, between jobs, the ratings waiting for the
+log and task imports and exports started from pages, the figures the lead's pages show
+(`summaries`), and, between jobs, the ratings waiting for the
 approval gate (their own queue, `gate_pending`). Any number of workers
 may run, on any hosts that reach the database; see docs/deployment.md."""
 
@@ -184,6 +184,81 @@ def queue_log_import(
             "mapping": mapping.to_dict() if mapping is not None else None,
             **actor_fields(actor),
         },
+    )
+
+
+@handler("task_import")
+def run_task_import_job(job: JobContext) -> dict:
+    """Idempotent: a task file is imported all or nothing in one transaction, and importing
+    it again leaves every task unchanged (content decides a new version)."""
+    import tempfile
+
+    from itsmreview.errors import InvalidInput
+    from itsmreview.files import UnsafePath, safe_join
+    from itsmreview.review.repair.service import import_as
+    from itsmreview.storage import get_storage
+
+    options = dict(job.payload)
+    upload = options.pop("upload")
+    name = options.pop("filename")
+    check = SessionCheck(int(options.pop("actor_id")), int(options.pop("actor_epoch")))
+    storage = get_storage()
+    with tempfile.TemporaryDirectory(prefix="itsmreview-upload-") as folder:
+        try:  # the name came from outside: it must stay inside the temporary folder
+            source = safe_join(Path(folder), name)
+        except UnsafePath as exc:
+            raise InvalidInput(f"the upload's file name {exc}") from None
+        job.progress(0.0, "fetching the upload")
+        storage.download_tree(Path(folder), upload)
+        if not source.exists():
+            raise InvalidInput(f"{name}: the upload is missing from the storage; import it again")
+        job.progress(0.2, "importing")
+        with session_scope() as session:
+            actor = revalidate(session=session, check=check)  # still the admin who asked
+            done = import_as(source, session=session, actor=actor, **options)
+            summary = {
+                "format": done.format,
+                "created": len(done.report.created),
+                "new_versions": len(done.report.new_versions),
+                "unchanged": len(done.report.unchanged),
+                "requeued": len(done.requeued),
+            }
+    storage.delete(upload)  # imported, not needed
+    return summary
+
+
+def queue_task_import(
+    *,
+    session: Session,
+    actor: User,
+    source: Path,
+    fmt: str,
+    log: str | None,
+    task: str | None,
+) -> Job:
+    """Copy a task or transcript file (or a Harbor task folder) to the storage's uploads and
+    queue its import for a worker (the Imports page with ITSMREVIEW_JOBS=worker). Admins only;
+    the worker imports as this admin while their session lasts."""
+    import uuid
+
+    from itsmreview.storage import get_storage
+
+    require_role(actor, Role.admin)
+    upload = f"uploads/{uuid.uuid4().hex}"
+    get_storage().upload_tree(source, upload)
+    return enqueue(
+        session=session,
+        kind="task_import",
+        key=upload,
+        payload={
+            "upload": upload,
+            "filename": source.name,
+            "fmt": fmt,
+            "log": log,
+            "task": task,
+            **actor_fields(actor),
+        },
+        max_attempts=3,
     )
 
 

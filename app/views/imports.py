@@ -23,7 +23,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.notice import announce
 from itsmreview.ui.text import literal
-from itsmreview.worker import in_workers, job_of, queue_log_import
+from itsmreview.worker import in_workers, job_of, queue_log_import, queue_task_import
 
 user = require(Role.admin)
 
@@ -150,26 +150,33 @@ def _mapping_form(source: Path) -> ColumnMapping | None:
 
 
 @st.fragment(run_every=1.0)
-def _log_import_job(job_id: int) -> None:
-    """A log import a worker runs: its progress from the database until it ends."""
+def _import_job(state_key: str, job_id: int, done_text) -> None:
+    """An import a worker runs: its progress from the database until it ends, then
+    `done_text(result)` announced and the page run again (its tables list what came in)."""
     job = job_of(job_id)
     if job.status in ("queued", "running"):
         waiting = "waiting for a worker" if job.status == "queued" else (job.message or "running")
         st.progress(job.progress, text=literal(f"importing: {waiting}"))
         return
-    st.session_state.pop("log-import-job", None)
+    st.session_state.pop(state_key, None)
     if job.status == "failed":
         st.error(literal(f"The import failed: {job.error}"))
         return
-    done = job.result or {}
-    announce(
-        literal(
-            f"{done.get('log')} v{done.get('version')}: {done.get('cases', 0):,} cases, "
-            f"{done.get('events', 0):,} events"
-            + ("" if done.get("created") else " (already imported)")
-        )
+    announce(literal(done_text(job.result or {})))
+    st.rerun()
+
+
+def _log_done(done: dict) -> str:
+    return (
+        f"{done.get('log')} v{done.get('version')}: {done.get('cases', 0):,} cases, "
+        f"{done.get('events', 0):,} events" + ("" if done.get("created") else " (already imported)")
     )
-    st.rerun()  # the table lists the new log
+
+
+def _tasks_done(created: int, new_versions: int, requeued: int) -> str:
+    return f"Imported {created} new task(s), {new_versions} new version(s)." + (
+        f" Back in review after revision: {requeued}." if requeued else ""
+    )
 
 
 with log_tab:
@@ -201,7 +208,7 @@ with log_tab:
         if job is not FAILED:
             st.session_state["log-import-job"] = job.id
     if st.session_state.get("log-import-job"):
-        _log_import_job(st.session_state["log-import-job"])
+        _import_job("log-import-job", st.session_state["log-import-job"], _log_done)
     elif clicked:
         bar = st.progress(0.0, text="starting")
         result = perform(
@@ -234,16 +241,9 @@ with task_tab:
     log_name = options[1].text_input("Derived from log (optional)") or None
     attach_to = options[2].text_input("Attach transcripts to task (optional)") or None
     target = _chosen_path(upload, server_path)
+    options = {"fmt": fmt, "log": log_name, "task": attach_to}
     if target is not None:
-        preview = perform(
-            import_as,
-            path=target,
-            actor=user,
-            dry_run=True,
-            fmt=fmt,
-            log=log_name,
-            task=attach_to,
-        )
+        preview = perform(import_as, path=target, actor=user, dry_run=True, **options)
         if preview is not FAILED:
             report = preview.report
             st.write(
@@ -254,17 +254,24 @@ with task_tab:
             if preview.unresolved:
                 st.warning("Declared sources the log does not contain:")
                 st.json(preview.unresolved, expanded=False)
-            if st.button("Confirm import", type="primary"):
-                with session_scope() as session:
-                    done = import_as(
-                        target, session=session, actor=user, fmt=fmt, log=log_name, task=attach_to
+            confirmed = st.button("Confirm import", type="primary")
+            if confirmed and in_workers():
+                job = perform(queue_task_import, source=target, actor=user, **options)
+                if job is not FAILED:
+                    st.session_state["task-import-job"] = job.id
+            elif confirmed:
+                done = perform(import_as, path=target, actor=user, **options)
+                if done is not FAILED:
+                    st.success(
+                        _tasks_done(
+                            len(done.report.created),
+                            len(done.report.new_versions),
+                            len(done.requeued),
+                        )
                     )
-                st.success(
-                    f"Imported {len(done.report.created)} new task(s), "
-                    f"{len(done.report.new_versions)} new version(s)."
-                    + (
-                        f" Back in review after revision: {len(done.requeued)}."
-                        if done.requeued
-                        else ""
-                    )
-                )
+    if st.session_state.get("task-import-job"):
+        _import_job(
+            "task-import-job",
+            st.session_state["task-import-job"],
+            lambda done: _tasks_done(done["created"], done["new_versions"], done["requeued"]),
+        )

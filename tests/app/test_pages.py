@@ -449,6 +449,32 @@ def test_admin_previews_and_imports_a_tau2_file(demo_configured, real_file):
     assert any("Imported 20 new task(s)" in s.value for s in at.success)
 
 
+def test_with_workers_an_admins_task_import_runs_in_a_worker(
+    demo_configured, real_file, monkeypatch
+):
+    """ITSMREVIEW_JOBS=worker: confirming a previewed task file queues its import; the page says
+    it waits for a worker, imports nothing itself, and announces the count once a worker ran it."""
+    from itsmreview.jobs.service import run_next
+    from itsmreview.settings import get_settings
+    from itsmreview.ui.text import literal
+
+    monkeypatch.setenv("ITSMREVIEW_JOBS", "worker")
+    get_settings.cache_clear()
+    path = real_file("tasks", "tau2_telecom_tasks_small.json")
+    at = open_page(log_in("admin"), "imports")
+    at.text_input[-3].input(str(path)).run()
+    assert any("would create **20**" in m.value for m in at.markdown)
+    at.button(key=next(b.key for b in at.button if b.label == "Confirm import")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("waiting for a worker" in p.text for p in at.get("progress"))
+    assert any("would create **20**" in m.value for m in at.markdown)  # not imported by the page
+    assert run_next(kinds=["task_import"]) is not None  # a worker takes it
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert literal("Imported 20 new task(s), 0 new version(s).") in toasts(at)
+    assert any("would create **0**" in m.value for m in at.markdown)
+
+
 def test_long_transcripts_are_paged_and_tool_results_sit_in_their_call():
     def app():
         from itsmreview.ui.transcript import render_transcript

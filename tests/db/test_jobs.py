@@ -274,6 +274,74 @@ def test_a_log_uploaded_on_one_replica_is_imported_by_a_worker(configured, tmp_p
     assert "no longer active" in refused.error
 
 
+def _harbor_folder(root, name="reset-password"):
+    folder = root / name
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.toml").write_text(f'[task]\nname = "itsm/{name}"\n')
+    (folder / "instruction.md").write_text("Unlock the account of user U-1042.\n")
+    (folder / "tests" / "test.sh").write_text("#!/bin/sh\npytest /tests/test_state.py\n")
+    return folder
+
+
+def test_a_task_folder_given_on_one_replica_is_imported_by_a_worker(configured, tmp_path):
+    """A Harbor task folder from the Imports page with ITSMREVIEW_JOBS=worker: every file goes
+    to the storage, a worker imports the folder as the admin who asked, the upload is removed,
+    and the same folder again changes nothing."""
+    from itsmreview.accounts.service import create_user
+    from itsmreview.catalog.queries import latest_version, task_by_external_id
+    from itsmreview.storage import get_storage
+    from itsmreview.worker import queue_task_import
+
+    folder = _harbor_folder(tmp_path)
+    with session_scope() as session:
+        admin, _ = create_user(session=session, username="admin", role="admin", password="a" * 12)
+        job_id = queue_task_import(
+            session=session, actor=admin, source=folder, fmt="auto", log=None, task=None
+        ).id
+    upload = _job(job_id).payload["upload"]
+    names = ("instruction.md", "task.toml", "tests/test.sh")
+    assert get_storage().list(upload) == [f"{upload}/reset-password/{name}" for name in names]
+    run_next(kinds=["task_import"])
+    job = _job(job_id)
+    assert job.status == "done", job.error
+    assert job.result["format"] == "harbor"
+    assert (job.result["created"], job.result["unchanged"]) == (1, 0)
+    assert not get_storage().exists(upload)
+    with session_scope() as session:
+        task = task_by_external_id(session=session, external_id="itsm/reset-password")
+        assert "U-1042" in latest_version(session=session, task_id=task.id).instruction
+
+    with session_scope() as session:
+        admin = session.merge(admin)
+        again = queue_task_import(
+            session=session, actor=admin, source=folder, fmt="auto", log=None, task=None
+        ).id
+    run_next(kinds=["task_import"])
+    assert (_job(again).result["created"], _job(again).result["unchanged"]) == (0, 1)
+
+
+def test_a_task_import_job_refuses_links_out_and_names_outside_its_folder(configured, tmp_path):
+    """A folder with a link out of it is refused before anything is queued; a job whose file
+    name leaves its folder fails at once, not retried."""
+    from itsmreview.accounts.service import create_user
+    from itsmreview.worker import queue_task_import
+
+    folder = _harbor_folder(tmp_path)
+    (folder / "tests" / "passwd").symlink_to("/etc/passwd")
+    with session_scope() as session:
+        admin, _ = create_user(session=session, username="admin", role="admin", password="a" * 12)
+        with pytest.raises(InvalidInput, match="a link out of"):
+            queue_task_import(
+                session=session, actor=admin, source=folder, fmt="auto", log=None, task=None
+            )
+        payload = {"upload": "uploads/x", "filename": "../x", "fmt": "auto", "log": None}
+        payload |= {"task": None, "actor_id": admin.id, "actor_epoch": admin.session_epoch or 0}
+        job_id = enqueue(session=session, kind="task_import", payload=payload).id
+    run_next(kinds=["task_import"])
+    job = _job(job_id)
+    assert (job.status, job.attempts) == ("failed", 1) and "file name" in job.error
+
+
 def _gate_tests():
     return _load_test_module("test_gatework")
 
