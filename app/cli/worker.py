@@ -30,9 +30,9 @@ def worker_command(
 ) -> None:
     """Run queued background work until stopped (Ctrl+C or SIGTERM).
 
-    Model reviews, log imports and exports started from pages, and the ratings waiting for
-    the approval gate. Start any number, on any host that reaches the database;
-    web processes queue work for them with ITSMREVIEW_JOBS=worker."""
+    Model reviews, log and task imports and exports started from pages, the lead's figures,
+    and the ratings waiting for the approval gate. Start any number, on any host that
+    reaches the database; web processes queue work for them with ITSMREVIEW_JOBS=worker."""
     from itsmreview.db import describe_url
     from itsmreview.settings import get_settings
     from itsmreview.worker import worker
