@@ -931,9 +931,14 @@ def _concurrent_run(
         # a light sampler beside it measures how long queued ratings wait
         product_worker = subprocess.Popen(
             [sys.executable, "-m", "itsmreview.cli", "worker", "--poll", "1"],
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
             env={**env, "ITSMREVIEW_JOBS": "worker", "PGAPPNAME": "scale worker"},
         )
+        # its first line says it waits for jobs: started and connected before the experts
+        ready = product_worker.stdout.readline()
+        if "waiting for jobs" not in ready:
+            raise SystemExit(f"the worker did not start: {ready!r}")
         applier = subprocess.Popen(
             [sys.executable, __file__, "--lag-sampler", str(barrier), "0.1"],
             stdout=subprocess.PIPE,
