@@ -127,10 +127,12 @@ class Storage:
     def list(self, prefix: str) -> list[str]:
         """The keys of the files below `prefix`, sorted."""
         base = self.path(prefix)
-        found = self.fs.find(base) if self.fs.exists(base) else []
+        found = self.fs.find(base, detail=True) if self.fs.exists(base) else {}
         root = self.root.rstrip("/") + "/"
         keys = []
-        for item in found:
+        for item, info in found.items():
+            if info.get("type") == "directory":
+                continue  # an empty folder some S3 servers (SeaweedFS) keep after a delete
             item = str(item)
             if self.scheme == "file":
                 item = Path(item).relative_to(Path(self.root)).as_posix()

@@ -139,6 +139,25 @@ def test_replicas_that_see_the_folder_under_other_paths_delete_nothing(
 # S3 ------------------------------------------------------------------------------------------
 
 
+def test_a_folder_copied_to_s3_and_back_keeps_its_tree_and_lists_no_folders(s3_storage, tmp_path):
+    """A Harbor-like folder goes up file by file and comes back whole; once deleted, its
+    prefix lists nothing (SeaweedFS keeps the emptied folder, which is not a file)."""
+    folder = tmp_path / "task"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.toml").write_text("[task]\n")
+    (folder / "tests" / "test.sh").write_text("exit 0\n")
+    assert s3_storage.upload_tree(folder, "uploads/u1") == 2
+    assert s3_storage.list("uploads/u1") == [
+        "uploads/u1/task/task.toml",
+        "uploads/u1/task/tests/test.sh",
+    ]
+    back = tmp_path / "back"
+    s3_storage.download_tree(back, "uploads/u1")
+    assert (back / "task" / "tests" / "test.sh").read_text() == "exit 0\n"
+    s3_storage.delete("uploads/u1/task")
+    assert s3_storage.list("uploads") == []
+
+
 def test_a_log_imported_to_s3_is_read_back_and_exported(s3_storage, reviewed, tmp_path):
     """`reviewed` imports its log (with the S3 storage configured first) and reviews a round;
     the log's files are in the bucket, its variants read back, and an export reads its cases
