@@ -179,6 +179,16 @@ def _tasks_done(created: int, new_versions: int, requeued: int) -> str:
     )
 
 
+def _default_preset(source: Path | None, presets: list[str]) -> int:
+    """XES keys for an XES file, the column form for a CSV or parquet one (no preset fits
+    every table; a known one is a pick away)."""
+    try:
+        kind = log_format(source) if source is not None else "xes"
+    except ValueError:
+        kind = "xes"
+    return 0 if kind == "xes" else presets.index(CUSTOM)
+
+
 with log_tab:
     with session_scope() as session:
         st.dataframe(logs_table(session=session), hide_index=True)
@@ -188,7 +198,8 @@ with log_tab:
     if source is not None and not source.is_file():
         st.error(literal(f"{source}: no such file on the server"))
         source = None
-    preset = st.selectbox("Preset", ["(XES keys)", *sorted(PRESETS), CUSTOM])
+    presets = ["(XES keys)", *sorted(PRESETS), CUSTOM]
+    preset = st.selectbox("Preset", presets, index=_default_preset(source, presets))
     mapping = None
     if source is not None and preset == CUSTOM:
         mapping = _mapping_form(source)

@@ -607,7 +607,7 @@ def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_pat
 
     at = open_page(log_in("admin"), "imports")
     at.text_input(key="log-path").input(str(path)).run()
-    widget("selectbox", "Preset").set_value("(my own columns)").run()
+    assert widget("selectbox", "Preset").value == "(my own columns)"  # a CSV: its columns
     assert widget("selectbox", "Separator").value == ";"  # guessed from the header
     assert not at.error, [e.value for e in at.error]
     widget("selectbox", "Separator").set_value(",").run()

@@ -13,6 +13,10 @@ def run(*args, input=None):
     return runner.invoke(app, list(args), input=input)
 
 
+def _no_nan(constant):
+    raise AssertionError(f"{constant} is not JSON")
+
+
 def test_users_add_and_list(configured):
     result = run("users", "add", "eva", "--role", "expert", "--expertise", "L2 resolver")
     assert result.exit_code == 0, result.output
@@ -73,7 +77,10 @@ def test_tasks_import_dry_run_and_ledger_verify(configured, tmp_path):
     assert dry["created"] == ["x1"] and dry["dry_run"]
     assert json.loads(run("tasks", "list", "--json").output) == []
     assert run("tasks", "import", str(bundle)).exit_code == 0
-    assert [t["external_id"] for t in json.loads(run("tasks", "list", "--json").output)] == ["x1"]
+    listed = run("tasks", "list", "--json").output
+    assert [t["external_id"] for t in json.loads(listed, parse_constant=_no_nan)] == ["x1"]
+    assert json.loads(listed)[0]["difficulty"] is None  # strict JSON: null, not NaN
+    assert "nan" not in run("tasks", "list").output  # nothing declared, nothing shown
     verified = run("ledger", "verify")
     assert verified.exit_code == 0 and "chain intact" in verified.output
 
