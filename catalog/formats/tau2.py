@@ -1,6 +1,7 @@
 """tau2-bench task sets (`tasks.json`): user scenario, initial state, evaluation criteria."""
 
 import json
+import re
 from pathlib import Path
 
 from itsmreview.catalog.formats.common import (
@@ -93,6 +94,7 @@ def to_native(task: dict, where: str, persona: str, domain_log: str | None) -> d
             ("Known to the user", instructions.get("known_info")),
             ("Unknown to the user", instructions.get("unknown_info")),
             ("Simulated user behaviour", instructions.get("task_instructions")),
+            ("Simulated user persona", scenario.get("persona")),
         )
         or task_id,
         "environment": text_block(
@@ -123,9 +125,15 @@ def to_native(task: dict, where: str, persona: str, domain_log: str | None) -> d
         ORIGINAL_FORMAT: "tau2",
         ORIGINAL: task,
     }
+    persona_tag = PERSONA_TAG.search(task_id)
+    if persona_tag and persona_tag.group(1).lower() != "none":
+        native["user_type"] = f"{persona_tag.group(1)}_persona"  # tau2's user persona
     if domain_log:
         native["source"] = {"log": domain_log}
     return native
+
+
+PERSONA_TAG = re.compile(r"\[PERSONA:([A-Za-z0-9_-]{1,32})\]")  # as in `...[PERSONA:Hard]`
 
 
 def read(

@@ -46,6 +46,11 @@ def test_real_tau2_tasks_import_and_round_trip(real_file, tmp_path):
     assert len(tasks) == 20 and tasks[0].id.startswith("[mobile_data_issue]")
     assert "excellent internet speed" in tasks[0].instruction
     assert "assert_internet_speed" in tasks[0].verifier
+    # the id's [PERSONA:...] is the simulated user's persona (its words are in the instruction)
+    by_tag = {t.id.rsplit("[PERSONA:", 1)[1].rstrip("]"): t.user_type for t in tasks}
+    assert by_tag == {"None": None, "Easy": "easy_persona", "Hard": "hard_persona"}
+    hard = next(t for t in tasks if t.user_type == "hard_persona")
+    assert "Simulated user persona" in hard.instruction and "64 years old" in hard.instruction
     out = tmp_path / "tasks.json"
     export_tasks([t.model_dump(mode="json") for t in tasks], "tau2", out)
     assert json.loads(out.read_text()) == json.loads(path.read_text())
