@@ -342,6 +342,48 @@ def set_role(*, session: Session, actor: User, username: str, role: Role | str) 
     return user
 
 
+def set_profile(
+    *,
+    session: Session,
+    actor: User,
+    username: str,
+    display_name: str | None = None,
+    expertise: Iterable[str] | None = None,
+) -> User:
+    """Change a user's display name and/or expertise (the personas their claims favour);
+    None leaves one as it is. Admins only; open sessions go on. Recorded in the ledger."""
+    from itsmreview.ledger.service import append_entry
+
+    user = _managed_user(session, actor, username)
+    refuse_model(user)
+    changes: dict = {}
+    if display_name is not None:
+        name = display_name.strip()
+        if not name or len(name) > 128:
+            raise InvalidInput("a display name is 1-128 characters")
+        if name != user.display_name:
+            changes["display_name"] = {"from": user.display_name, "to": name}
+            user.display_name = name
+    if expertise is not None:
+        personas = list(dict.fromkeys(e.strip() for e in expertise if e.strip()))
+        if personas != list(user.expertise or []):
+            changes["expertise"] = {"from": list(user.expertise or []), "to": personas}
+            user.expertise = personas
+    if changes:
+        session.add(user)
+        session.flush()
+        append_entry(
+            session=session,
+            artifact_type="user",
+            artifact_id=user.username,
+            action="set-profile",
+            source_kind="system",
+            actor_id=actor.id,
+            payload=changes,
+        )
+    return user
+
+
 def reset_password(
     *, session: Session, actor: User, username: str, password: str | None = None
 ) -> tuple[User, str | None]:

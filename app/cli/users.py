@@ -121,6 +121,36 @@ def users_set_role(
         _show(set_role(session=session, actor=operator(), username=name, role=role))
 
 
+@users_app.command("set-profile")
+@boundary
+def users_set_profile(
+    name: Annotated[str, typer.Argument(help="Login name.")],
+    display_name: Annotated[str | None, typer.Option("--name", help="New display name.")] = None,
+    expertise: Annotated[
+        str | None,
+        typer.Option(help="New expertise: personas, comma-separated ('' clears it)."),
+    ] = None,
+) -> None:
+    """Change a user's display name or expertise; their open sessions go on."""
+    from itsmreview.accounts.service import set_profile
+
+    personas = None if expertise is None else expertise.split(",")
+    ensure_schema()
+    with open_session() as session:
+        user = set_profile(
+            session=session,
+            actor=operator(),
+            username=name,
+            display_name=display_name,
+            expertise=personas,
+        )
+        typer.echo(f"{user.username}: {user.display_name}; expertise: {_personas(user)}")
+
+
+def _personas(user) -> str:
+    return ", ".join(user.expertise or []) or "-"
+
+
 @users_app.command("reset-password")
 @boundary
 def users_reset_password(

@@ -766,8 +766,48 @@ def test_the_users_page_deactivates_a_user(demo_configured):
     user_box.set_value("expert2").run()
     at.button(key="toggle-active").click().run()
     assert not at.exception and not at.error
+    assert toasts(at) == [literal("expert2 deactivated; their sessions ended.")]
     again = log_in("expert2", "itsm-demo")
     assert [e.value for e in again.error] == ["unknown username or wrong password"]
+
+
+def test_the_users_page_lists_a_new_user_at_once_and_edits_a_profile(demo_configured):
+    """No model role on offer; a user just added is in the table and the lists without a
+    reload, their password shown once; a profile change shows in the table and the ledger."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.ledger.models import LedgerEntry
+    from sqlmodel import select
+
+    at = open_page(log_in("admin"), "users")
+    role_box = next(s for s in at.selectbox if s.label == "Role")
+    assert role_box.options == ["expert", "lead", "admin"]
+    form_inputs = [t for t in at.text_input if t.label in ("Username", "Display name")]
+    form_inputs[0].input("maja")
+    form_inputs[1].input("Maja Berg")
+    at.button(key="FormSubmitter:add-user-Add user").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(s.value.startswith("Added maja. Password (shown once): `") for s in at.success)
+    assert "maja" in set(at.dataframe[0].value["username"])
+    user_box = next(s for s in at.selectbox if s.label == "User")
+    assert "maja" in user_box.options
+    user_box.set_value("maja").run()
+    at.text_input(key="profile-name-maja").input("Maja Berg-Lind")
+    at.text_input(key="profile-expertise-maja").input("L2 resolver, , L2 resolver, Change manager")
+    at.button(key="FormSubmitter:profile-maja-Save profile").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert toasts(at) == [literal("Profile of maja saved.")]
+    row = at.dataframe[0].value.set_index("username").loc["maja"]
+    assert (row["name"], row["expertise"]) == ("Maja Berg-Lind", "L2 resolver, Change manager")
+    with session_scope() as session:
+        maja = user_by_username(session=session, username="maja")
+        [entry] = session.exec(
+            select(LedgerEntry).where(
+                LedgerEntry.artifact_id == "maja", LedgerEntry.action == "set-profile"
+            )
+        ).all()
+        assert entry.payload["display_name"] == {"from": "Maja Berg", "to": "Maja Berg-Lind"}
+        assert maja.expertise == ["L2 resolver", "Change manager"]
 
 
 def test_a_lead_exports_the_demos_approved_set_from_the_page(

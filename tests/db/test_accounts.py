@@ -189,6 +189,45 @@ def test_users_commands(configured):
     assert unknown.exit_code == 1 and "no user 'nobody'" in unknown.output
     bad_role = run("users", "set-role", "eva", "owner")
     assert bad_role.exit_code == 1 and "not one of" in bad_role.output
+    profile = run("users", "set-profile", "eva", "--name", "Eva Ek", "--expertise", "L2 resolver")
+    assert profile.output.strip() == "eva: Eva Ek; expertise: L2 resolver"
+    cleared = run("users", "set-profile", "eva", "--expertise", "")
+    assert cleared.output.strip() == "eva: Eva Ek; expertise: -"
+    empty = run("users", "set-profile", "eva", "--name", " ")
+    assert empty.exit_code == 1 and "1-128 characters" in empty.output
+
+
+def test_a_profile_change_is_an_admins_keeps_sessions_and_is_in_the_ledger(session):
+    """Display name and expertise: admins only, never a model rater's, open sessions go on
+    (no epoch move), one ledger entry with what changed, none when nothing did."""
+    from itsmreview.accounts.service import set_profile
+    from itsmreview.errors import InvalidInput
+
+    admin, _ = create_user(session=session, username="root", role="admin", password=PASSWORD)
+    eva, _ = create_user(session=session, username="eva", role="expert", password=PASSWORD)
+    epoch = eva.session_epoch
+    with pytest.raises(PermissionDenied):
+        set_profile(session=session, actor=eva, username="eva", display_name="Queen Eva")
+    set_profile(
+        session=session,
+        actor=admin,
+        username="eva",
+        expertise=["Change manager", " ", "Change manager"],
+    )
+    set_profile(session=session, actor=admin, username="eva", expertise=["Change manager"])
+    assert (eva.expertise, eva.session_epoch) == (["Change manager"], epoch)
+    session.commit()
+    entries = session.exec(
+        select(LedgerEntry).where(
+            LedgerEntry.artifact_id == "eva", LedgerEntry.action == "set-profile"
+        )
+    ).all()
+    assert [e.payload for e in entries] == [{"expertise": {"from": [], "to": ["Change manager"]}}]
+    model = create_user(session=session, username="bot", role="expert", password=PASSWORD)[0]
+    model.role = "model"
+    with pytest.raises(InvalidInput, match="model rater"):
+        set_profile(session=session, actor=admin, username="bot", display_name="Bot")
+    assert verify_chain(session=session).ok
 
 
 def test_concurrent_failures_for_a_new_name_are_all_counted(engine, at_once):
