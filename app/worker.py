@@ -165,25 +165,14 @@ def queue_log_import(
     """Copy a file to the storage's uploads and queue its import for a worker (the Imports
     page with ITSMREVIEW_JOBS=worker). Admins only; the worker imports as this admin while
     their session lasts."""
-    import uuid
-
-    from itsmreview.storage import get_storage
-
-    require_role(actor, Role.admin)
-    upload = f"uploads/{uuid.uuid4().hex}/{source.name}"
-    get_storage().upload(source, upload)
-    return enqueue(
+    mapping = mapping.to_dict() if mapping is not None else None
+    return _queue_upload(
         session=session,
+        actor=actor,
+        source=source,
         kind="log_import",
-        key=upload,
-        payload={
-            "upload": upload,
-            "filename": source.name,
-            "name": name,
-            "preset": preset,
-            "mapping": mapping.to_dict() if mapping is not None else None,
-            **actor_fields(actor),
-        },
+        at_file=True,
+        payload={"name": name, "preset": preset, "mapping": mapping},
     )
 
 
@@ -239,26 +228,44 @@ def queue_task_import(
     """Copy a task or transcript file (or a Harbor task folder) to the storage's uploads and
     queue its import for a worker (the Imports page with ITSMREVIEW_JOBS=worker). Admins only;
     the worker imports as this admin while their session lasts."""
+    return _queue_upload(
+        session=session,
+        actor=actor,
+        source=source,
+        kind="task_import",
+        at_file=False,
+        payload={"fmt": fmt, "log": log, "task": task},
+        max_attempts=3,
+    )
+
+
+def _queue_upload(
+    *,
+    session: Session,
+    actor: User,
+    source: Path,
+    kind: str,
+    at_file: bool,
+    payload: dict,
+    **options,
+) -> Job:
+    """Copy `source` (a file or folder) under a new `uploads/<id>/` of the storage and queue a
+    `kind` job for it, as an admin. Its payload's `upload` is that folder, or with `at_file`
+    the file's own key; `filename` is the source's name."""
     import uuid
 
     from itsmreview.storage import get_storage
 
     require_role(actor, Role.admin)
-    upload = f"uploads/{uuid.uuid4().hex}"
-    get_storage().upload_tree(source, upload)
+    folder = f"uploads/{uuid.uuid4().hex}"
+    get_storage().upload_tree(source, folder)
+    upload = f"{folder}/{source.name}" if at_file else folder
     return enqueue(
         session=session,
-        kind="task_import",
+        kind=kind,
         key=upload,
-        payload={
-            "upload": upload,
-            "filename": source.name,
-            "fmt": fmt,
-            "log": log,
-            "task": task,
-            **actor_fields(actor),
-        },
-        max_attempts=3,
+        payload={"upload": upload, "filename": source.name, **payload, **actor_fields(actor)},
+        **options,
     )
 
 
