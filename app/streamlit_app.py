@@ -21,6 +21,7 @@ PAGE_TITLES = {
     "variants": ("Variant explorer", ":material/timeline:"),
     "completeness": ("Persona completeness", ":material/checklist:"),
     "dashboard": ("Dashboard", ":material/monitoring:"),
+    "rounds": ("Rounds", ":material/event_note:"),
     "coverage": ("Coverage", ":material/account_tree:"),
     "teams": ("Team mapping", ":material/groups:"),
     "tasks": ("Tasks", ":material/assignment:"),
@@ -66,27 +67,29 @@ if user is None:
     )
 else:
     # the login page stays reachable (hidden): it forwards to the role's start page
-    sections = {"": [page("home"), login]}
+    listed = {"": ["home"]}
     if user.role == Role.expert:
-        sections["Review"] = [
-            page("queue"),
-            page("variants"),
-            page("completeness"),
-        ]
+        listed["Review"] = ["queue", "variants", "completeness"]
     if user.role in (Role.lead, Role.admin):
-        sections["Lead"] = [
-            page("dashboard"),
-            page("coverage"),
-            page("teams"),
-            page("variants"),
-            page("tasks"),
-            page("completeness"),
-            page("ledger"),
-            page("exports"),
-            page("model_review"),
+        listed["Lead"] = [
+            "dashboard",
+            "rounds",
+            "coverage",
+            "teams",
+            "variants",
+            "tasks",
+            "completeness",
+            "ledger",
+            "exports",
+            "model_review",
+            "imports",
         ]
     if user.role == Role.admin:
-        sections["Admin"] = [page("users"), page("imports")]
+        listed["Admin"] = ["users"]
+    sections = {title: [page(name) for name in names] for title, names in listed.items()}
+    # another role's pages answer their address too: each says which role it needs
+    shown = {name for names in listed.values() for name in names}
+    sections[""] += [login, *(page(n, hidden=True) for n in PAGE_TITLES if n not in shown)]
     navigation = st.navigation(sections)
     with st.sidebar:
         st.caption(f"Logged in as **{user.display_name}** ({user.role})")

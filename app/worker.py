@@ -250,13 +250,13 @@ def _queue_upload(
     **options,
 ) -> Job:
     """Copy `source` (a file or folder) under a new `uploads/<id>/` of the storage and queue a
-    `kind` job for it, as an admin. Its payload's `upload` is that folder, or with `at_file`
+    `kind` job for it, as a lead or admin. Its payload's `upload` is that folder, or with `at_file`
     the file's own key; `filename` is the source's name."""
     import uuid
 
     from itsmreview.storage import get_storage
 
-    require_role(actor, Role.admin)
+    require_role(actor, Role.lead)
     folder = f"uploads/{uuid.uuid4().hex}"
     get_storage().upload_tree(source, folder)
     upload = f"{folder}/{source.name}" if at_file else folder

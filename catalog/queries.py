@@ -180,8 +180,14 @@ def version_number(*, session: Session, task_id: int, number: int) -> TaskVersio
     ).first()
 
 
-def latest_version_ids(*, session: Session, external_ids: list[str] | None = None) -> list[int]:
-    """Ids of the newest version of every task (of the given tasks), by task id."""
+def latest_version_ids(
+    *,
+    session: Session,
+    external_ids: list[str] | None = None,
+    filters: "TaskFilters | None" = None,
+) -> list[int]:
+    """Ids of the newest version of every task (of the given tasks, of those matching
+    `filters`), by task id."""
     latest = _latest_versions()
     query = (
         select(TaskVersion.id)
@@ -195,6 +201,8 @@ def latest_version_ids(*, session: Session, external_ids: list[str] | None = Non
         query = query.where(
             TaskVersion.task_id.in_(select(Task.id).where(Task.external_id.in_(external_ids)))
         )
+    if filters is not None and (conditions := _matching(filters)):
+        query = query.where(TaskVersion.task_id.in_(select(Task.id).where(*conditions)))
     return list(session.exec(query).all())
 
 
@@ -228,10 +236,13 @@ class TaskFilters:
     difficulties: tuple[str, ...] = ()
     user_types: tuple[str, ...] = ()
     backbones: tuple[str, ...] = ()
+    external_ids: tuple[str, ...] = ()
 
 
 def _matching(filters: TaskFilters) -> list:
     conditions = []
+    if filters.external_ids:
+        conditions.append(Task.external_id.in_(list(filters.external_ids)))
     if filters.personas:
         conditions.append(Task.persona.in_(list(filters.personas)))
     if filters.tracks:

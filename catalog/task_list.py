@@ -20,9 +20,21 @@ class TaskList:
 
 
 def task_table(
+    *, session: Session, actor: User, offset: int = 0, limit: int = 50, **chosen
+) -> TaskList:
+    """The page of tasks matching every filter `chosen` (`task_filters`' keywords; none = all),
+    by persona then id, counted and paged in the database. Leads only."""
+    require_role(actor, Role.lead)
+    filters = task_filters(**chosen)
+    return TaskList(
+        rows=queries.task_page(session=session, filters=filters, offset=offset, limit=limit),
+        matching=queries.count_tasks(session=session, filters=filters),
+        total=queries.count_tasks(session=session),
+    )
+
+
+def task_filters(
     *,
-    session: Session,
-    actor: User,
     personas: list[str] | None = None,
     tracks: list[str] | None = None,
     statuses: list[str] | None = None,
@@ -31,13 +43,10 @@ def task_table(
     difficulties: list[str] | None = None,
     user_types: list[str] | None = None,
     backbones: list[str] | None = None,
-    offset: int = 0,
-    limit: int = 50,
-) -> TaskList:
-    """The page of tasks matching every given filter (empty filter = all), by persona then
-    id, counted and paged in the database. Leads only."""
-    require_role(actor, Role.lead)
-    filters = queries.TaskFilters(
+    external_ids: list[str] | None = None,
+) -> queries.TaskFilters:
+    """The Tasks page's filters as one value (empty = any); the Rounds page selects by it."""
+    return queries.TaskFilters(
         personas=tuple(personas or ()),
         tracks=tuple(tracks or ()),
         statuses=tuple(statuses or ()),
@@ -46,12 +55,18 @@ def task_table(
         difficulties=tuple(difficulties or ()),
         user_types=tuple(user_types or ()),
         backbones=tuple(backbones or ()),
+        external_ids=tuple(external_ids or ()),
     )
-    return TaskList(
-        rows=queries.task_page(session=session, filters=filters, offset=offset, limit=limit),
-        matching=queries.count_tasks(session=session, filters=filters),
-        total=queries.count_tasks(session=session),
-    )
+
+
+def matching_tasks(
+    *, session: Session, filters: queries.TaskFilters, limit: int = 10
+) -> tuple[int, list[int], pd.DataFrame]:
+    """How many tasks match, the newest version id of each, and the first `limit` rows as
+    the task list shows them (no role check: callers check theirs)."""
+    version_ids = queries.latest_version_ids(session=session, filters=filters)
+    rows = queries.task_page(session=session, filters=filters, limit=limit)
+    return len(version_ids), version_ids, rows
 
 
 def filter_choices(*, session: Session, actor: User) -> dict[str, list[str]]:

@@ -409,11 +409,11 @@ def discard_files(log: EventLog) -> None:
 
 
 def import_log_as(path: Path | str, *, session: Session, actor, **options) -> ImportResult:
-    """`import_log` on behalf of an admin (the Imports page). Raises PermissionDenied."""
+    """`import_log` on behalf of a lead or admin (the Imports page). Raises PermissionDenied."""
     from itsmreview.accounts.models import Role
     from itsmreview.accounts.service import require_role
 
-    require_role(actor, Role.admin)
+    require_role(actor, Role.lead)
     return import_log(path, session=session, actor_id=actor.id, **options)
 
 

@@ -9,7 +9,6 @@ from itsmreview.cli.base import (
     boundary,
     echo_json,
     ensure_schema,
-    fail,
     open_session,
     operator,
 )
@@ -30,29 +29,47 @@ def round_create(
     task_ids: Annotated[
         list[str] | None, typer.Option("--id", help="Task id (repeatable; default: every task).")
     ] = None,
+    persona: Annotated[
+        list[str] | None, typer.Option(help="Only tasks of this persona (repeatable).")
+    ] = None,
+    track: Annotated[list[str] | None, typer.Option(help="Only this track (repeatable).")] = None,
+    status: Annotated[
+        list[str] | None,
+        typer.Option(help="Only tasks in this status, e.g. draft (repeatable)."),
+    ] = None,
+    search: Annotated[str, typer.Option(help="Only tasks whose id or title contain this.")] = "",
+    expert: Annotated[
+        list[str] | None,
+        typer.Option(help="Admit only this expert (repeatable; default: every expert)."),
+    ] = None,
 ) -> None:
     """Open a review round over the newest versions of tasks; experts then claim them."""
-    from itsmreview.catalog.service import latest_version_ids
-    from itsmreview.review.rounds.service import create_round
+    from itsmreview.catalog.task_list import task_filters
+    from itsmreview.review.rounds.service import open_round
     from itsmreview.review.rubrics.service import DEFAULT_RUBRIC, ensure_rubric, load_rubric
 
     ensure_schema()
     with open_session() as session:
-        definition = ensure_rubric(load_rubric(rubric or DEFAULT_RUBRIC), session=session)
-        versions = latest_version_ids(session=session, external_ids=task_ids)
-        if not versions:
-            fail("no tasks to review; import some with `itsmreview tasks import`")
-        review_round = create_round(
+        definition = load_rubric(rubric or DEFAULT_RUBRIC)
+        review_round, size = open_round(
             session=session,
             actor=operator(),
             name=name,
             rubric=definition,
-            task_version_ids=versions,
+            filters=task_filters(
+                personas=persona,
+                tracks=track,
+                statuses=status,
+                text=search,
+                external_ids=task_ids,
+            ),
             k=k,
+            members=expert or [],
         )
+        stored = ensure_rubric(definition, session=session)
     typer.echo(
-        f"opened round {review_round.name!r}: {len(versions)} task(s), k={k}, rubric "
-        f"{definition.name} v{definition.version}"
+        f"opened round {review_round.name!r}: {size} task(s), k={k}, rubric "
+        f"{stored.name} v{stored.version}"
     )
 
 

@@ -25,7 +25,8 @@ from itsmreview.ui.notice import announce
 from itsmreview.ui.text import literal
 from itsmreview.worker import in_workers, job_of, queue_log_import, queue_task_import
 
-user = require(Role.admin)
+user = require(Role.lead)
+ON_SERVER = user.role == Role.admin  # only admins are trusted with the server's files
 
 
 def _formats(text: str) -> str | tuple[str, ...] | None:
@@ -193,7 +194,7 @@ with log_tab:
     with session_scope() as session:
         st.dataframe(logs_table(session=session), hide_index=True)
     upload = st.file_uploader("Event log (CSV, CSV.gz, XES, XES.gz, parquet)", key="log-upload")
-    server_log = st.text_input("... or a path on the server", key="log-path")
+    server_log = st.text_input("... or a path on the server", key="log-path") if ON_SERVER else ""
     source = _chosen_path(upload, server_log)
     if source is not None and not source.is_file():
         st.error(literal(f"{source}: no such file on the server"))
@@ -243,10 +244,13 @@ with log_tab:
 with task_tab:
     st.caption(
         "Native bundles, tau2 task sets, EnterpriseOps-Gym tasks, Harbor task folders "
-        "(give their path on the server) and transcripts (tau2 runs, tau-bench, ATIF)."
+        "(an admin gives their path on the server) and transcripts (tau2 runs, tau-bench, "
+        "ATIF)."
     )
     upload = st.file_uploader("Task or transcript file", key="task-upload")
-    server_path = st.text_input("... or a path on the server (file or Harbor folder)")
+    server_path = (
+        st.text_input("... or a path on the server (file or Harbor folder)") if ON_SERVER else ""
+    )
     options = st.columns(3)
     fmt = options[0].selectbox("Format", list(FORMAT_CHOICES))
     log_name = options[1].text_input("Derived from log (optional)") or None

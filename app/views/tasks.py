@@ -58,16 +58,16 @@ backbones = authoring[2].multiselect(
     choices["simulator_backbone"],
     help="The model behind the simulated actors, from the transcripts' metadata",
 )
-chosen_filters = (
-    tuple(personas),
-    tuple(tracks),
-    tuple(statuses),
-    text,
-    variant,
-    tuple(difficulties),
-    tuple(user_types),
-    tuple(backbones),
-)
+chosen_filters = {
+    "personas": personas,
+    "tracks": tracks,
+    "statuses": statuses,
+    "text": text,
+    "variant_key": variant,
+    "difficulties": difficulties,
+    "user_types": user_types,
+    "backbones": backbones,
+}
 if st.session_state.get("task-filters") != chosen_filters:
     st.session_state["task-filters"] = chosen_filters
     st.session_state["task-page"] = 1
@@ -76,16 +76,9 @@ with session_scope() as session:
     listing = task_table(
         session=session,
         actor=user,
-        personas=personas,
-        tracks=tracks,
-        statuses=statuses,
-        text=text,
-        variant_key=variant,
-        difficulties=difficulties,
-        user_types=user_types,
-        backbones=backbones,
         offset=(page_number - 1) * PAGE_SIZE,
         limit=PAGE_SIZE,
+        **chosen_filters,
     )
 table = listing.rows
 with session_scope() as session:

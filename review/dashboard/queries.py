@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
-from itsmreview.catalog.models import Task, TaskVersion
+from itsmreview.catalog.models import TaskVersion
 from itsmreview.db import frame_of, utcnow
 from itsmreview.review.gate.queries.reads import newest_checks
 from itsmreview.review.models import (
@@ -81,29 +81,6 @@ def ratings_fingerprint(*, session: Session, round_id: int) -> tuple:
         )
     ).one()
     return (int(newest or 0),)
-
-
-def open_assignments_frame(*, session: Session) -> pd.DataFrame:
-    """Reserved (unsubmitted) assignments with their expert and task, for leads."""
-    return frame_of(
-        session,
-        select(
-            Assignment.id.label("assignment"),
-            ReviewRound.name.label("round"),
-            User.username.label("expert"),
-            Task.external_id.label("task"),
-            Assignment.reserved_until,
-        )
-        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
-        .join(User, User.id == Assignment.expert_id)
-        .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
-        .join(Task, Task.id == TaskVersion.task_id)
-        .where(
-            Assignment.round_id.in_(select(ReviewRound.id)),  # searched per round on its index
-            Assignment.status == AssignmentStatus.reserved,
-        )
-        .order_by(ReviewRound.name, User.username, Assignment.id),
-    )
 
 
 def check_status_counts(*, session: Session, round_id: int) -> dict[str, int]:

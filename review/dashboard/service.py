@@ -23,6 +23,7 @@ from itsmreview.review.repair.adjudication import (
     adjudication_queue,
     build_adjudication_queue,
 )
+from itsmreview.review.rounds import queries as round_queries
 from itsmreview.summaries.service import Materialised, computation, lead_figures, materialised
 from sqlmodel import Session
 
@@ -112,7 +113,7 @@ def dashboard(
         for r in gate_queries.list_rounds(session=session)
     ]
     board = Dashboard(
-        open_assignments=queries.open_assignments_frame(session=session),
+        open_assignments=round_queries.open_assignments_frame(session=session),
         progress=pd.DataFrame(),
         task_status={},
         rounds=rounds,

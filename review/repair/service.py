@@ -138,8 +138,8 @@ def import_path(path: Path | str, *, session: Session, dry_run: bool = False, **
 
 
 def import_as(path: Path | str, *, session: Session, actor, dry_run: bool = False, **options):
-    """`import_path` on behalf of an admin (the Imports page). Raises PermissionDenied."""
-    require_role(actor, Role.admin)
+    """`import_path` on behalf of a lead or admin (the Imports page). Raises PermissionDenied."""
+    require_role(actor, Role.lead)
     return import_path(path, session=session, actor_id=actor.id, dry_run=dry_run, **options)
 
 

@@ -8,6 +8,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.db import utcnow
 from itsmreview.errors import Busy, Conflict, NotFound, PermissionDenied
+from itsmreview.ledger.service import append_entry
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.models import (
     Assignment,
@@ -147,26 +148,80 @@ def _reserve(
 def close_round(*, session: Session, actor: User, round_name: str) -> ReviewRound:
     """Close a round: no more claims or ratings; open reservations are released."""
     require_role(actor, Role.lead)
-    review_round = queries.round_by_name(session=session, name=round_name)
-    if review_round is None:
-        raise NotFound(f"no review round {round_name!r}")
+    review_round = _round_named(session, round_name)
+    if review_round.status == RoundStatus.closed:
+        raise Conflict(f"round {review_round.name!r} is closed already")
     review_round.status = RoundStatus.closed
     review_round.closed_at = utcnow()
-    for assignment in queries.reservations(session=session, round_id=review_round.id):
+    released = queries.reservations(session=session, round_id=review_round.id)
+    for assignment in released:
         assignment.status = AssignmentStatus.released
     session.flush()
     queries.recount_places(session=session, round_id=review_round.id)
+    _record(session, actor, review_round, "close", {"released": len(released)})
     return review_round
 
 
-def reassign(*, session: Session, actor: User, assignment_id: int, expert: User) -> Assignment:
-    """Move an unsubmitted assignment to another expert (leads only)."""
-    require_role(actor, Role.lead)
+def _round_named(session: Session, round_name: str) -> ReviewRound:
+    review_round = queries.round_by_name(session=session, name=round_name)
+    if review_round is None:
+        raise NotFound(f"no review round {round_name!r}")
+    return review_round
+
+
+def _record(
+    session: Session, actor: User, review_round: ReviewRound, action: str, payload: dict
+) -> None:
+    """The ledger entry of a lead's change to a round."""
+    append_entry(
+        session=session,
+        artifact_type="review_round",
+        artifact_id=review_round.name,
+        action=action,
+        source_kind="expert",
+        actor_id=actor.id,
+        payload=payload,
+    )
+
+
+def _unsubmitted(session: Session, assignment_id: int) -> Assignment:
     assignment = session.get(Assignment, assignment_id)
     if assignment is None:
         raise NotFound(f"assignment {assignment_id} does not exist")
     if assignment.status == AssignmentStatus.submitted:
         raise Conflict("this assignment is rated already; its rating stays with its expert")
+    if assignment.status == AssignmentStatus.released:
+        raise Conflict(f"assignment {assignment_id} was released already")
+    return assignment
+
+
+def release_assignment(*, session: Session, actor: User, assignment_id: int) -> Assignment:
+    """Give an unsubmitted assignment's place back to the round (leads only): another expert
+    may claim it; the expert who held it does not get the task again."""
+    require_role(actor, Role.lead)
+    assignment = _unsubmitted(session, assignment_id)
+    assignment.status = AssignmentStatus.released
+    session.flush()
+    queries.recount_places(
+        session=session,
+        round_id=assignment.round_id,
+        task_version_ids=[assignment.task_version_id],
+    )
+    review_round = session.get(ReviewRound, assignment.round_id)
+    _record(
+        session,
+        actor,
+        review_round,
+        "release",
+        {"assignment": assignment.id, "expert_id": assignment.expert_id},
+    )
+    return assignment
+
+
+def reassign(*, session: Session, actor: User, assignment_id: int, expert: User) -> Assignment:
+    """Move an unsubmitted assignment to another expert (leads only)."""
+    require_role(actor, Role.lead)
+    assignment = _unsubmitted(session, assignment_id)
     if Role(expert.role) != Role.expert:
         raise Conflict(f"{expert.username} is not an expert")
     taken = queries.assignment_of(
@@ -191,6 +246,13 @@ def reassign(*, session: Session, actor: User, assignment_id: int, expert: User)
     queries.recount_places(
         session=session, round_id=moved.round_id, task_version_ids=[moved.task_version_id]
     )
+    _record(
+        session,
+        actor,
+        review_round,
+        "reassign",
+        {"assignment": assignment.id, "to": expert.username, "new_assignment": moved.id},
+    )
     return moved
 
 
@@ -200,18 +262,18 @@ def set_round_experts(
     """Admit experts to a round or remove them (their unsubmitted reservations are released).
     A round with no members is open to every expert. Returns the member ids. Leads only."""
     require_role(actor, Role.lead)
-    review_round = queries.round_by_name(session=session, name=round_name)
-    if review_round is None:
-        raise NotFound(f"no review round {round_name!r}")
+    review_round = _round_named(session, round_name)
     members = {
         m.expert_id: m for m in queries.round_members(session=session, round_id=review_round.id)
     }
+    added: list[str] = []
     for expert in add:
         if Role(expert.role) != Role.expert:
             raise Conflict(f"{expert.username} is not an expert")
         if expert.id not in members:
             members[expert.id] = RoundExpert(round_id=review_round.id, expert_id=expert.id)
             session.add(members[expert.id])
+            added.append(expert.username)
     for expert in remove:
         member = members.pop(expert.id, None)
         if member is not None:
@@ -228,6 +290,11 @@ def set_round_experts(
             task_version_ids=[a.task_version_id for a in released],
         )
     session.flush()
+    removed = sorted(e.username for e in remove)
+    if added or removed:
+        _record(
+            session, actor, review_round, "members", {"added": sorted(added), "removed": removed}
+        )
     return sorted(members)
 
 

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import bulk_insert, in_ids, utcnow
+from itsmreview.db import bulk_insert, frame_of, in_ids, utcnow
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     ReviewRound,
     RoundExpert,
+    RoundStatus,
     RoundTask,
+    Rubric,
 )
 from sqlalchemy import (
     Integer,
@@ -565,3 +567,86 @@ def set_round_task_priorities(*, session: Session, priorities: list[tuple[int, f
         )
     )
     session.exec(text(f"DROP TABLE {temporary}"))
+
+
+def open_assignments_frame(*, session: Session, round_id: int | None = None):
+    """Reserved (unsubmitted) assignments with their round, expert and task (of one round)."""
+    rounds = select(ReviewRound.id)  # searched per round on its index
+    if round_id is not None:
+        rounds = rounds.where(ReviewRound.id == round_id)
+    return frame_of(
+        session,
+        select(
+            Assignment.id.label("assignment"),
+            ReviewRound.name.label("round"),
+            User.username.label("expert"),
+            Task.external_id.label("task"),
+            Assignment.reserved_until,
+        )
+        .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+        .join(User, User.id == Assignment.expert_id)
+        .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(
+            Assignment.round_id.in_(rounds),
+            Assignment.status == AssignmentStatus.reserved,
+        )
+        .order_by(ReviewRound.name, User.username, Assignment.id),
+    )
+
+
+def rounds_frame(*, session: Session):
+    """Every round with its rubric, size and number of admitted experts, newest first."""
+    size = (
+        select(func.count())
+        .select_from(RoundTask)
+        .where(RoundTask.round_id == ReviewRound.id)
+        .scalar_subquery()
+    )
+    members = (
+        select(func.count())
+        .select_from(RoundExpert)
+        .where(RoundExpert.round_id == ReviewRound.id)
+        .scalar_subquery()
+    )
+    return frame_of(
+        session,
+        select(
+            ReviewRound.name,
+            ReviewRound.status,
+            ReviewRound.k,
+            Rubric.name.label("rubric"),
+            Rubric.version.label("rubric_version"),
+            size.label("tasks"),
+            members.label("members"),
+            ReviewRound.created_at,
+            ReviewRound.closed_at,
+        )
+        .join(Rubric, Rubric.id == ReviewRound.rubric_id)
+        .order_by(ReviewRound.created_at.desc(), ReviewRound.id.desc()),
+    )
+
+
+def versions_in_open_rounds(*, session: Session, task_version_ids: Sequence[int]) -> int:
+    """How many of the given task versions some open round holds already."""
+    if not task_version_ids:
+        return 0
+    return session.exec(
+        select(func.count(func.distinct(RoundTask.task_version_id)))
+        .join(ReviewRound, ReviewRound.id == RoundTask.round_id)
+        .where(
+            ReviewRound.status == RoundStatus.open,
+            in_ids(session, RoundTask.task_version_id, task_version_ids),
+        )
+    ).one()
+
+
+def member_usernames(*, session: Session, round_id: int) -> list[str]:
+    return list(
+        session.exec(
+            select(User.username)
+            .join(RoundExpert, RoundExpert.expert_id == User.id)
+            .where(RoundExpert.round_id == round_id)
+            .order_by(User.username)
+        ).all()
+    )

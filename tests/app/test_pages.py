@@ -120,16 +120,26 @@ def test_admin_lands_on_users_and_opens_imports(demo_configured):
 
 
 @pytest.mark.parametrize(
-    "page",
-    ["dashboard", "coverage", "teams", "ledger", "exports", "model_review", "users", "imports"],
+    "page, role",
+    [
+        ("dashboard", "lead"),
+        ("rounds", "lead"),
+        ("coverage", "lead"),
+        ("teams", "lead"),
+        ("ledger", "lead"),
+        ("exports", "lead"),
+        ("model_review", "lead"),
+        ("imports", "lead"),
+        ("users", "admin"),
+    ],
 )
-def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, page):
+def test_an_expert_switching_to_lead_or_admin_pages_is_told_the_role(demo_configured, page, role):
     at = log_in("expert1")
-    # the expert's navigation holds no such page (the address opens the start page instead);
-    # the page itself refuses the wrong role too (the test below)
-    with pytest.raises(ValueError, match="Could not find a navigation page"):
-        at.switch_page(f"views/{page}.py")
-    assert titles(at) == ["My queue"]
+    # not in the expert's menu, but its address answers: with the role it needs, and nothing
+    # of the page itself
+    at.switch_page(f"views/{page}.py").run()
+    assert [e.value for e in at.error] == [f"This page needs the {role} role."]
+    assert not at.title and not at.dataframe
 
 
 @pytest.mark.parametrize(
@@ -140,7 +150,7 @@ def test_an_expert_switching_to_lead_or_admin_pages_is_refused(demo_configured, 
         ("ledger", "lead"),
         ("model_review", "lead"),
         ("users", "admin"),
-        ("imports", "admin"),
+        ("imports", "lead"),
     ],
 )
 def test_pages_refuse_the_wrong_role_even_when_opened_directly(demo_configured, page, role):
@@ -1259,3 +1269,129 @@ def test_with_workers_an_admins_log_import_runs_in_a_worker(demo_configured, tmp
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "queued" in set(at.dataframe[0].value["name"])
+
+
+def _ledger_of_round(name: str) -> list[tuple[str, dict]]:
+    from itsmreview.db import session_scope
+    from itsmreview.ledger.models import LedgerEntry
+    from sqlmodel import select
+
+    with session_scope() as session:
+        return [
+            (e.action, e.payload)
+            for e in session.exec(
+                select(LedgerEntry)
+                .where(LedgerEntry.artifact_type == "review_round", LedgerEntry.artifact_id == name)
+                .order_by(LedgerEntry.seq)
+            )
+        ]
+
+
+def test_a_lead_opens_a_round_over_a_filter_from_the_rounds_page(demo_configured):
+    from itsmreview.catalog.task_list import matching_tasks, task_filters
+    from itsmreview.db import session_scope
+    from itsmreview.review.rounds.queries import member_usernames, round_by_name, round_size
+
+    at = open_page(log_in("lead"), "rounds")
+    assert titles(at) == ["Review rounds"]
+    assert "Demo round 1" in set(at.dataframe[0].value["Round"])
+    form = at.session_state["rounds-form"]
+    status = at.multiselect(key=f"rounds-status-{form}")
+    persona = at.multiselect(key=f"rounds-persona-{form}")
+    status.set_value([]).run()  # the demo's tasks are all in a round already
+    chosen = persona.options[0]
+    at.multiselect(key=f"rounds-persona-{form}").set_value([chosen]).run()
+    with session_scope() as session:
+        count, _, _ = matching_tasks(session=session, filters=task_filters(personas=[chosen]))
+    assert count > 0
+    assert any(f"**{count} task(s)** match" in m.value for m in at.markdown)
+    at.text_input(key=f"rounds-name-{form}").input("Pilot: " + chosen).run()
+    at.multiselect(key=f"rounds-members-{form}").set_value(["expert1", "expert2"]).run()
+    at.number_input(key=f"rounds-dimension_min-{form}").set_value(3.5).run()
+    [button] = [b for b in at.button if b.label.startswith("Open round over")]
+    assert button.label == f"Open round over {count} task(s)"
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert toasts(at) == [f"Round {literal('Pilot: ' + chosen)} opened over {count} task(s)."]
+    with session_scope() as session:
+        opened = round_by_name(session=session, name="Pilot: " + chosen)
+        assert round_size(session=session, round_id=opened.id) == count
+        assert member_usernames(session=session, round_id=opened.id) == ["expert1", "expert2"]
+        assert opened.approval["dimension_min"] == 3.5
+    actions = _ledger_of_round("Pilot: " + chosen)
+    assert [a for a, _ in actions] == ["create", "members", "gate"]
+    assert actions[0][1]["tasks"] == count
+    assert actions[0][1]["selection"] == {"filters": {"personas": [chosen]}}
+    # the form starts afresh, and the new round is the one to manage
+    assert at.session_state["rounds-form"] == form + 1
+    assert at.session_state["rounds-chosen"] == "Pilot: " + chosen
+
+
+def test_a_round_name_in_use_is_refused_and_the_form_kept(demo_configured):
+    at = open_page(log_in("lead"), "rounds")
+    form = at.session_state["rounds-form"]
+    at.multiselect(key=f"rounds-status-{form}").set_value([]).run()
+    at.text_input(key=f"rounds-name-{form}").input("Demo round 1").run()
+    next(b for b in at.button if b.label.startswith("Open round over")).click().run()
+    assert [e.value for e in at.error] == [literal("a round named 'Demo round 1' exists already")]
+    assert at.session_state["rounds-form"] == form  # nothing lost: the choices stay
+    assert at.text_input(key=f"rounds-name-{form}").value == "Demo round 1"
+
+
+def test_a_lead_admits_experts_reassigns_releases_and_closes_on_the_rounds_page(
+    demo_configured,
+):
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Assignment, AssignmentStatus
+    from itsmreview.review.rounds.queries import member_usernames, round_by_name
+
+    at = open_page(log_in("lead"), "rounds")
+    at.selectbox(key="rounds-chosen").set_value("Demo round 1").run()
+    at.multiselect(key="rounds-members-Demo round 1").set_value(["expert1", "expert2"]).run()
+    next(b for b in at.button if b.label == "Save experts").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert toasts(at) == ["2 expert(s) admitted to Demo round 1."]
+    at.run()
+    picker = at.selectbox(key="rounds-assignment")
+    assignment_id = picker.value  # the first open assignment, "#id · expert · task"
+    assert picker.options[0].startswith(f"#{assignment_id} · ")
+    holder = picker.options[0].split(" · ")[1]
+    target = next(o for o in at.selectbox(key="rounds-reassign-to").options if o != holder)
+    at.selectbox(key="rounds-reassign-to").set_value(target).run()
+    next(b for b in at.button if b.label == "Reassign").click().run()
+    assert not at.error, [e.value for e in at.error]
+    assert toasts(at) == [f"Assignment {assignment_id} handed to {target}."]
+    at.run()
+    released = at.selectbox(key="rounds-assignment").value
+    next(b for b in at.button if b.label == "Release").click().run()
+    assert toasts(at) == [f"Assignment {released} released."]
+    at.run()
+    close = next(b for b in at.button if b.label == "Close round")
+    assert close.disabled  # not before the lead says so
+    at.checkbox(key="rounds-close-sure-Demo round 1").check().run()
+    next(b for b in at.button if b.label == "Close round").click().run()
+    assert toasts(at) == ["Round Demo round 1 closed."]
+    at.run()
+    assert any(c.value == "Demo round 1 is closed." for c in at.caption)
+    with session_scope() as session:
+        demo = round_by_name(session=session, name="Demo round 1")
+        assert demo.status == "closed"
+        assert member_usernames(session=session, round_id=demo.id) == ["expert1", "expert2"]
+        assert session.get(Assignment, released).status == AssignmentStatus.released
+        assert session.get(Assignment, assignment_id).status == AssignmentStatus.released
+    actions = [a for a, _ in _ledger_of_round("Demo round 1")]
+    assert actions[-4:] == ["members", "reassign", "release", "close"]
+
+
+def test_a_lead_opening_an_admin_page_is_told_the_role(demo_configured):
+    at = open_page(log_in("lead"), "users")
+    assert [e.value for e in at.error] == ["This page needs the admin role."]
+
+
+def test_a_lead_imports_by_upload_only_and_an_admin_by_path_too(demo_configured):
+    on_server = "... or a path on the server"
+    at = open_page(log_in("lead"), "imports")
+    assert titles(at) == ["Imports"] and not at.error
+    assert not [t for t in at.text_input if t.label.startswith(on_server)]
+    at = open_page(log_in("admin"), "imports")
+    assert len([t for t in at.text_input if t.label.startswith(on_server)]) == 2

@@ -131,6 +131,38 @@ def test_round_create_list_close(configured, tmp_path):
     assert json.loads(run("round", "list", "--json").output)[0]["status"] == "closed"
 
 
+def test_round_create_takes_the_tasks_a_filter_selects_and_admits_experts(configured, tmp_path):
+    bundle = tmp_path / "b.json"
+    bundle.write_text(
+        json.dumps(
+            [
+                {
+                    "id": f"{persona[:2]}-{i}",
+                    "title": f"T{i}",
+                    "persona": persona,
+                    "track": "single-agent",
+                    "instruction": "x",
+                }
+                for persona in ("L2 resolver", "Change manager")
+                for i in range(2)
+            ]
+        )
+    )
+    assert run("tasks", "import", str(bundle)).exit_code == 0
+    assert run("users", "add", "e1", "--role", "expert").exit_code == 0
+    created = run("round", "create", "L2 only", "--persona", "L2 resolver", "--expert", "e1")
+    assert created.exit_code == 0, created.output
+    assert "opened round 'L2 only': 2 task(s)" in created.output
+    # the rest are still drafts: a second round takes them by status
+    created = run("round", "create", "The rest", "--status", "draft")
+    assert "opened round 'The rest': 2 task(s)" in created.output
+    missing = run("round", "create", "Named", "--id", "L2-0", "--id", "nope")
+    assert missing.exit_code == 1
+    assert "1 task id(s) not in the catalog: nope" in missing.output
+    unknown = run("round", "create", "Who", "--expert", "nobody")
+    assert unknown.exit_code == 1 and "nobody" in unknown.output
+
+
 def test_serve_listens_on_this_machine_unless_told(configured, monkeypatch):
     import itsmreview.cli.server as cli
 

@@ -3,7 +3,7 @@
 import pytest
 from itsmreview.accounts.queries import user_by_username
 from itsmreview.accounts.service import add_user, users_overview
-from itsmreview.catalog.task_list import task_detail, task_table
+from itsmreview.catalog.task_list import task_detail, task_filters, task_table
 from itsmreview.coverage.overview import log_overview
 from itsmreview.demo.loader import load_demo
 from itsmreview.errors import PermissionDenied
@@ -23,7 +23,16 @@ from itsmreview.review.ratings.completeness import add_activities, report, submi
 from itsmreview.review.ratings.expert_view import assignment_view, expert_queue, rating_history
 from itsmreview.review.ratings.service import save_draft
 from itsmreview.review.repair.service import import_as
-from itsmreview.review.rounds.assignment import claim_next, close_round
+from itsmreview.review.rounds.assignment import claim_next, close_round, release_assignment
+from itsmreview.review.rounds.service import (
+    admit_experts,
+    expert_names,
+    open_round,
+    preview_round,
+    round_assignments,
+    rounds_overview,
+)
+from itsmreview.review.rubrics.service import load_rubric
 
 LEAD_ONLY = [
     lambda s, u: dashboard(session=s, actor=u, bootstrap=0),
@@ -50,11 +59,20 @@ LEAD_ONLY = [
     lambda s, u: close_round(session=s, actor=u, round_name="Demo round 1"),
     lambda s, u: add_activities(session=s, actor=u, persona="x", activities=["y"]),
     lambda s, u: report(session=s, actor=u),
+    lambda s, u: import_as("nowhere.json", session=s, actor=u),  # leads import too
+    lambda s, u: preview_round(session=s, actor=u, filters=task_filters()),
+    lambda s, u: open_round(
+        session=s, actor=u, name="X", rubric=load_rubric(), filters=task_filters()
+    ),
+    lambda s, u: rounds_overview(session=s, actor=u),
+    lambda s, u: round_assignments(session=s, actor=u, round_name="Demo round 1"),
+    lambda s, u: admit_experts(session=s, actor=u, round_name="Demo round 1", usernames=[]),
+    lambda s, u: release_assignment(session=s, actor=u, assignment_id=1),
+    lambda s, u: expert_names(session=s, actor=u),
 ]
 ADMIN_ONLY = [
     lambda s, u: users_overview(session=s, actor=u),
     lambda s, u: add_user(session=s, actor=u, username="zed", role="expert"),
-    lambda s, u: import_as("nowhere.json", session=s, actor=u),
 ]
 EXPERT_ONLY = [
     lambda s, u: expert_queue(session=s, actor=u),

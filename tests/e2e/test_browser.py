@@ -440,3 +440,66 @@ def test_a_tab_open_when_its_expert_is_deactivated_submits_nothing(served, brows
     time.sleep(1)  # a write that slipped through would have committed by now
     assert _submitted_by(database, "expert1") == before
     _screenshot(browser, tmp_path, "session-ended.png")
+
+
+def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browser, tmp_path):
+    """The Rounds page: preview, one click to open the round, then its members."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    server, database = served
+    wait = WebDriverWait(browser, 45)
+    body = (By.TAG_NAME, "body")
+    _log_in(browser, server, "lead")
+    _wait_for_heading(browser, "Dashboard")
+    wait.until(
+        ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, "a[data-testid='stSidebarNavLink'][href$='/rounds']")
+        )
+    ).click()
+    _wait_for_heading(browser, "Review rounds")
+    with sqlite3.connect(database) as connection:
+        tasks = connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    wait.until(ec.text_to_be_present_in_element(body, f"{tasks} task(s) match"))
+    name = browser.find_element(By.CSS_SELECTOR, "input[aria-label='Round name']")
+    name.send_keys(Keys.CONTROL, "a")
+    name.send_keys("Browser round", Keys.ENTER)
+    wait.until(lambda b: name.get_attribute("value") == "Browser round")
+    wait.until(
+        ec.element_to_be_clickable(
+            (By.XPATH, f"//button[.//p[text()='Open round over {tasks} task(s)']]")
+        )
+    ).click()
+    wait.until(ec.text_to_be_present_in_element(body, "Browser round opened over"))
+    with sqlite3.connect(database) as connection:
+        size = connection.execute(
+            "SELECT count(*) FROM round_tasks JOIN review_rounds ON review_rounds.id = round_id "
+            "WHERE review_rounds.name = 'Browser round'"
+        ).fetchone()[0]
+    assert size == tasks
+    browser.find_element(By.XPATH, "//*[@role='tab'][.//p[text()='Manage a round']]").click()
+    members = wait.until(
+        ec.element_to_be_clickable(
+            (
+                By.XPATH,
+                "//div[@data-testid='stMultiSelect'][.//p[text()='Experts admitted to the "
+                "round']]//input",
+            )
+        )
+    )
+    members.click()
+    members.send_keys("expert1", Keys.ENTER, Keys.ESCAPE)
+    wait.until(
+        ec.element_to_be_clickable((By.XPATH, "//button[.//p[text()='Save experts']]"))
+    ).click()
+    wait.until(ec.text_to_be_present_in_element(body, "1 expert(s) admitted to Browser round"))
+    _screenshot(browser, tmp_path, "rounds.png")
+    with sqlite3.connect(database) as connection:
+        admitted = connection.execute(
+            "SELECT users.username FROM round_experts JOIN users ON users.id = expert_id "
+            "JOIN review_rounds ON review_rounds.id = round_id "
+            "WHERE review_rounds.name = 'Browser round'"
+        ).fetchall()
+    assert admitted == [("expert1",)]
