@@ -9,7 +9,9 @@ Chromium through Selenium, as an expert would:
 - a whole rating by keyboard (ten keys: eight dimensions, verdict, confidence), sent as
   fast as the browser takes them: the time, the script runs and the time spent waiting
   for one;
-- a reload: the time to a usable page, and whether the expert is still logged in.
+- a reload: the time to a usable page, and whether the expert is still logged in;
+- a lead's round over 1,000 new draft tasks from the Rounds page: from the click on "Open
+  round over 1000 task(s)" to its confirmation, against a rerun of the same page.
 
 Baselines in the same run: one run of the rating form on the server ("Keep draft", what every
 click on a scale point cost before: a rerun), and two floors of a login on this machine, timed
@@ -347,18 +349,121 @@ def measure(url: str, repeats: int, folder: Path, tag: str) -> dict[str, list[fl
     return out
 
 
+ROUND_TASKS = 1000
+
+
+def _import_batch(folder: Path, prefix: str) -> None:
+    """ROUND_TASKS new draft tasks whose ids start with `prefix`, imported by the CLI."""
+    import json
+
+    bundle = folder / f"{prefix}tasks.json"
+    bundle.write_text(
+        json.dumps(
+            [
+                {
+                    "id": f"{prefix}{n:04d}",
+                    "title": f"Benchmark task {n}",
+                    "persona": "L1 service desk agent",
+                    "track": "single-agent",
+                    "instruction": "Reset the caller's password after verifying identity.",
+                }
+                for n in range(ROUND_TASKS)
+            ]
+        )
+    )
+    env = dict(os.environ, ITSMREVIEW_DATABASE_URL=f"sqlite:///{folder / 'demo.db'}")
+    subprocess.run(
+        [sys.executable, "-m", "itsmreview.cli", "tasks", "import", str(bundle)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+def measure_rounds(url: str, repeats: int, folder: Path) -> dict[str, list[float]]:
+    """A lead opens a round over ROUND_TASKS new drafts from the Rounds page: from the click
+    on "Open round over N task(s)" to its confirmation; and, as the baseline in the same
+    page, a rerun of that page (Enter in the round's name)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    out: dict[str, list[float]] = {"round creation": [], "rounds page rerun (baseline)": []}
+    body = (By.TAG_NAME, "body")
+    for index in range(repeats + 1):
+        prefix = f"bench{index}-"
+        _import_batch(folder, prefix)
+        driver = _browser(folder / f"lead-{index}")
+        try:
+            driver.get(f"{url}/rounds")
+            wait = WebDriverWait(driver, 120, poll_frequency=0.01)
+            field = wait.until(
+                ec.presence_of_element_located((By.CSS_SELECTOR, "input[aria-label='Username']"))
+            )
+            field.send_keys("lead")
+            password = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Password']")
+            password.send_keys("itsm-demo", Keys.ENTER)
+            search = wait.until(
+                ec.presence_of_element_located(
+                    (By.CSS_SELECTOR, "input[aria-label='Id or title contains']")
+                )
+            )
+            search.send_keys(prefix, Keys.ENTER)
+            wait.until(ec.text_to_be_present_in_element(body, f"{ROUND_TASKS} task(s) match"))
+            wait.until(lambda d: d.execute_script(IDLE))
+            name = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Round name']")
+            name.send_keys(Keys.CONTROL, "a")
+            name.send_keys(f"Benchmark round {index}")
+            driver.execute_script(WATCH_RUNS)
+            start = time.perf_counter()
+            name.send_keys(Keys.ENTER)
+            wait.until(lambda d: d.execute_script("return window.itsmRuns") >= 1)
+            wait.until(lambda d: d.execute_script(IDLE))
+            rerun = time.perf_counter() - start
+            button = wait.until(
+                ec.element_to_be_clickable(
+                    (By.XPATH, f"//button[.//p[text()='Open round over {ROUND_TASKS} task(s)']]")
+                )
+            )
+            start = time.perf_counter()
+            button.click()
+            wait.until(ec.text_to_be_present_in_element(body, f"opened over {ROUND_TASKS} task(s)"))
+            if index:  # the first warms the server
+                out["round creation"].append(time.perf_counter() - start)
+                out["rounds page rerun (baseline)"].append(rerun)
+        finally:
+            driver.quit()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--only-rounds", action="store_true", help="Measure only the lead's round creation."
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="itsmreview-browser-"))
     process, url = _serve(folder)
     try:
-        measure(url, 1, folder, "warm")  # warm the server's caches
-        out = measure(url, args.repeats, folder, "run")
+        rounds = measure_rounds(url, args.repeats, folder)
+        if not args.only_rounds:
+            measure(url, 1, folder, "warm")  # warm the server's caches
+            out = measure(url, args.repeats, folder, "run")
     finally:
         process.terminate()
         process.wait(timeout=15)
+    creation = statistics.median(rounds["round creation"])
+    rerun = statistics.median(rounds["rounds page rerun (baseline)"])
+    print(
+        f"{'round creation, ' + str(ROUND_TASKS) + ' tasks':<36}{_median(rounds['round creation'])}"
+    )
+    print(f"{'rounds page rerun (baseline)':<36}{_median(rounds['rounds page rerun (baseline)'])}")
+    print(f"round creation / a rerun of the page: {creation / rerun:.2f}")
+    if args.only_rounds:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
     try:
         for name, source in (("bare app", FLOOR_APP), ("same page, constants", PAGE_FLOOR_APP)):
             floor, floor_url = _serve_floor(folder, source)

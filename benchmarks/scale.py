@@ -73,7 +73,16 @@ def _transcript(t: int) -> list[dict]:
 
 PASSWORD = "scale-pass"
 PAGES = {
-    "lead": ["home", "dashboard", "tasks", "coverage", "completeness", "variants", "ledger"],
+    "lead": [
+        "home",
+        "dashboard",
+        "rounds",
+        "tasks",
+        "coverage",
+        "completeness",
+        "variants",
+        "ledger",
+    ],
     "expert": ["queue"],
 }
 

@@ -286,6 +286,22 @@ def count_tasks(*, session: Session, filters: TaskFilters = TaskFilters()) -> in
     return session.exec(select(func.count()).select_from(Task).where(*_matching(filters))).one()
 
 
+def count_in_open_rounds(*, session: Session, filters: TaskFilters = TaskFilters()) -> int:
+    """How many tasks matching `filters` an open review round holds (any of their versions)."""
+    from itsmreview.review.models import ReviewRound, RoundTask
+
+    held = (
+        select(RoundTask.id)
+        .join(TaskVersion, TaskVersion.id == RoundTask.task_version_id)
+        .join(ReviewRound, ReviewRound.id == RoundTask.round_id)
+        .where(TaskVersion.task_id == Task.id, ReviewRound.status == "open")
+        .exists()
+    )
+    return session.exec(
+        select(func.count()).select_from(Task).where(*_matching(filters), held)
+    ).one()
+
+
 def task_page(
     *, session: Session, filters: TaskFilters = TaskFilters(), offset: int = 0, limit: int = 50
 ) -> pd.DataFrame:

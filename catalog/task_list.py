@@ -61,12 +61,19 @@ def task_filters(
 
 def matching_tasks(
     *, session: Session, filters: queries.TaskFilters, limit: int = 10
-) -> tuple[int, list[int], pd.DataFrame]:
-    """How many tasks match, the newest version id of each, and the first `limit` rows as
-    the task list shows them (no role check: callers check theirs)."""
-    version_ids = queries.latest_version_ids(session=session, filters=filters)
-    rows = queries.task_page(session=session, filters=filters, limit=limit)
-    return len(version_ids), version_ids, rows
+) -> tuple[int, int, pd.DataFrame]:
+    """How many tasks match, how many of them an open review round holds already, and the
+    first `limit` rows as the task list shows them (no role check: callers check theirs)."""
+    return (
+        queries.count_tasks(session=session, filters=filters),
+        queries.count_in_open_rounds(session=session, filters=filters),
+        queries.task_page(session=session, filters=filters, limit=limit),
+    )
+
+
+def matching_version_ids(*, session: Session, filters: queries.TaskFilters) -> list[int]:
+    """The newest version id of every task matching `filters`."""
+    return queries.latest_version_ids(session=session, filters=filters)
 
 
 def filter_choices(*, session: Session, actor: User) -> dict[str, list[str]]:

@@ -125,17 +125,20 @@ def preview(
 
 
 def _gate_state(session: Session, review_round, counts: dict | None = None) -> dict:
-    """Whether the round's agreement reaches its gate: alpha of every gating dimension,
-    from per-task counts (no rating is loaded)."""
+    """Whether the round's agreement reaches its gate: alpha of every gating dimension that
+    has values, from per-task counts (no rating is loaded)."""
     config, rubric = gate_service.current_gate(session=session, round_name=review_round.id)
     alphas = gate_service.gating_alphas(
         session=session, review_round=review_round, rubric=rubric, counts=counts
     )
+    # a dimension no rating of the round has a value for (it applies to none of its tasks)
+    # holds no task back, so it holds no export back either
+    unrated = {item for item in alphas if counts is not None and counts[item].empty}
     weak = [
         f"alpha of {item} is {'undefined' if value is None else f'{value:.3f}'}, "
         f"below {config.alpha_min:.3f}"
         for item, value in alphas.items()
-        if value is None or value < config.alpha_min
+        if item not in unrated and (value is None or value < config.alpha_min)
     ]
     return {
         "reached": not weak,

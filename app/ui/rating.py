@@ -123,7 +123,15 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
     key = f"a{view.assignment.id}"
     with st.container(key=RUBRIC_CONTAINER), st.form(f"{key}-form", border=False):
         st.caption(SHORTCUTS)
+        has_variant = bool(view.source_sequences)
         for dimension in rubric.dimensions:
+            if not dimension.applies(has_source_variant=has_variant):
+                st.markdown(f"**{literal(dimension.label)}**")
+                st.caption(
+                    f"Does not apply: {dimension.not_applicable_because()}. Left empty; "
+                    "it counts in no agreement figure and no decision."
+                )
+                continue
             low, high = dimension.scale
             current = values.get(dimension.key)
             # a nominal scale with a name per point (Pass, Warn, Fail, Blocked) shows the

@@ -20,6 +20,7 @@ from itsmreview.review.rounds.service import (
 from itsmreview.review.rubrics.service import PRESETS, load_rubric
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.cache import cached
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import readable
 from itsmreview.ui.text import literal
@@ -34,8 +35,8 @@ def _minutes(times: pd.Series) -> pd.Series:
 
 
 st.title("Review rounds")
+rounds = cached(rounds_overview)(user)  # per state of the ledger: each change writes to it
 with session_scope() as session:
-    rounds = rounds_overview(session=session, actor=user)
     experts = expert_names(session=session, actor=user)
     choices = filter_choices(session=session, actor=user)
     variants = declared_variants(session=session, actor=user)
@@ -116,8 +117,7 @@ with new_tab:
         user_types=user_types,
         external_ids=[line.strip() for line in picked.splitlines() if line.strip()],
     )
-    with session_scope() as session:
-        preview = preview_round(session=session, actor=user, filters=filters)
+    preview = cached(preview_round)(user, filters=filters)
     if preview.matching == 0:
         st.warning("No task matches these filters.")
     else:

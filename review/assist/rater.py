@@ -42,6 +42,8 @@ from itsmreview.review.models import (
     Rubric,
     Verdict,
 )
+from itsmreview.review.ratings import queries as rating_queries
+from itsmreview.review.ratings.service import applicable_scores
 from itsmreview.review.rounds import queries as review_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from itsmreview.review.scorevector import pack
@@ -376,6 +378,13 @@ def _record(
             )
             try:
                 judgement = parse_rating(message, rubric)
+                if rubric.conditional:  # what does not apply to the task stays empty
+                    has_variant = rating_queries.declares_variant(
+                        session=session, task_version_id=answer.version_id
+                    )
+                    judgement.scores = applicable_scores(
+                        rubric, judgement.scores, has_source_variant=has_variant
+                    )
                 if queries.has_rated(
                     session=session,
                     round_id=round_id,

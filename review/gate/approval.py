@@ -173,25 +173,45 @@ def decide(
         return Decision(
             "needs_revision", (["median verdict is revise"] if median_verdict < 2 else []) + low
         )
-    weak = weak_alphas(config, round_alpha)
+    # a gating dimension this task's ratings leave empty (it does not apply to the task)
+    # has no say in its decision, its round alpha included
+    weak = weak_alphas(config, round_alpha, dimensions=[d for d in medians])
     if weak:
         return Decision("pending", weak)
     return Decision("approved", ["all criteria met"])
 
 
-def weak_alphas(config: GateConfig, round_alpha: dict[str, float | None]) -> list[str]:
-    """Reasons the round's agreement holds tasks back; none when alpha_min is -1 (the
-    lowest alpha there is: the lead asks for no agreement, undefined alpha included)."""
+def weak_alphas(
+    config: GateConfig,
+    round_alpha: dict[str, float | None],
+    *,
+    dimensions: list[str] | None = None,
+) -> list[str]:
+    """Reasons the round's agreement holds tasks back (on `dimensions`, default every gating
+    one); none when alpha_min is -1 (the lowest alpha there is: the lead asks for no
+    agreement, undefined alpha included)."""
     if config.alpha_min <= -1:
         return []
     weak = []
-    for d in config.gating_dimensions:
+    for d in config.gating_dimensions if dimensions is None else dimensions:
         value = round_alpha.get(d)
         if value is None:
             weak.append(f"alpha of {d} is undefined")
         elif value < config.alpha_min:
             weak.append(f"alpha of {d} is {value:.3f}, below {config.alpha_min:.3f}")
     return weak
+
+
+def weak_dimensions(config: GateConfig, round_alpha: dict[str, float | None]) -> frozenset:
+    """The gating dimensions whose round alpha holds back the tasks rated on them: when
+    this set changes, every task's decision may change."""
+    if config.alpha_min <= -1:
+        return frozenset()
+    return frozenset(
+        d
+        for d in config.gating_dimensions
+        if (value := round_alpha.get(d)) is None or value < config.alpha_min
+    )
 
 
 def _audit_decision(

@@ -12,7 +12,7 @@ from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entries, append_entry
 from itsmreview.review.gate import agreement
 from itsmreview.review.gate import cache as gatecache
-from itsmreview.review.gate.approval import Decision, GateConfig, TaskRatings, decide, weak_alphas
+from itsmreview.review.gate.approval import Decision, GateConfig, TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.gate.round_data import (
     HUMAN,
@@ -66,12 +66,6 @@ def gating_alphas(
         ).value
         for item in config.gating_dimensions
     }
-
-
-def alpha_reached(config: GateConfig, alphas: dict[str, float | None]) -> bool:
-    """Whether the round's agreement lets tasks be approved: the only way alpha enters a
-    task's status (a task's reasons quote the values, its status does not)."""
-    return not weak_alphas(config, alphas)
 
 
 def gate_decisions(

@@ -27,10 +27,9 @@ from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry, chain_at_commit
 from itsmreview.review.commitments import rating_content
 from itsmreview.review.gate import cache as gatecache
-from itsmreview.review.gate.approval import Decision
+from itsmreview.review.gate.approval import Decision, weak_dimensions
 from itsmreview.review.gate.queries import pending as pending_queries
 from itsmreview.review.gate.service import (
-    alpha_reached,
     decide_tasks,
     gate_config,
     recompute_statuses,
@@ -110,7 +109,9 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         dimensions=config.gating_dimensions,
     )
     decisions: dict[int, Decision] = {}
-    if decide and alpha_reached(config, alphas) != alpha_reached(config, was):
+    # a task's decision reads the alpha of the gating dimensions its ratings have: any
+    # dimension that turns weak or strong may change tasks anywhere in the round
+    if decide and weak_dimensions(config, alphas) != weak_dimensions(config, was):
         decisions = recompute_statuses(
             session=session, round_name=review_round.id, actor_id=last_actor
         )

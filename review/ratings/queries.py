@@ -551,3 +551,17 @@ def insert_checks(*, session: Session, rows: list[dict]) -> list[int]:
         session, table, [{"id": id_, **row} for id_, row in zip(ids, rows, strict=True)]
     )
     return ids
+
+
+def declares_variant(*, session: Session, task_version_id: int) -> bool:
+    """Whether the task version declares a source log variant (its primary key's index)."""
+    from itsmreview.catalog.models import TaskVersionVariant
+
+    return (
+        session.exec(
+            select(TaskVersionVariant.sequence_key)
+            .where(TaskVersionVariant.task_version_id == task_version_id)
+            .limit(1)
+        ).first()
+        is not None
+    )

@@ -38,13 +38,18 @@ def _validate(
     scores: Mapping[str, float | None],
     verdict: Verdict | str,
     flags: Sequence[str],
+    *,
+    has_source_variant: bool = True,
 ) -> None:
-    """Raise InvalidInput naming the first score, verdict or flag the rubric does not allow."""
+    """Raise InvalidInput naming the first score, verdict or flag the rubric does not allow;
+    a dimension that does not apply to the task is never required."""
     unknown = sorted(set(scores) - {d.key for d in definition.dimensions})
     if unknown:
         raise InvalidInput(f"unknown rubric dimension(s): {', '.join(unknown)}")
     for dimension in definition.dimensions:
         value = scores.get(dimension.key)
+        if not dimension.applies(has_source_variant=has_source_variant):
+            continue  # whatever was sent, it is stored empty (`applicable_scores`)
         if value is None:
             if dimension.required:
                 raise InvalidInput(f"dimension {dimension.label!r} is required")
@@ -59,6 +64,21 @@ def _validate(
     unknown_flags = sorted(set(flags) - {f.key for f in definition.flags})
     if unknown_flags:
         raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
+
+
+def applicable_scores(
+    definition: RubricDefinition,
+    scores: Mapping[str, float | None],
+    *,
+    has_source_variant: bool,
+) -> dict[str, float | None]:
+    """The scores with every dimension that does not apply to the task emptied: a value
+    there would be an answer to a question the task cannot raise (it stays missing in alpha,
+    the gate and exports)."""
+    empty = {
+        d.key for d in definition.dimensions if not d.applies(has_source_variant=has_source_variant)
+    }
+    return {key: None if key in empty else value for key, value in scores.items()}
 
 
 def _resumes(session: Session, assignment: Assignment, review_round: ReviewRound, now) -> bool:
@@ -162,7 +182,11 @@ def submit_rating(
     definition = definition_by_id(
         session=session, rubric_id=review_round.rubric_id, content_hash=rubric_hash
     )
-    _validate(definition, scores, verdict, flags)
+    has_variant = not definition.conditional or queries.declares_variant(
+        session=session, task_version_id=assignment.task_version_id
+    )
+    _validate(definition, scores, verdict, flags, has_source_variant=has_variant)
+    scores = applicable_scores(definition, scores, has_source_variant=has_variant)
     now = utcnow()
     resumed = _resumes(session, assignment, review_round, now)
     previous = _replace_earlier(session, rows)

@@ -14,7 +14,6 @@ from itsmreview.review.models import (
     AssignmentStatus,
     ReviewRound,
     RoundExpert,
-    RoundStatus,
     RoundTask,
     Rubric,
 )
@@ -625,20 +624,6 @@ def rounds_frame(*, session: Session):
         .join(Rubric, Rubric.id == ReviewRound.rubric_id)
         .order_by(ReviewRound.created_at.desc(), ReviewRound.id.desc()),
     )
-
-
-def versions_in_open_rounds(*, session: Session, task_version_ids: Sequence[int]) -> int:
-    """How many of the given task versions some open round holds already."""
-    if not task_version_ids:
-        return 0
-    return session.exec(
-        select(func.count(func.distinct(RoundTask.task_version_id)))
-        .join(ReviewRound, ReviewRound.id == RoundTask.round_id)
-        .where(
-            ReviewRound.status == RoundStatus.open,
-            in_ids(session, RoundTask.task_version_id, task_version_ids),
-        )
-    ).one()
 
 
 def member_usernames(*, session: Session, round_id: int) -> list[str]:

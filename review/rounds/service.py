@@ -10,7 +10,7 @@ from itsmreview.accounts.queries import list_users
 from itsmreview.accounts.service import find_user, require_role
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.catalog.queries import TaskFilters, tasks_by_external_ids
-from itsmreview.catalog.task_list import matching_tasks
+from itsmreview.catalog.task_list import matching_tasks, matching_version_ids
 from itsmreview.db import analyze, bulk_insert, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from itsmreview.ledger.chain import content_digest
@@ -98,7 +98,7 @@ PREVIEW_ROWS = 10
 @dataclass(frozen=True)
 class RoundPreview:
     """What a round over a filter would hold: how many tasks, how many of them an open round
-    holds already, and the first rows as the task list shows them."""
+    holds already (a version of them), and the first rows as the task list shows them."""
 
     matching: int
     in_open_rounds: int
@@ -111,8 +111,7 @@ def preview_round(
     """The newest versions of the tasks matching `filters`, as `open_round` would take them.
     Leads only."""
     require_role(actor, Role.lead)
-    count, version_ids, rows = matching_tasks(session=session, filters=filters, limit=limit)
-    busy = queries.versions_in_open_rounds(session=session, task_version_ids=version_ids)
+    count, busy, rows = matching_tasks(session=session, filters=filters, limit=limit)
     return RoundPreview(matching=count, in_open_rounds=busy, rows=rows)
 
 
@@ -133,7 +132,7 @@ def open_round(
     transaction; each step writes its ledger entry. Leads only. Returns the round and its
     number of tasks. Raises InvalidInput when nothing matches or a setting is out of range."""
     require_role(actor, Role.lead)
-    _, version_ids, _ = matching_tasks(session=session, filters=filters, limit=1)
+    version_ids = matching_version_ids(session=session, filters=filters)
     named = set(filters.external_ids)
     if named and len(version_ids) < len(named):
         found = tasks_by_external_ids(session=session, external_ids=sorted(named))

@@ -24,6 +24,17 @@ class Dimension(BaseModel):
     required: bool = True
     guidance: str = ""
     anchors: dict[int, str] = Field(default_factory=dict)
+    # when the dimension can be judged at all: a task without what it asks about leaves it
+    # empty (missing in alpha, the gate and exports), required or not
+    applies_when: Literal["always", "source_variant"] = "always"
+
+    def applies(self, *, has_source_variant: bool) -> bool:
+        """Whether this dimension can be judged on a task (with or without a source variant)."""
+        return self.applies_when == "always" or has_source_variant
+
+    def not_applicable_because(self) -> str:
+        """Why the dimension does not apply to a task it does not apply to."""
+        return NOT_APPLICABLE_BECAUSE[self.applies_when]
 
     @model_validator(mode="after")
     def _scale_ordered(self) -> "Dimension":
@@ -34,6 +45,12 @@ class Dimension(BaseModel):
         if outside:
             raise ValueError(f"anchors {outside} lie outside the scale {list(self.scale)}")
         return self
+
+
+NOT_APPLICABLE_BECAUSE = {
+    "always": "",
+    "source_variant": "the task declares no source variant",
+}
 
 
 class Flag(BaseModel):
@@ -110,10 +127,18 @@ class RubricDefinition(BaseModel):
                 return dimension
         raise KeyError(key)
 
+    @property
+    def conditional(self) -> bool:
+        """Whether some dimension applies only to some tasks."""
+        return any(d.applies_when != "always" for d in self.dimensions)
+
     def content_hash(self) -> str:
         dumped = self.model_dump(mode="json")
         if dumped["scoring"] is None:  # rubrics written before scoring existed keep their hash
             del dumped["scoring"]
+        for dimension in dumped["dimensions"]:  # and before applies_when existed
+            if dimension["applies_when"] == "always":
+                del dimension["applies_when"]
         return hashlib.sha256(canonical_json(dumped).encode()).hexdigest()
 
 

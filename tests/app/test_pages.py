@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import itsmreview
+import numpy as np
 import pandas as pd
 import pytest
 from itsmreview.ui.preload import KEY_PREFIX as PRELOAD
@@ -1395,3 +1396,58 @@ def test_a_lead_imports_by_upload_only_and_an_admin_by_path_too(demo_configured)
     assert not [t for t in at.text_input if t.label.startswith(on_server)]
     at = open_page(log_in("admin"), "imports")
     assert len([t for t in at.text_input if t.label.startswith(on_server)]) == 2
+
+
+def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_configured):
+    """A task without a source variant: fidelity is not asked, and the rating submits."""
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.native import parse_bundle
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.catalog.task_list import task_filters
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rating
+    from itsmreview.review.rounds.service import open_round
+    from itsmreview.review.rubrics.service import load_rubric
+    from itsmreview.review.scorevector import unpack
+    from sqlmodel import select
+
+    bare = {
+        "id": "no-variant",
+        "title": "A task from practice alone",
+        "persona": "L1 service desk agent",
+        "track": "single-agent",
+        "instruction": "Close the duplicate incident.",
+    }
+    with session_scope() as session:
+        import_tasks(parse_bundle([bare], "t"), session=session)
+        open_round(
+            session=session,
+            actor=user_by_username(session=session, username="lead"),
+            name="Practice only",
+            rubric=load_rubric(),
+            filters=task_filters(external_ids=["no-variant"]),
+            k=1,
+            members=["expert1"],
+        )
+    at = open_page(log_in("expert1"), "queue")
+    at.selectbox(key="queue-round").set_value("Practice only").run()
+    next(b for b in at.button if b.label == "Take the next task").click().run()
+    assert not at.exception, at.exception
+    fidelity = "Fidelity to the source log variant"
+    assert fidelity not in [r.label for r in at.radio]
+    assert any(
+        c.value.startswith("Does not apply: the task declares no source variant")
+        for c in at.caption
+    )
+    for radio in at.radio:
+        radio.set_value(radio.options[-1])
+    at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
+    assert not at.error, [e.value for e in at.error]
+    with session_scope() as session:
+        [rating] = session.exec(
+            select(Rating).where(Rating.status == "submitted", Rating.round_id == 2)
+        ).all()
+        keys = [d.key for d in load_rubric().dimensions]
+        vector = unpack([rating.score_vector], len(keys))[0]
+        assert np.isnan(vector[keys.index("log_fidelity")])
+        assert not np.isnan(vector[keys.index("scenario_realism")])

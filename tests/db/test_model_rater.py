@@ -496,3 +496,26 @@ def test_task_material_defuses_tags_in_every_field(keyed):
         text = task_material(session=session, task_version_id=version.id)
     assert _tags_a_model_could_read(text) == ["<task_material>", "</task_material>"]
     assert text.count("rate 5") == 4
+
+
+def test_a_model_score_for_a_dimension_that_does_not_apply_is_dropped(keyed):
+    """The recorded answer scores fidelity; on tasks that declare no variant it is left empty."""
+    import numpy as np
+    from itsmreview.catalog.models import TaskVersionVariant
+    from itsmreview.review.scorevector import unpack
+    from sqlmodel import delete
+
+    api, lead = keyed
+    assert "log_fidelity" in recorded("rating.response.json")["content"][0]["input"]
+    with session_scope() as session:
+        session.exec(delete(TaskVersionVariant))  # no task declares its variant any more
+    run = _review(lead, limit=2)
+    assert (run.status, run.rated) == ("finished", 2)
+    keys = [d.key for d in load_rubric().dimensions]
+    with session_scope() as session:
+        vectors = unpack(
+            session.exec(select(Rating.score_vector).where(Rating.rater_kind == "model")).all(),
+            len(keys),
+        )
+    assert np.isnan(vectors[:, keys.index("log_fidelity")]).all()
+    assert not np.isnan(vectors[:, keys.index("scenario_realism")]).any()

@@ -80,4 +80,14 @@ def test_a_rubric_without_scoring_keeps_the_hash_it_had_before_scoring_existed()
     rubric = load_rubric()
     legacy = rubric.model_dump(mode="json")
     del legacy["scoring"]
+    for dimension in legacy["dimensions"]:
+        if dimension["applies_when"] == "always":  # nor applies_when, when it says always
+            del dimension["applies_when"]
     assert rubric.content_hash() == hashlib.sha256(canonical_json(legacy).encode()).hexdigest()
+
+
+def test_a_rubric_whose_dimensions_always_apply_keeps_its_stored_hash():
+    """audit-100 is unchanged by applies_when: its hash as stored before it existed."""
+    assert load_rubric("audit-100").content_hash() == (
+        "c8d9e281a525fc562c8d53b03bebb7ccc49626238773344f1364cbf09d21207f"
+    )
