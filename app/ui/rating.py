@@ -2,6 +2,7 @@
 
 import streamlit as st
 from itsmreview.review.ratings.expert_view import AssignmentView
+from itsmreview.sequences import declared_sequences
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import text_table
@@ -123,7 +124,7 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
     key = f"a{view.assignment.id}"
     with st.container(key=RUBRIC_CONTAINER), st.form(f"{key}-form", border=False):
         st.caption(SHORTCUTS)
-        has_variant = bool(view.source_sequences)
+        has_variant = bool(declared_sequences(view.version.source))  # as submit reads it
         for dimension in rubric.dimensions:
             if not dimension.applies(has_source_variant=has_variant):
                 st.markdown(f"**{literal(dimension.label)}**")

@@ -8,6 +8,7 @@ from itsmreview.catalog.task_list import declared_variants, filter_choices, task
 from itsmreview.db import session_scope
 from itsmreview.review.rounds.assignment import close_round, release_assignment
 from itsmreview.review.rounds.service import (
+    MAX_NAMED_TASKS,
     admit_experts,
     expert_names,
     open_round,
@@ -107,6 +108,13 @@ with new_tab:
         height=68,
         help="One per line; empty: every task the filters select",
     )
+    picked_ids = [line.strip() for line in picked.splitlines() if line.strip()]
+    if len(picked_ids) > MAX_NAMED_TASKS:
+        st.error(
+            f"{len(picked_ids):,} task ids pasted; paste at most {MAX_NAMED_TASKS:,}, or "
+            "choose the tasks by their status, persona, track or text."
+        )
+        st.stop()
     filters = task_filters(
         personas=personas,
         tracks=tracks,
@@ -115,7 +123,7 @@ with new_tab:
         variant_key=variant,
         difficulties=difficulties,
         user_types=user_types,
-        external_ids=[line.strip() for line in picked.splitlines() if line.strip()],
+        external_ids=picked_ids,
     )
     preview = cached(preview_round)(user, filters=filters)
     if preview.matching == 0:
@@ -224,7 +232,9 @@ with manage_tab:
     status = rounds.set_index("name").at[chosen, "status"]
     with session_scope() as session:
         current = round_member_names(session=session, actor=user, round_name=chosen)
-        holding = round_assignments(session=session, actor=user, round_name=chosen)
+        holding = round_assignments(
+            session=session, actor=user, round_name=chosen, limit=SHOWN_ASSIGNMENTS + 1
+        )
 
     st.subheader("Experts")
     admitted = st.multiselect(
@@ -264,7 +274,8 @@ with manage_tab:
             hide_index=True,
         )
         if len(holding) > SHOWN_ASSIGNMENTS:
-            st.caption(f"The first {SHOWN_ASSIGNMENTS} of {len(holding)}.")
+            holding = holding.head(SHOWN_ASSIGNMENTS)
+            st.caption(f"The first {SHOWN_ASSIGNMENTS} by expert; the Dashboard lists them all.")
         labels = {
             int(r.assignment): f"#{r.assignment} · {r.expert} · {r.task}"
             for r in holding.itertuples()

@@ -568,8 +568,11 @@ def set_round_task_priorities(*, session: Session, priorities: list[tuple[int, f
     session.exec(text(f"DROP TABLE {temporary}"))
 
 
-def open_assignments_frame(*, session: Session, round_id: int | None = None):
-    """Reserved (unsubmitted) assignments with their round, expert and task (of one round)."""
+def open_assignments_frame(
+    *, session: Session, round_id: int | None = None, limit: int | None = None
+):
+    """Reserved (unsubmitted) assignments with their round, expert and task (of one round;
+    the first `limit`)."""
     rounds = select(ReviewRound.id)  # searched per round on its index
     if round_id is not None:
         rounds = rounds.where(ReviewRound.id == round_id)
@@ -590,7 +593,8 @@ def open_assignments_frame(*, session: Session, round_id: int | None = None):
             Assignment.round_id.in_(rounds),
             Assignment.status == AssignmentStatus.reserved,
         )
-        .order_by(ReviewRound.name, User.username, Assignment.id),
+        .order_by(ReviewRound.name, User.username, Assignment.id)
+        .limit(limit),
     )
 
 

@@ -92,6 +92,7 @@ def create_round(
 
 
 ROUND_NAME_MAX = 128
+MAX_NAMED_TASKS = 10_000  # ids pasted or given with --id: one IN list
 PREVIEW_ROWS = 10
 
 
@@ -134,9 +135,13 @@ def open_round(
     require_role(actor, Role.lead)
     version_ids = matching_version_ids(session=session, filters=filters)
     named = set(filters.external_ids)
-    if named and len(version_ids) < len(named):
-        found = tasks_by_external_ids(session=session, external_ids=sorted(named))
-        missing = sorted(named - set(found))
+    if len(named) > MAX_NAMED_TASKS:
+        raise InvalidInput(
+            f"{len(named):,} task ids given; name at most {MAX_NAMED_TASKS:,}, or choose the "
+            "tasks by their status, persona, track or text instead"
+        )
+    found = tasks_by_external_ids(session=session, external_ids=sorted(named)) if named else {}
+    if missing := sorted(named - set(found)):
         raise InvalidInput(
             f"{len(missing)} task id(s) not in the catalog: {', '.join(missing[:5])}"
             f"{', ...' if len(missing) > 5 else ''}; `itsmreview tasks list` shows the ids"
@@ -180,13 +185,16 @@ def rounds_overview(*, session: Session, actor: User) -> pd.DataFrame:
     return frame
 
 
-def round_assignments(*, session: Session, actor: User, round_name: str) -> pd.DataFrame:
-    """The round's reserved (unsubmitted) assignments with expert, task and expiry. Leads only."""
+def round_assignments(
+    *, session: Session, actor: User, round_name: str, limit: int | None = None
+) -> pd.DataFrame:
+    """The round's reserved (unsubmitted) assignments with expert, task and expiry, by
+    expert (the first `limit`). Leads only."""
     require_role(actor, Role.lead)
     review_round = queries.round_by_name(session=session, name=round_name)
     if review_round is None:
         raise NotFound(f"no review round {round_name!r}")
-    return queries.open_assignments_frame(session=session, round_id=review_round.id)
+    return queries.open_assignments_frame(session=session, round_id=review_round.id, limit=limit)
 
 
 def round_member_names(*, session: Session, actor: User, round_name: str) -> list[str]:

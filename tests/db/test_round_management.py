@@ -99,6 +99,9 @@ def test_a_round_over_a_filter_takes_exactly_the_matching_tasks(session, catalog
         ("x" * 129, task_filters(), "a round name is 1-128 characters"),
         ("R", task_filters(personas=["Nobody"]), "no task matches these filters"),
         ("R", task_filters(external_ids=["ser-0", "nope", "gone"]), "2 task id\\(s\\) not in"),
+        # named and in the catalog, but another filter leaves them out
+        ("R", task_filters(external_ids=["ser-0"], statuses=["approved"]), "no task matches"),
+        ("R", task_filters(external_ids=[f"t{n}" for n in range(10_001)]), "at most 10,000"),
     ],
 )
 def test_a_round_that_cannot_be_opened_says_why_and_leaves_nothing(
