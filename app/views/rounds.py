@@ -23,7 +23,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
 from itsmreview.ui.notice import announce
-from itsmreview.ui.tables import readable
+from itsmreview.ui.tables import MISSING, readable
 from itsmreview.ui.text import literal
 
 user = require(Role.lead)
@@ -31,8 +31,8 @@ SHOWN_ASSIGNMENTS = 200
 
 
 def _minutes(times: pd.Series) -> pd.Series:
-    """Times to the minute (missing stays missing, shown as "-")."""
-    return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M")
+    """Times to the minute, "-" where there is none."""
+    return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M").fillna(MISSING)
 
 
 st.title("Review rounds")

@@ -1295,7 +1295,9 @@ def test_a_lead_opens_a_round_over_a_filter_from_the_rounds_page(demo_configured
 
     at = open_page(log_in("lead"), "rounds")
     assert titles(at) == ["Review rounds"]
-    assert "Demo round 1" in set(at.dataframe[0].value["Round"])
+    listed = at.dataframe[0].value
+    assert "Demo round 1" in set(listed["Round"])
+    assert set(listed["Closed (UTC)"]) == {"-"}  # no round closed: a dash, not None
     form = at.session_state["rounds-form"]
     status = at.multiselect(key=f"rounds-status-{form}")
     persona = at.multiselect(key=f"rounds-persona-{form}")
