@@ -192,6 +192,8 @@ def _unsubmitted(session: Session, assignment_id: int) -> Assignment:
         raise Conflict("this assignment is rated already; its rating stays with its expert")
     if assignment.status == AssignmentStatus.released:
         raise Conflict(f"assignment {assignment_id} was released already")
+    if assignment.status != AssignmentStatus.reserved:  # a model rater's, say
+        raise Conflict(f"assignment {assignment_id} is not an expert's open reservation")
     return assignment
 
 

@@ -93,6 +93,7 @@ def create_round(
 
 ROUND_NAME_MAX = 128
 MAX_NAMED_TASKS = 10_000  # ids pasted or given with --id: one IN list
+LISTED_IDS = 50  # more named ids than this are recorded as a count and a digest
 PREVIEW_ROWS = 10
 
 
@@ -153,6 +154,9 @@ def open_round(
         for key, value in asdict(filters).items()
         if value
     }
+    if len(filters.external_ids) > LISTED_IDS:  # the ledger keeps a digest, not 10,000 ids
+        ids = sorted(filters.external_ids)
+        chosen["external_ids"] = {"count": len(ids), "sha256": content_digest(ids)}
     review_round = create_round(
         session=session,
         actor=actor,

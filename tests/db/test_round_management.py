@@ -196,3 +196,63 @@ def test_assignments_are_reassigned_released_and_the_round_closed_with_ledger_en
     assert entries[4][1] == {"added": ["e3"], "removed": ["e0", "e1"]}
     assert entries[5][1] == {"released": 2}  # e2's and e3's reservations
     assert verify_chain(session=session).ok
+
+
+def test_many_named_tasks_are_recorded_as_a_count_and_a_digest(session, catalog):
+    from itsmreview.ledger.chain import content_digest
+
+    lead, _ = catalog
+    more = [
+        {
+            "id": f"bulk-{n}",
+            "title": "B",
+            "track": "single-agent",
+            "instruction": "x",
+            "persona": "Service desk agent",
+        }
+        for n in range(60)
+    ]
+    import_tasks(parse_bundle(more, "t"), session=session)
+    few = ["ser-0", "ser-1", "cha-0"]
+    open_round(
+        session=session,
+        actor=lead,
+        name="Few",
+        rubric=load_rubric(),
+        filters=task_filters(external_ids=few),
+    )
+    many = [t["id"] for t in more]
+    _, size = open_round(
+        session=session,
+        actor=lead,
+        name="Many",
+        rubric=load_rubric(),
+        filters=task_filters(external_ids=many),
+    )
+    assert size == 60
+    [(_, listed)] = [e for e in _entries(session, "Few") if e[0] == "create"]
+    assert listed["selection"] == {"filters": {"external_ids": few}}
+    [(_, digested)] = [e for e in _entries(session, "Many") if e[0] == "create"]
+    assert digested["selection"] == {
+        "filters": {"external_ids": {"count": 60, "sha256": content_digest(sorted(many))}}
+    }
+
+
+def test_a_model_raters_assignment_is_neither_released_nor_reassigned(session, catalog):
+    lead, experts = catalog
+    review_round, _ = open_round(
+        session=session, actor=lead, name="R", rubric=load_rubric(), filters=task_filters()
+    )
+    model = Assignment(
+        round_id=review_round.id,
+        task_version_id=queries.round_task_ids(session=session, round_id=review_round.id)[0],
+        expert_id=experts[3].id,
+        status=AssignmentStatus.model,
+    )
+    session.add(model)
+    session.flush()
+    with pytest.raises(Conflict, match="not an expert's open reservation"):
+        release_assignment(session=session, actor=lead, assignment_id=model.id)
+    with pytest.raises(Conflict, match="not an expert's open reservation"):
+        reassign_to(session=session, actor=lead, assignment_id=model.id, username="e0")
+    assert session.get(Assignment, model.id).status == AssignmentStatus.model
