@@ -76,6 +76,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/model_rater.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/bpi2014.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/imports.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/realism.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py

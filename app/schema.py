@@ -6,6 +6,7 @@ from itsmreview.coverage import models as coverage_models
 from itsmreview.exports import models as exports_models
 from itsmreview.jobs import models as jobs_models
 from itsmreview.ledger import models as ledger_models
+from itsmreview.realism import models as realism_models
 from itsmreview.review import models as review_models
 from itsmreview.review.assist import models as assist_models
 from itsmreview.summaries import models as summaries_models
@@ -22,6 +23,7 @@ __all__ = [
     "jobs_models",
     "ledger_models",
     "metadata",
+    "realism_models",
     "review_models",
     "summaries_models",
 ]

@@ -185,17 +185,22 @@ def noise_floor(
     splits: int = SPLITS,
     seed: int = SEED,
     confidence: float = CONFIDENCE,
+    size: int | None = None,
 ) -> dict[str, float]:
     """The `confidence` quantile, over `splits` random halvings of the cases (a generator
     seeded with `seed`), of |mean of half A - mean of half B| for each column of `cases`, and
     of the Jensen-Shannon divergence between the halves' activity distributions (key
-    `activity_distribution`, from `counts`, cases x activities in the same row order)."""
+    `activity_distribution`, from `counts`, cases x activities in the same row order).
+    With `size`, part A is `size` random cases and part B the rest: the floor for a sample of
+    that size (a simulator's) against the log."""
     n = len(cases)
     if n < 2:
         raise ValueError("a noise floor needs at least two cases, to split them in halves")
     rng = np.random.default_rng(seed)
     values, matrix = cases.to_numpy(dtype=float), counts.to_numpy(dtype=float)
-    half = n // 2
+    half = n // 2 if size is None else size
+    if not 1 <= half < n:
+        raise ValueError(f"a part of {half} cases leaves no rest among {n} cases")
     gaps, divergence = [], []
     chunk = max(1, min(splits, 4_000_000 // n))  # bounded memory: chunk x n at a time
     for start in range(0, splits, chunk):
@@ -247,21 +252,11 @@ def _unavailable(cases: pd.DataFrame, present: set[str], names: dict) -> dict[st
 
 def _figure(kind: str, values: pd.Series, floor: float, **options) -> dict:
     """One metric's value, interval and noise floor, rounded to DIGITS places."""
-    if kind == "rate":
-        count = int(values.sum())
-        value, extra = count / len(values), {"count": count}
-        interval = wilson_interval(count, len(values), options["confidence"])
-    else:
-        value, extra = float(values.mean()), {"median": round(float(values.median()), DIGITS)}
-        interval = bootstrap_mean_interval(values, **options)
     return {
         "kind": kind,
         "available": True,
-        "value": round(value, DIGITS),
-        "cases": len(values),
-        "interval": [round(x, DIGITS) for x in interval],
+        **_side(kind, values, **options),
         "noise_floor": round(floor, DIGITS),
-        **extra,
     }
 
 
@@ -304,6 +299,222 @@ def profile(
         "events": int(totals.sum()),
         "metrics": metrics,
         "activity_distribution": distribution,
+        "settings": {
+            "confidence": confidence,
+            "resamples": resamples,
+            "splits": splits,
+            "seed": seed,
+        },
+    }
+
+
+# Simulated against real -------------------------------------------------------------------
+
+
+def newcombe_difference_interval(
+    x1: int, n1: int, x2: int, n2: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Interval of the difference of two independent proportions x1/n1 - x2/n2 from their
+    Wilson intervals (Newcombe 1998, Stat. Med. 17:873-890, method 10). His worked example,
+    56/70 - 48/80, gives 0.0524 to 0.3339:
+
+    >>> tuple(round(x, 4) for x in newcombe_difference_interval(56, 70, 48, 80))
+    (0.0524, 0.3339)
+    """
+    p1, p2 = x1 / n1, x2 / n2
+    (l1, u1), (l2, u2) = wilson_interval(x1, n1, confidence), wilson_interval(x2, n2, confidence)
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return max(-1.0, low), min(1.0, high)
+
+
+def bootstrap_difference_interval(
+    a, b, *, seed: int = SEED, resamples: int = RESAMPLES, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of mean(a) - mean(b), each resampled on its own."""
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("a difference of means needs values on both sides")
+    rng = np.random.default_rng(seed)
+
+    def resampled_means(values) -> np.ndarray:
+        data, means = np.asarray(values, dtype=float), np.empty(resamples)
+        chunk = max(1, 2_000_000 // data.size)
+        for start in range(0, resamples, chunk):
+            size = min(chunk, resamples - start)
+            drawn = rng.integers(0, data.size, (size, data.size))
+            means[start : start + size] = data[drawn].mean(1)
+        return means
+
+    diffs = resampled_means(a) - resampled_means(b)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+ARROW = " -> "
+
+
+def directly_follows_counts(events: pd.DataFrame) -> pd.DataFrame:
+    """Directly-follows pairs ("a -> b") per case (rows, sorted; cases of one event have a row
+    of zeros) and pair (columns, sorted)."""
+    frame = ordered(events)
+    following = frame.groupby("case_id", sort=False)["activity"].shift(-1)
+    pairs = frame.assign(pair=frame["activity"] + ARROW + following).dropna(subset=["pair"])
+    cases = pd.Index(sorted(frame["case_id"].unique()), name="case_id")
+    table = pd.crosstab(pairs["case_id"], pairs["pair"]).reindex(cases, fill_value=0)
+    return table.sort_index(axis=1)
+
+
+NO_SIMULATED_GROUP = "not available: the mapped transcripts carry no assignment group"
+SHOWN_PAIRS = 30
+
+
+def _side(kind: str, values: pd.Series, **options) -> dict:
+    if kind == "rate":
+        count = int(values.sum())
+        low, high = wilson_interval(count, len(values), options["confidence"])
+        extra = {"count": count}
+    else:
+        low, high = bootstrap_mean_interval(values, **options)
+        extra = {"median": round(float(values.median()), DIGITS)}
+    return {
+        "value": round(float(values.mean()), DIGITS),
+        "cases": len(values),
+        "interval": [round(low, DIGITS), round(high, DIGITS)],
+        **extra,
+    }
+
+
+def _gap(kind: str, simulated: pd.Series, real: pd.Series, floor: float, **options) -> dict:
+    gap = float(simulated.mean() - real.mean())
+    if kind == "rate":
+        interval = newcombe_difference_interval(
+            int(simulated.sum()), len(simulated), int(real.sum()), len(real), options["confidence"]
+        )
+    else:
+        interval = bootstrap_difference_interval(simulated, real, **options)
+    return {
+        "gap": round(gap, DIGITS),
+        "gap_interval": [round(x, DIGITS) for x in interval],
+        "noise_floor": round(floor, DIGITS),
+        "verdict": "inside" if abs(gap) <= floor + 1e-12 else "beyond",
+    }
+
+
+def _distribution(real: pd.DataFrame, simulated: pd.DataFrame, floor: float, shown: int | None):
+    totals_real, totals_sim = real.sum(), simulated.sum()
+    keys = sorted(set(totals_real.index) | set(totals_sim.index))
+    a = totals_real.reindex(keys, fill_value=0).astype(float)
+    b = totals_sim.reindex(keys, fill_value=0).astype(float)
+    share_a, share_b = a / max(a.sum(), 1), b / max(b.sum(), 1)
+    divergence = jensen_shannon(a.to_numpy(), b.to_numpy()) if a.sum() and b.sum() else 1.0
+    order = (share_a + share_b).sort_values(ascending=False, kind="stable").index
+    order = list(order if shown is None else order[:shown])
+    return {
+        "divergence": round(float(divergence), DIGITS),
+        "noise_floor": round(floor, DIGITS),
+        "verdict": "inside" if divergence <= floor + 1e-12 else "beyond",
+        "real": {str(k): round(float(share_a[k]), DIGITS) for k in order},
+        "simulated": {str(k): round(float(share_b[k]), DIGITS) for k in order},
+        "only_simulated": sorted(str(k) for k in keys if a[k] == 0 and b[k] > 0),
+        "kinds": len(keys),
+    }
+
+
+def _fitness(real: pd.Series, simulated: pd.Series, *, m: int, splits: int, **options) -> dict:
+    """The fitness figure: real (a sample) against simulated, with the floor of the sample."""
+    real, simulated = real.astype(float), simulated.astype(float)
+    size = min(m, len(real) // 2)
+    floor = noise_floor(
+        real.to_frame("fitness"),
+        pd.DataFrame({"case": np.ones(len(real))}),
+        splits=splits,
+        seed=options["seed"],
+        confidence=options["confidence"],
+        size=size,
+    )["fitness"]
+    return {
+        "kind": "mean",
+        "available": True,
+        "real": _side("mean", real, **options),
+        "simulated": _side("mean", simulated, **options),
+        **_gap("mean", simulated, real, floor, **options),
+        "real_sample": len(real),
+    }
+
+
+def compare(
+    real: pd.DataFrame,
+    simulated: pd.DataFrame,
+    *,
+    wait_user=(),
+    cancel=(),
+    reopen=(),
+    seed: int = SEED,
+    resamples: int = RESAMPLES,
+    splits: int = SPLITS,
+    confidence: float = CONFIDENCE,
+    log_activities=None,
+    fitness: tuple[pd.Series, pd.Series] | None = None,
+) -> dict:
+    """Each metric of METRICS for the real cases and for the simulated ones (mapped
+    transcripts, one case each), the gap (simulated - real) with its interval, and the noise
+    floor at the simulator's sample size: the same statistic between m random real cases and
+    the rest, m the number of simulated cases (at most half the log). A gap beyond the floor
+    is `beyond`: the simulator departs from the log more than the log departs from itself.
+    The activity and directly-follows distributions are compared by Jensen-Shannon divergence
+    against the same kind of floor. A metric is available when the log records one of its
+    activities: in `log_activities` (the whole log's, when `real` is a part of it), else in
+    `real`."""
+    names = {"wait_user": tuple(wait_user), "cancel": tuple(cancel), "reopen": tuple(reopen)}
+    real_cases, sim_cases = case_table(real, **names), case_table(simulated, **names)
+    n, m = len(real_cases), len(sim_cases)
+    if n < 2:
+        raise ValueError("the real side needs at least two cases")
+    if m < 1:
+        raise ValueError("the simulated side has no case: map transcripts first")
+    size = min(m, n // 2)
+    options = {"splits": splits, "seed": seed, "confidence": confidence, "size": size}
+    real_counts = activity_counts(real).reindex(real_cases.index)
+    real_pairs = directly_follows_counts(real).reindex(real_cases.index, fill_value=0)
+    floors = noise_floor(real_cases.astype(float), real_counts, **options)
+    pair_floor = noise_floor(real_cases[["length"]].astype(float), real_pairs, **options)
+    present = set(real_counts.columns if log_activities is None else log_activities)
+    missing = _unavailable(real_cases, present, names)
+    if "reassignments" not in sim_cases:
+        for key in ("ping_pong_rate", "reassignments_per_case"):
+            missing.setdefault(key, NO_SIMULATED_GROUP)
+    found = {}
+    side_options = {"seed": seed, "resamples": resamples, "confidence": confidence}
+    for metric, (kind, column) in METRICS.items():
+        if metric in missing:
+            found[metric] = {"kind": kind, "available": False, "reason": missing[metric]}
+            continue
+        sim_values = sim_cases[column].astype(float)
+        real_values = real_cases[column].astype(float)
+        found[metric] = {
+            "kind": kind,
+            "available": True,
+            "real": _side(kind, real_values, **side_options),
+            "simulated": _side(kind, sim_values, **side_options),
+            **_gap(kind, sim_values, real_values, floors[column], **side_options),
+        }
+    if fitness is not None:
+        found["fitness"] = _fitness(*fitness, m=m, splits=splits, **side_options)
+    sim_counts = activity_counts(simulated)
+    sim_pairs = directly_follows_counts(simulated)
+    return {
+        "real_cases": n,
+        "simulated_cases": m,
+        "floor_sample": size,
+        "metrics": found,
+        "activity_distribution": _distribution(
+            real_counts, sim_counts, floors["activity_distribution"], None
+        ),
+        "directly_follows": _distribution(
+            real_pairs, sim_pairs, pair_floor["activity_distribution"], SHOWN_PAIRS
+        ),
         "settings": {
             "confidence": confidence,
             "resamples": resamples,

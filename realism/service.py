@@ -1,11 +1,21 @@
-"""A log's own behaviour profile (service layer): reads the newest version of a log's events
-through coverage and hands them to realism.metrics, with the log's vocabulary."""
+"""Realism services: a log's own behaviour profile (the newest version of a log's events,
+read through coverage, handed to realism.metrics with the log's vocabulary), and simulated
+actors against it: transcripts mapped to events by a spec, compared with the real cases."""
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pandas as pd
+from itsmreview.accounts.models import Role
+from itsmreview.accounts.service import require_role
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.service import EVENTS_FILE, latest_log, list_logs
 from itsmreview.errors import NotFound
-from itsmreview.realism import metrics
+from itsmreview.ledger.service import append_entry
+from itsmreview.realism import conformance, metrics, queries
+from itsmreview.realism.mapping import MappingSpec, map_messages, simulator_name
+from itsmreview.realism.models import MappedTranscript
 from itsmreview.realism.vocabulary import Vocabulary, vocabulary_for
 from itsmreview.storage import get_storage
 from sqlmodel import Session
@@ -102,3 +112,302 @@ def log_profile(
         **found,
         "counter_checks": _counter_checks(log, events),
     }
+
+
+# Simulated actors against the log ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapResult:
+    spec: str
+    version: int
+    sha256: str
+    transcripts: int
+    events: int
+    units: int
+    unmapped: int
+    simulators: dict[str, int]
+
+
+def transcript_format(transcript) -> str:
+    """The format a transcript was imported from (native when it was written natively)."""
+    return str((transcript.extra or {}).get("original_format") or "native")
+
+
+def _known_logs(session: Session) -> str:
+    known = sorted({found.name for found in list_logs(session=session)})
+    return ", ".join(known) if known else "none imported yet (`itsmreview log import`)"
+
+
+def map_transcripts(
+    *,
+    session: Session,
+    actor,
+    spec: MappingSpec,
+    simulator: str | None = None,
+    external_ids: list[str] | None = None,
+    report: Callable[[str, float], None] | None = None,
+) -> MapResult:
+    """Map the transcripts of the newest version of every task (of those named) with `spec`
+    and store the events, replacing earlier mappings under the same spec (of every
+    transcript, or of the named tasks' transcripts); one ledger entry
+    records the spec itself and what it made. `simulator` names the simulator of transcripts
+    that name none. Leads only. Raises NotFound for a spec's log that is not imported or when
+    there is no transcript to map."""
+    require_role(actor, Role.lead)
+    if latest_log(session=session, name=spec.log) is None:
+        raise NotFound(
+            f"mapping spec {spec.spec!r} names log {spec.log!r}, which is not imported; "
+            f"known logs: {_known_logs(session)}"
+        )
+    found = queries.transcripts_of_latest(session=session, external_ids=external_ids)
+    found = [(t, task) for t, task in found if spec.maps(transcript_format(t))]
+    if not found:
+        which = "the named tasks have" if external_ids else "the catalog has"
+        kinds = f" of format {', '.join(spec.formats)}" if spec.formats else ""
+        raise NotFound(f"no transcript{kinds} to map: {which} none (import tasks with transcripts)")
+    digest, rows, counts = spec.digest(), [], Counter()
+    for index, (transcript, _) in enumerate(found):
+        mapped = map_messages(transcript.messages, spec)
+        name = simulator_name(transcript.simulator, fallback=simulator or "unnamed")
+        counts[name] += 1
+        rows.append(
+            MappedTranscript(
+                transcript_id=transcript.id,
+                spec=spec.spec,
+                spec_version=spec.version,
+                spec_sha256=digest,
+                log=spec.log,
+                simulator=name,
+                events=mapped.events,
+                units=mapped.units,
+                unmapped=mapped.unmapped,
+            )
+        )
+        if report and index % 200 == 0:
+            report(f"mapping transcript {index + 1:,} of {len(found):,}", index / len(found))
+    queries.replace_mapped(session=session, spec=spec.spec, rows=rows, everything=not external_ids)
+    result = MapResult(
+        spec=spec.spec,
+        version=spec.version,
+        sha256=digest,
+        transcripts=len(rows),
+        events=sum(len(row.events) for row in rows),
+        units=sum(row.units for row in rows),
+        unmapped=sum(len(row.unmapped) for row in rows),
+        simulators=dict(sorted(counts.items())),
+    )
+    append_entry(
+        session=session,
+        artifact_type="realism_mapping",
+        artifact_id=spec.spec,
+        action="map",
+        source_kind="expert",
+        reference=f"mapping spec {spec.spec} v{spec.version} sha256:{digest}",
+        actor_id=actor.id,
+        payload={
+            "spec": spec.model_dump(mode="json"),
+            "spec_sha256": digest,
+            "transcripts": result.transcripts,
+            "events": result.events,
+            "units": result.units,
+            "unmapped_units": result.unmapped,
+            "simulators": result.simulators,
+        },
+    )
+    if report:
+        report("done", 1.0)
+    return result
+
+
+def simulators(*, session: Session, actor=None) -> list[dict]:
+    """Each simulator with mapped transcripts, per spec: its log and how many transcripts.
+    With `actor`, leads only."""
+    if actor is not None:
+        require_role(actor, Role.lead)
+    return [
+        {"simulator": name, "spec": spec, "spec_version": version, "log": log, "transcripts": n}
+        for name, spec, version, log, n in queries.simulator_summary(session=session)
+    ]
+
+
+def _chosen_spec(session: Session, simulator: str, spec: str | None) -> dict:
+    known = simulators(session=session)
+    mine = [row for row in known if row["simulator"] == simulator]
+    if not mine:
+        shown = ", ".join(sorted({row["simulator"] for row in known})) or (
+            "none yet (`itsmreview realism map --spec FILE`)"
+        )
+        raise NotFound(f"no mapped transcripts of simulator {simulator!r}; mapped: {shown}")
+    if spec is None and len(mine) > 1:
+        names = ", ".join(row["spec"] for row in mine)
+        raise ValueError(f"simulator {simulator!r} is mapped by specs {names}: choose one")
+    chosen = [row for row in mine if spec is None or row["spec"] == spec]
+    if not chosen:
+        names = ", ".join(row["spec"] for row in mine)
+        raise NotFound(f"simulator {simulator!r} is not mapped by spec {spec!r}; by: {names}")
+    return chosen[0]
+
+
+def _simulated_events(mapped: list[tuple]) -> tuple[pd.DataFrame, int]:
+    """The mapped events as a log's frame (one case per transcript, events one second apart
+    in their order) and the number of transcripts that gave no event."""
+    base, rows, empty = pd.Timestamp("2000-01-01", tz="UTC"), [], 0
+    for row, external_id, _, task in mapped:
+        if not row.events:
+            empty += 1
+        case = f"{task}/{external_id}#{row.transcript_id}"
+        for position, event in enumerate(row.events):
+            rows.append(
+                (case, event["activity"], base + pd.Timedelta(seconds=position), event["group"])
+            )
+    frame = pd.DataFrame(rows, columns=["case_id", "activity", "timestamp", "group"])
+    if frame["group"].isna().all():
+        frame = frame.drop(columns="group")
+    return frame, empty
+
+
+def _real_scope(log, events: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, dict]:
+    """The real cases to compare with: those of the variants the tasks declare (when two or
+    more cases have them), else the whole log."""
+    whole = {"kind": "whole log", "declared_variants": len(keys)}
+    storage = get_storage()
+    if not keys or not storage.exists(log.events_path, CASES_FILE):
+        return events, whole | {"reason": "the tasks declare no variant of this log"}
+    cases = storage.read_table(log.events_path, CASES_FILE, columns=["case_id", "variant_key"])
+    cases = cases.to_pandas()
+    chosen = cases.loc[cases["variant_key"].astype(str).isin(keys), "case_id"].astype(str)
+    if chosen.nunique() < 2:
+        reason = "fewer than two cases of the log follow the variants the tasks declare"
+        return events, whole | {"reason": reason}
+    kept = events[events["case_id"].astype(str).isin(set(chosen))]
+    matched = cases["variant_key"].astype(str)
+    matched = int(matched[matched.isin(keys)].nunique())
+    scope = {"kind": "declared variants", "declared_variants": len(keys)}
+    return kept, scope | {"matched_variants": matched, "cases": int(chosen.nunique())}
+
+
+def measure_simulated(
+    real: pd.DataFrame,
+    simulated: pd.DataFrame,
+    *,
+    vocab: Vocabulary,
+    log_activities=None,
+    seed: int = metrics.SEED,
+    splits: int = metrics.SPLITS,
+    resamples: int = metrics.RESAMPLES,
+) -> dict:
+    """realism.metrics.compare of simulated cases against real ones, fitness included: a
+    model discovered from the real cases, a seeded sample of them and every simulated case
+    replayed on it (realism.conformance)."""
+    model = conformance.discover(real)
+    real_sample = conformance.sample_cases(conformance.sequences(real), seed=seed)
+    fitness = (
+        conformance.trace_fitness(model, real_sample),
+        conformance.trace_fitness(model, conformance.sequences(simulated)),
+    )
+    return metrics.compare(
+        real,
+        simulated,
+        wait_user=vocab.wait_user,
+        cancel=vocab.cancel,
+        reopen=vocab.reopen,
+        seed=seed,
+        splits=splits,
+        resamples=resamples,
+        log_activities=log_activities,
+        fitness=fitness,
+    )
+
+
+def simulator_report(
+    *,
+    session: Session,
+    simulator: str,
+    actor=None,
+    spec: str | None = None,
+    log: str | None = None,
+    seed: int = metrics.SEED,
+    splits: int = metrics.SPLITS,
+    resamples: int = metrics.RESAMPLES,
+) -> dict:
+    """A simulator's mapped transcripts against the real cases of its log (the spec's, or
+    `log`): realism.metrics.compare, with what was compared. Real cases are those of the
+    variants the mapped tasks declare, else the whole log. Raises NotFound for an unknown
+    simulator, spec or log; ValueError when a simulator has several specs and none is named.
+    With `actor`, leads only."""
+    if actor is not None:
+        require_role(actor, Role.lead)
+    chosen = _chosen_spec(session, simulator, spec)
+    name = log or chosen["log"]
+    found_log = latest_log(session=session, name=name)
+    if found_log is None:
+        raise NotFound(f"no log named {name!r}; known logs: {_known_logs(session)}")
+    roles = list((found_log.mapping or {}).get("roles") or [])
+    vocab = vocabulary_for(found_log.preset, roles)
+    mapped = queries.mapped_of(session=session, simulator=simulator, spec=chosen["spec"])
+    simulated, empty = _simulated_events(mapped)
+    if simulated.empty:
+        raise ValueError(
+            f"the {len(mapped)} mapped transcript(s) of {simulator!r} gave no event: "
+            f"the rules of spec {chosen['spec']!r} match none of their turns"
+        )
+    versions = sorted({version_id for _, _, version_id, _ in mapped})
+    keys = queries.declared_sequence_keys(session=session, version_ids=versions)
+    events = _log_events(found_log, vocab)
+    real, scope = _real_scope(found_log, events, keys)
+    compared = measure_simulated(
+        real,
+        simulated,
+        vocab=vocab,
+        log_activities=set(events["activity"].astype(str).unique()),
+        seed=seed,
+        splits=splits,
+        resamples=resamples,
+    )
+    first = mapped[0][0]
+    units = sum(row.units for row, *_ in mapped)
+    unmapped = sum(len(row.unmapped) for row, *_ in mapped)
+    return {
+        "simulator": simulator,
+        "spec": {"name": first.spec, "version": first.spec_version, "sha256": first.spec_sha256},
+        "log": found_log.name,
+        "log_version": found_log.version,
+        "vocabulary": vocab.as_dict(),
+        "real_scope": scope,
+        "transcripts": len(mapped),
+        "empty_transcripts": empty,
+        "units": units,
+        "unmapped_units": unmapped,
+        "mapped_share": round(1 - unmapped / units, metrics.DIGITS) if units else 0.0,
+        **compared,
+    }
+
+
+def mapped_sequences(
+    *, session: Session, actor, simulator: str, spec: str, limit: int = 200
+) -> list[dict]:
+    """The first `limit` mapped transcripts of a simulator under a spec: the task, the
+    transcript, its events (with the rule that made each) and its turns no rule matched."""
+    require_role(actor, Role.lead)
+    rows = queries.mapped_of(session=session, simulator=simulator, spec=spec, limit=limit)
+    return [
+        {
+            "task": task_id,
+            "transcript": external_id,
+            "transcript_id": row.transcript_id,
+            "events": row.events,
+            "units": row.units,
+            "unmapped": row.unmapped,
+        }
+        for row, external_id, _, task_id in rows
+    ]
+
+
+def transcript_messages(*, session: Session, actor, transcript_id: int) -> list[dict]:
+    """A transcript's messages, shown beside its mapped events. Leads only."""
+    require_role(actor, Role.lead)
+    found = queries.transcript_messages(session=session, transcript_id=transcript_id)
+    if found is None:
+        raise NotFound(f"no transcript {transcript_id}")
+    return found

@@ -1,11 +1,22 @@
-"""`itsmreview` commands: simulator realism against the logs (issue 36); so far a log's own
-behaviour profile."""
+"""`itsmreview` commands: simulator realism against the logs (issue 36): a log's own behaviour
+profile, transcripts mapped to events by a spec, and a simulator against its log."""
 
 import json
+import shlex
+from pathlib import Path
 from typing import Annotated
 
 import typer
-from itsmreview.cli.base import app, boundary, ensure_schema, fail, open_session
+from itsmreview.cli.base import (
+    app,
+    boundary,
+    echo_json,
+    ensure_schema,
+    fail,
+    open_session,
+    operator,
+    progress_bar,
+)
 from itsmreview.cli.logs import _shown as shown
 
 realism_app = typer.Typer(help="Simulator realism measured against the logs.", no_args_is_help=True)
@@ -19,6 +30,7 @@ LABELS = {
     "cancel_rate": "cancel rate",
     "reopen_rate": "reopen rate",
     "case_length": "case length (events)",
+    "fitness": "fitness to the log's model",
 }
 
 
@@ -32,6 +44,8 @@ def _rows(report: dict) -> list[tuple[str, ...]]:
     """The metrics as table rows: metric, value, interval, noise floor (or the reason)."""
     rows = []
     for key, label in LABELS.items():
+        if key not in report["metrics"]:
+            continue
         found = report["metrics"][key]
         if not found["available"]:
             rows.append((label, found["reason"]))
@@ -101,7 +115,21 @@ def _echo_text(report: dict) -> None:
 def realism_report(
     log: Annotated[
         str | None,
-        typer.Option(help="Log name (its newest version): report its own behaviour profile."),
+        typer.Option(
+            help="Log name (its newest version): its own behaviour profile; with --simulator, "
+            "the log to compare with (default: the one the mapping spec names)."
+        ),
+    ] = None,
+    simulator: Annotated[
+        str | None,
+        typer.Option(
+            help="A simulator's mapped transcripts against the log (`realism simulators` "
+            "lists them)."
+        ),
+    ] = None,
+    spec: Annotated[
+        str | None,
+        typer.Option(help="With --simulator: the mapping spec (when it has several)."),
     ] = None,
     group: Annotated[
         str | None,
@@ -120,25 +148,182 @@ def realism_report(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the random halves.")] = 36,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """A log's behaviour: ping-pong, waits for the user, reassignments, case length, cancel and
-    reopen rates and the activity distribution, with 95% intervals and the noise floor of
-    two random halves of its cases."""
-    from itsmreview.realism.service import log_profile
+    """A log's behaviour (--log): ping-pong, waits for the user, reassignments, case length,
+    cancel and reopen rates and the activity distribution, with 95% intervals and the noise
+    floor of two random halves of its cases. A simulator (--simulator): the same figures for
+    its mapped transcripts beside the real cases, the gap with its interval and the floor."""
+    from itsmreview.realism.service import log_profile, simulator_report
 
-    if log is None:
-        fail("give --log NAME (`itsmreview log list` shows the names)")
+    if simulator is None and spec is not None:
+        fail("--spec chooses a simulator's mapping: give --simulator too")
+    if log is None and simulator is None:
+        fail(
+            "give --log NAME (`itsmreview log list` shows the names) or --simulator NAME "
+            "(`itsmreview realism simulators`)"
+        )
+    if simulator is not None and (group or wait_user or cancel or reopen):
+        fail("--group, --wait-user, --cancel and --reopen are for a log's profile (--log alone)")
     ensure_schema()
     with open_session() as session:
-        report = log_profile(
-            session=session,
-            name=log,
-            group=group,
-            wait_user=tuple(wait_user) if wait_user else None,
-            cancel=tuple(cancel) if cancel else None,
-            reopen=tuple(reopen) if reopen else None,
-            seed=seed,
-        )
+        if simulator is not None:
+            report = simulator_report(
+                session=session, simulator=simulator, spec=spec, log=log, seed=seed
+            )
+        else:
+            report = log_profile(
+                session=session,
+                name=log,
+                group=group,
+                wait_user=tuple(wait_user) if wait_user else None,
+                cancel=tuple(cancel) if cancel else None,
+                reopen=tuple(reopen) if reopen else None,
+                seed=seed,
+            )
     if as_json:
         typer.echo(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
         return
-    _echo_text(report)
+    (_echo_simulator if simulator is not None else _echo_text)(report)
+
+
+def _compare_rows(report: dict) -> list[tuple[str, ...]]:
+    rows = []
+    for key, label in LABELS.items():
+        if key not in report["metrics"]:
+            continue
+        found = report["metrics"][key]
+        if not found["available"]:
+            rows.append((label, found["reason"]))
+            continue
+        kind = found["kind"]
+        low, high = found["gap_interval"]
+        rows.append(
+            (
+                label,
+                _number(kind, found["real"]["value"]),
+                _number(kind, found["simulated"]["value"]),
+                f"{_signed(kind, found['gap'])} ({_signed(kind, low)} to {_signed(kind, high)})",
+                _number(kind, found["noise_floor"]),
+                found["verdict"],
+            )
+        )
+    for key, label in (
+        ("activity_distribution", "activities (JSD)"),
+        ("directly_follows", "directly-follows (JSD)"),
+    ):
+        found = report[key]
+        cells = ("", "", f"{found['divergence']:.3f}", f"{found['noise_floor']:.3f}")
+        rows.append((label, *cells, found["verdict"]))
+    return rows
+
+
+def _signed(kind: str, value: float) -> str:
+    text = _number(kind, abs(value))
+    return f"-{text}" if value < 0 else f"+{text}"
+
+
+def _echo_simulator(report: dict) -> None:
+    scope = report["real_scope"]
+    if scope["kind"] == "declared variants":
+        real = (
+            f"{report['real_cases']:,} real cases of the {scope['matched_variants']:,} "
+            f"variant(s) the tasks declare"
+        )
+    else:
+        real = f"{report['real_cases']:,} real cases (the whole log: {scope['reason']})"
+    spec = report["spec"]
+    typer.echo(
+        f"simulator {shown(report['simulator'])}: {report['simulated_cases']:,} of "
+        f"{report['transcripts']:,} transcript(s) with events, mapped by "
+        f"{shown(spec['name'])} v{spec['version']} ({report['mapped_share']:.0%} of "
+        f"{report['units']:,} turns covered by a rule)"
+    )
+    typer.echo(f"against {shown(report['log'])} v{report['log_version']}: {real}")
+    typer.echo(
+        f"noise floor: the same figure between {report['floor_sample']:,} random real cases "
+        "and the rest (95th percentile); 'beyond' = the simulator departs from the log more "
+        "than the log from itself"
+    )
+    typer.echo("")
+    header = ("metric", "real", "simulated", "gap (95% interval)", "noise floor", "verdict")
+    for line in _table(header, _compare_rows(report)):
+        typer.echo(line)
+    only = report["activity_distribution"]["only_simulated"]
+    if only:
+        typer.echo(f"activities the log never records: {shown(', '.join(only))}")
+
+
+@realism_app.command("map")
+@boundary
+def realism_map(
+    spec: Annotated[Path, typer.Option(help="Mapping spec (YAML; docs/realism.md).")],
+    task: Annotated[
+        list[str] | None,
+        typer.Option(help="Map only this task's transcripts (repeatable; default: every task)."),
+    ] = None,
+    simulator: Annotated[
+        str | None,
+        typer.Option(help="Simulator name for transcripts that name none (default: unnamed)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Map the transcripts of every task's newest version to events in a log's vocabulary
+    with a mapping spec, store them (replacing this spec's earlier mapping) and record the
+    spec in the ledger."""
+    from itsmreview.realism.mapping import load_spec
+    from itsmreview.realism.service import map_transcripts
+
+    parsed = load_spec(spec)
+    ensure_schema()
+    with open_session() as session, progress_bar("mapping") as progress:
+        result = map_transcripts(
+            session=session,
+            actor=operator(),
+            spec=parsed,
+            simulator=simulator,
+            external_ids=list(task) if task else None,
+            report=progress,
+        )
+    if as_json:
+        echo_json(result.__dict__)
+        return
+    share = result.unmapped / result.units if result.units else 0.0
+    named = ", ".join(f"{shown(name)} ({n:,})" for name, n in result.simulators.items())
+    typer.echo(
+        f"mapped {result.transcripts:,} transcript(s) with {shown(result.spec)} "
+        f"v{result.version}: {result.events:,} events; {result.unmapped:,} of "
+        f"{result.units:,} turns matched no rule ({share:.0%})"
+    )
+    typer.echo(f"simulators: {named}")
+    first = max(result.simulators, key=result.simulators.get)
+    typer.echo(f"next: itsmreview realism report --simulator {shlex.quote(shown(first))}")
+
+
+@realism_app.command("simulators")
+@boundary
+def realism_simulators(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Simulators with mapped transcripts: by spec, the log it maps to and how many."""
+    from itsmreview.realism.service import simulators
+
+    ensure_schema()
+    with open_session() as session:
+        found = simulators(session=session)
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        typer.echo("no mapped transcripts yet: itsmreview realism map --spec FILE")
+        return
+    rows = [
+        (
+            shown(r["simulator"]),
+            shown(r["spec"]),
+            str(r["spec_version"]),
+            shown(r["log"]),
+            f"{r['transcripts']:,}",
+        )
+        for r in found
+    ]
+    for line in _table(("simulator", "spec", "version", "log", "transcripts"), rows):
+        typer.echo(line)

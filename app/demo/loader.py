@@ -18,6 +18,8 @@ from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
+from itsmreview.realism import service as realism_service
+from itsmreview.realism.mapping import load_spec
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
 from itsmreview.review.ratings import queries as review_queries
@@ -42,6 +44,7 @@ DEMO_TEAMS = (  # teams the demo's lead distils the 242 assignment groups into, 
     "Identity and access",
 )
 DEMO_ROUND = "Demo round 1"
+DEMO_MAPPING = "demo-itsm"  # the packaged spec mapping the demo transcripts (realism/specs)
 DEMO_PASSWORD = "itsm-demo"
 DEMO_USERS = (
     ("lead", Role.lead, "Lena Lindqvist", ()),
@@ -363,6 +366,11 @@ def load_demo(
         _seed_round(session, users, seed)
     if not review_queries.any_persona_activity(session=session):
         _seed_completeness(session, users, log.name)
+    say("simulator realism: the demo transcripts mapped to the demo log's events")
+    if not realism_service.simulators(session=session):
+        realism_service.map_transcripts(
+            session=session, actor=users["lead"], spec=load_spec(DEMO_MAPPING)
+        )
     ratings = review_queries.rating_count(session=session)
     return DemoSummary(
         users=len(users),

@@ -1453,3 +1453,34 @@ def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_co
         vector = unpack([rating.score_vector], len(keys))[0]
         assert np.isnan(vector[keys.index("log_fidelity")])
         assert not np.isnan(vector[keys.index("scenario_realism")])
+
+
+def test_the_simulator_realism_page_sets_the_demo_simulator_against_its_log(demo_configured):
+    at = open_page(log_in("lead"), "realism")
+    assert titles(at) == ["Simulator realism"]
+    assert at.selectbox(key="realism-sim").value == "hand-written demo · demo-itsm v1"
+    table = at.dataframe[0].value
+    rows = dict(zip(table["Metric"], table["Verdict"], strict=True))
+    # the demo's conversations make far fewer status events than a real case records
+    assert rows["Case length (events)"] == "beyond"
+    assert rows["Reopen rate"] == "n/a"
+    assert at.subheader[0].value.endswith("figures beyond the floor")
+    # the mapped sequence of a transcript, with the rule that made each event
+    events = at.dataframe[1].value
+    assert list(events.columns) == ["turn", "activity", "group", "rule"]
+    assert set(events["rule"]) <= {"status change", "handover"}
+    at.radio(key="realism-distribution").set_value("Directly-follows pairs").run()
+    assert not at.exception
+
+
+def test_the_simulator_realism_page_says_how_to_map_when_nothing_is_mapped(demo_configured):
+    from itsmreview.db import session_scope
+    from itsmreview.realism.models import MappedTranscript
+    from sqlmodel import delete
+
+    with session_scope() as session:
+        session.exec(delete(MappedTranscript))
+    at = open_page(log_in("lead"), "realism")
+    assert "itsmreview realism map --spec demo-itsm" in at.info[0].value
+    at = open_page(log_in("expert1"), "realism")
+    assert [e.value for e in at.error] == ["This page needs the lead role."]

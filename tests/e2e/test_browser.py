@@ -503,3 +503,25 @@ def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browse
             "WHERE review_rounds.name = 'Browser round'"
         ).fetchall()
     assert admitted == [("expert1",)]
+
+
+def test_a_lead_reads_a_simulator_against_its_log_in_the_browser(server, browser, tmp_path):
+    """The Simulator realism page: the demo simulator's figures, coloured, and a chart."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 45)
+    _log_in(browser, server, "lead")
+    _wait_for_heading(browser, "Dashboard")
+    wait.until(
+        ec.element_to_be_clickable(
+            (By.CSS_SELECTOR, "a[data-testid='stSidebarNavLink'][href$='/realism']")
+        )
+    ).click()
+    _wait_for_heading(browser, "Simulator realism")
+    body = (By.TAG_NAME, "body")
+    wait.until(ec.text_to_be_present_in_element(body, "figures beyond the floor"))
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".js-plotly-plot")))
+    wait.until(ec.text_to_be_present_in_element(body, "Events the spec made of it"))
+    _screenshot(browser, tmp_path, "realism.png")

@@ -30,6 +30,7 @@ MODULES = [
     "itsmreview.processes",
     "itsmreview.realism.metrics",
     "itsmreview.realism.vocabulary",
+    "itsmreview.realism.mapping",
 ]
 
 

@@ -1,0 +1,94 @@
+"""Reads and writes of mapped transcripts (the only module of realism that builds queries)."""
+
+from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
+from itsmreview.catalog.queries import latest_version_ids
+from itsmreview.db import in_ids
+from itsmreview.realism.models import MappedTranscript
+from sqlalchemy import delete, func
+from sqlmodel import Session, select
+
+
+def transcripts_of_latest(
+    *, session: Session, external_ids: list[str] | None = None
+) -> list[tuple[Transcript, str]]:
+    """The transcripts of the newest version of every task (of those named), with the task's
+    id, in task and transcript order."""
+    version_ids = latest_version_ids(session=session, external_ids=external_ids)
+    if not version_ids:
+        return []
+    query = (
+        select(Transcript, Task.external_id)
+        .join(TaskVersion, TaskVersion.id == Transcript.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(in_ids(session, Transcript.task_version_id, version_ids))
+        .order_by(Task.external_id, Transcript.id)
+    )
+    return [(transcript, external_id) for transcript, external_id in session.exec(query).all()]
+
+
+def replace_mapped(
+    *, session: Session, spec: str, rows: list[MappedTranscript], everything: bool
+) -> None:
+    """Store `rows`, replacing the mappings under `spec` of the same transcripts or, with
+    `everything`, all of them (a transcript the spec no longer maps keeps no stale events)."""
+    stale = delete(MappedTranscript).where(MappedTranscript.spec == spec)
+    if not everything:
+        ids = [row.transcript_id for row in rows]
+        stale = stale.where(in_ids(session, MappedTranscript.transcript_id, ids))
+    session.exec(stale)
+    session.add_all(rows)
+    session.flush()
+
+
+def simulator_summary(*, session: Session) -> list[tuple[str, str, int, str, int, int]]:
+    """(simulator, spec, spec version, log, transcripts, events) per simulator and spec."""
+    query = (
+        select(
+            MappedTranscript.simulator,
+            MappedTranscript.spec,
+            func.max(MappedTranscript.spec_version),
+            func.max(MappedTranscript.log),
+            func.count(),
+        )
+        .group_by(MappedTranscript.simulator, MappedTranscript.spec)
+        .order_by(MappedTranscript.simulator, MappedTranscript.spec)
+    )
+    return [tuple(row) for row in session.exec(query).all()]
+
+
+def mapped_of(
+    *, session: Session, simulator: str, spec: str, limit: int | None = None
+) -> list[tuple[MappedTranscript, str, int, str]]:
+    """The mappings of `simulator`'s transcripts under `spec` (the first `limit`), with each
+    transcript's external id, its task version id and its task's id."""
+    query = (
+        select(
+            MappedTranscript,
+            Transcript.external_id,
+            Transcript.task_version_id,
+            Task.external_id,
+        )
+        .join(Transcript, Transcript.id == MappedTranscript.transcript_id)
+        .join(TaskVersion, TaskVersion.id == Transcript.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(MappedTranscript.simulator == simulator, MappedTranscript.spec == spec)
+        .order_by(MappedTranscript.transcript_id)
+        .limit(limit)
+    )
+    return [tuple(row) for row in session.exec(query).all()]
+
+
+def transcript_messages(*, session: Session, transcript_id: int) -> list[dict] | None:
+    return session.exec(select(Transcript.messages).where(Transcript.id == transcript_id)).first()
+
+
+def declared_sequence_keys(*, session: Session, version_ids: list[int]) -> list[str]:
+    """The variant sequence keys the given task versions declare."""
+    if not version_ids:
+        return []
+    query = (
+        select(TaskVersionVariant.sequence_key)
+        .where(in_ids(session, TaskVersionVariant.task_version_id, version_ids))
+        .distinct()
+    )
+    return sorted(session.exec(query).all())
