@@ -17,9 +17,8 @@ def discover(events: pd.DataFrame):
     """A Petri net (net, initial marking, final marking) of the real cases."""
     import pm4py
 
-    frame = events[["case_id", "activity", "timestamp"]].astype(
-        {"case_id": "string", "activity": "string"}
-    )
+    # plain str columns: pm4py's discovery is several times slower on pandas' string dtype
+    frame = events[["case_id", "activity", "timestamp"]].astype({"case_id": str, "activity": str})
     return pm4py.discover_petri_net_inductive(
         frame,
         noise_threshold=NOISE_THRESHOLD,

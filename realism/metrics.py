@@ -171,11 +171,17 @@ def case_table(
     return out
 
 
+def _counts(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Rows per case (index, sorted) and value of `column` (columns, sorted), as a crosstab
+    would give them, by one grouped count (crosstab aggregates in Python: ten times slower)."""
+    sizes = frame.groupby(["case_id", column], sort=True, observed=True).size()
+    table = sizes.unstack(column, fill_value=0).astype("int64")
+    return table.sort_index().sort_index(axis=1)
+
+
 def activity_counts(events: pd.DataFrame) -> pd.DataFrame:
     """Events per case (rows, sorted) and activity (columns, sorted)."""
-    frame = ordered(events)
-    table = pd.crosstab(frame["case_id"], frame["activity"])
-    return table.sort_index().sort_index(axis=1)
+    return _counts(ordered(events), "activity")
 
 
 def noise_floor(
@@ -362,8 +368,7 @@ def directly_follows_counts(events: pd.DataFrame) -> pd.DataFrame:
     following = frame.groupby("case_id", sort=False)["activity"].shift(-1)
     pairs = frame.assign(pair=frame["activity"] + ARROW + following).dropna(subset=["pair"])
     cases = pd.Index(sorted(frame["case_id"].unique()), name="case_id")
-    table = pd.crosstab(pairs["case_id"], pairs["pair"]).reindex(cases, fill_value=0)
-    return table.sort_index(axis=1)
+    return _counts(pairs, "pair").reindex(cases, fill_value=0)
 
 
 NO_SIMULATED_GROUP = "not available: the mapped transcripts carry no assignment group"
