@@ -29,6 +29,7 @@ from itsmreview.exports.bundle import (
 from itsmreview.exports.models import Export
 from itsmreview.exports.writing import Plan, Selection
 from itsmreview.ledger.service import append_entry
+from itsmreview.realism import service as realism_service
 from itsmreview.review.gate import round_data
 from itsmreview.review.gate import service as gate_service
 from sqlmodel import Session
@@ -38,6 +39,7 @@ Progress = Callable[[str, float], None]
 RATING_BATCH = 1000  # task versions whose ratings are read, written and decided together
 TASK_BATCH = 1000  # task versions read and written together (memory: a batch, not the set)
 DEFAULT_NAME = "itsmreview-export"
+REALISM_FILE = "evidence/realism.json"  # each simulator of the set against its log
 NAME_LIMIT = 100  # characters of an export's name
 SPDX = re.compile(r"LicenseRef-[A-Za-z0-9.-]{1,64}|[A-Za-z0-9][A-Za-z0-9.+-]{0,63}")
 FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -250,7 +252,11 @@ def export_set(
     name = name or _default_name(round_name, chosen)
     report("checking the gate", 0.08)
     item_counts, gates, weak = _check_gates(session, chosen, allow_tentative=allow_tentative)
-    plan = Plan(chosen, formats, name, licence, org, gates, item_counts, with_names, bootstrap)
+    report("checking simulator realism", 0.1)
+    realism = _check_realism(session, chosen)
+    plan = Plan(
+        chosen, formats, name, licence, org, gates, item_counts, with_names, bootstrap, realism
+    )
     staging = Staging(out)
     try:
         counts, rubrics = _write_files(staging, plan, session=session, actor=actor, report=report)
@@ -331,6 +337,56 @@ def _check_gates(
     return counts, gates, weak
 
 
+def _check_realism(session: Session, chosen: Selection) -> dict | None:
+    """Each simulator of the chosen tasks' transcripts against its log (None without any),
+    and the rounds whose gate requires realism. Raises Conflict when such a round's set has a
+    simulator beyond its noise floor that no lead waived."""
+    version_ids = [version.id for _, version in chosen.pairs]
+    checks = realism_service.release_check(session=session, version_ids=version_ids)
+    required = sorted(
+        r.name
+        for r in chosen.rounds
+        if gate_service.current_gate(session=session, round_name=r.id)[0].realism_required
+    )
+    held = [check for check in checks if not check["cleared"]]
+    if required and held:
+        details = "; ".join(
+            f"simulator {c['simulator']!r} (spec {c['spec']}) departs from log "
+            f"{c['report']['log']!r} beyond the noise floor on {', '.join(c['beyond'])}"
+            for c in held
+        )
+        first = held[0]["simulator"]
+        raise Conflict(
+            f"round(s) {', '.join(required)} require simulator realism: {details}; see "
+            f"`itsmreview realism report --simulator {first!r}`, and release anyway only with "
+            f"a lead's waiver: `itsmreview realism waive --simulator {first!r} --reason TEXT`"
+        )
+    if not checks:
+        return None
+    return {"required_by": required, "simulators": checks}
+
+
+def _realism_summary(realism: dict | None) -> dict | None:
+    """The manifest's line on simulator realism: per simulator, whether it is cleared (every
+    figure inside its floor, or waived) and why; evidence/realism.json holds the reports."""
+    if realism is None:
+        return None
+    return {
+        "required_by": realism["required_by"],
+        "simulators": [
+            {
+                "simulator": c["simulator"],
+                "spec": c["spec"],
+                "spec_sha256": c["report"]["spec"]["sha256"],
+                "beyond": c["beyond"],
+                "waiver_ledger_seq": c["waiver"]["ledger_seq"] if c["waiver"] else None,
+                "cleared": c["cleared"],
+            }
+            for c in realism["simulators"]
+        ],
+    }
+
+
 def _write_manifest(
     staging: Staging,
     plan: Plan,
@@ -359,6 +415,7 @@ def _write_manifest(
         "rounds": sorted(plan.gates),
         "gate": plan.gates,
         "rubrics": rubrics,
+        "realism": _realism_summary(plan.realism),
         "ledger_head": head,
         "files": file_digests(staging.root, staging.files()),
         "sizes": file_sizes(staging.root, staging.files()),
@@ -445,6 +502,8 @@ def _write_files(
     by_log, origins = writing.write_evidence(
         staging, session=session, chosen=chosen, versions=versions, raters=raters, report=report
     )
+    if plan.realism is not None:
+        staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
     report("reading the ledger", 0.75)
     ledger_entries = writing.write_ledger_slice(
         staging,

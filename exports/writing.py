@@ -51,6 +51,7 @@ class Plan:
     item_counts: dict  # round name -> per-task counts of the gate's items
     with_names: bool
     bootstrap: int
+    realism: dict | None = None  # realism.service.release_check and the rounds requiring it
 
 
 @dataclass

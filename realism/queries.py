@@ -3,6 +3,8 @@
 from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
 from itsmreview.catalog.queries import latest_version_ids
 from itsmreview.db import in_ids
+from itsmreview.ledger.models import LedgerEntry
+from itsmreview.ledger.queries import entry_rows
 from itsmreview.realism.models import MappedTranscript
 from sqlalchemy import delete, func
 from sqlmodel import Session, select
@@ -92,3 +94,29 @@ def declared_sequence_keys(*, session: Session, version_ids: list[int]) -> list[
         .distinct()
     )
     return sorted(session.exec(query).all())
+
+
+def simulators_of_versions(*, session: Session, version_ids: list[int]) -> list[tuple[str, str]]:
+    """(simulator, spec) of the mapped transcripts of the given task versions."""
+    if not version_ids:
+        return []
+    query = (
+        select(MappedTranscript.simulator, MappedTranscript.spec)
+        .join(Transcript, Transcript.id == MappedTranscript.transcript_id)
+        .where(in_ids(session, Transcript.task_version_id, version_ids))
+        .distinct()
+        .order_by(MappedTranscript.simulator, MappedTranscript.spec)
+    )
+    return [tuple(row) for row in session.exec(query).all()]
+
+
+WAIVER = "realism_waiver"
+
+
+def waivers_of(*, session: Session, simulator: str) -> list[dict]:
+    """The ledger's waivers for `simulator`, oldest first: seq, payload, actor id."""
+    where = (LedgerEntry.artifact_type == WAIVER) & (LedgerEntry.artifact_id == simulator)
+    return [
+        {"seq": row.seq, "payload": row.payload, "actor_id": row.actor_id}
+        for row in entry_rows(session=session, where=where)
+    ]

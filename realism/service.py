@@ -411,3 +411,90 @@ def transcript_messages(*, session: Session, actor, transcript_id: int) -> list[
     if found is None:
         raise NotFound(f"no transcript {transcript_id}")
     return found
+
+
+# The release gate: every figure inside its floor, or a lead's waiver -------------------
+
+
+def departures(report: dict) -> list[str]:
+    """The figures of a simulator report beyond their noise floor."""
+    found = [
+        name
+        for name, item in report["metrics"].items()
+        if item.get("available") and item["verdict"] == "beyond"
+    ]
+    found += [
+        name
+        for name in ("activity_distribution", "directly_follows")
+        if report[name]["verdict"] == "beyond"
+    ]
+    return found
+
+
+def _waiver(session: Session, simulator: str, spec: dict) -> dict | None:
+    """The newest waiver of `simulator` given for this very mapping (spec and digest)."""
+    for waiver in reversed(queries.waivers_of(session=session, simulator=simulator)):
+        payload = waiver["payload"]
+        if payload.get("spec") == spec["name"] and payload.get("spec_sha256") == spec["sha256"]:
+            return {"ledger_seq": waiver["seq"], **payload}
+    return None
+
+
+def waive(*, session: Session, actor, simulator: str, reason: str, spec: str | None = None) -> dict:
+    """A lead's waiver: `simulator`'s departures from its log (under its current mapping)
+    do not hold back a release that requires realism. Recorded in the ledger with the reason
+    and the figures waived; a new mapping (another spec digest) needs a new waiver. Raises
+    ValueError for an empty reason or a simulator with nothing beyond its floor."""
+    require_role(actor, Role.lead)
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValueError("a waiver needs a reason (--reason TEXT): the ledger keeps it")
+    if len(reason) > 4000:
+        raise ValueError("a waiver's reason is at most 4,000 characters")
+    report = simulator_report(session=session, simulator=simulator, spec=spec)
+    beyond = departures(report)
+    if not beyond:
+        raise ValueError(
+            f"simulator {simulator!r} has no figure beyond its floor: nothing to waive"
+        )
+    payload = {
+        "spec": report["spec"]["name"],
+        "spec_sha256": report["spec"]["sha256"],
+        "log": report["log"],
+        "log_version": report["log_version"],
+        "beyond": beyond,
+        "reason": reason,
+    }
+    append_entry(
+        session=session,
+        artifact_type=queries.WAIVER,
+        artifact_id=simulator,
+        action="waive",
+        source_kind="expert",
+        reference=f"waiver of {len(beyond)} figure(s) beyond the noise floor",
+        actor_id=actor.id,
+        payload=payload,
+    )
+    return payload
+
+
+def release_check(*, session: Session, version_ids: list[int]) -> list[dict]:
+    """For each simulator (and spec) that wrote transcripts of the given task versions: its
+    report (as `realism report --simulator` gives it, over all its mapped transcripts), the
+    figures beyond the floor, and the waiver that covers them, if any."""
+    out = []
+    for simulator, spec in queries.simulators_of_versions(session=session, version_ids=version_ids):
+        report = simulator_report(session=session, simulator=simulator, spec=spec)
+        beyond = departures(report)
+        waiver = _waiver(session, simulator, report["spec"]) if beyond else None
+        out.append(
+            {
+                "simulator": simulator,
+                "spec": spec,
+                "beyond": beyond,
+                "waiver": waiver,
+                "cleared": not beyond or waiver is not None,
+                "report": report,
+            }
+        )
+    return out

@@ -327,3 +327,34 @@ def realism_simulators(
     ]
     for line in _table(("simulator", "spec", "version", "log", "transcripts"), rows):
         typer.echo(line)
+
+
+@realism_app.command("waive")
+@boundary
+def realism_waive(
+    simulator: Annotated[str, typer.Option(help="The simulator whose departures are waived.")],
+    reason: Annotated[
+        str, typer.Option(help="Why the set may go out anyway (the ledger keeps it).")
+    ],
+    spec: Annotated[
+        str | None, typer.Option(help="The mapping spec (when the simulator has several).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Waive a simulator's departures from its log for releases that require realism (a
+    round's gate with --realism-required). The waiver names the figures beyond the floor and
+    holds for this mapping only: mapping again with a changed spec needs a new one."""
+    from itsmreview.realism.service import waive
+
+    ensure_schema()
+    with open_session() as session:
+        waived = waive(
+            session=session, actor=operator(), simulator=simulator, reason=reason, spec=spec
+        )
+    if as_json:
+        echo_json(waived)
+        return
+    typer.echo(
+        f"waived for {shown(simulator)} (spec {shown(waived['spec'])}): "
+        f"{', '.join(waived['beyond'])} beyond the noise floor of {shown(waived['log'])}"
+    )

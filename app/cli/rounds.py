@@ -100,6 +100,14 @@ def round_gate(
     threshold: Annotated[
         float | None, typer.Option(help="audit-100: the score (0-100) a task needs.")
     ] = None,
+    realism_required: Annotated[
+        bool | None,
+        typer.Option(
+            "--realism-required/--no-realism-required",
+            help="An export of the round needs every simulator of its tasks inside the log's "
+            "noise floor, or a lead's waiver (`realism waive`).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show a round's approval gate, or change it and re-decide every task of the round."""
@@ -119,6 +127,7 @@ def round_gate(
             "blocking_flags": blocking,
             "mode": mode,
             "threshold": threshold,
+            "realism_required": realism_required,
         }.items()
         if value is not None
     }

@@ -31,6 +31,9 @@ class GateConfig:
     blocking_flags: tuple[str, ...] = ()
     mode: str = "median"  # median | audit-100
     threshold: float = 80.0  # audit-100: the score a task needs to be admitted
+    # a release (export) needs each simulator of its tasks inside the log's noise floor, or a
+    # lead's waiver (realism.service.release_check); per-task decisions do not change
+    realism_required: bool = False
     # audit-100, from the rubric's scoring (not settable per round)
     weights: tuple[tuple[str, float], ...] = ()
     credit: tuple[tuple[float, float], ...] = ()

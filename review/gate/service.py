@@ -354,6 +354,10 @@ def set_gate(
         "alpha_min": (lambda v: -1 <= v <= 1, "between -1 and 1"),
         "disagreement_range": (lambda v: v > 0, "more than 0"),
     }
+    if "realism_required" in changes and not isinstance(changes["realism_required"], bool):
+        raise InvalidInput(
+            f"realism_required must be true or false, got {changes['realism_required']!r}"
+        )
     for key, (valid, allowed) in checks.items():
         if key in changes and (changes[key] is None or not valid(changes[key])):
             raise InvalidInput(f"{key} must be {allowed}, got {changes[key]}")
