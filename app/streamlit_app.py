@@ -24,6 +24,7 @@ PAGE_TITLES = {
     "rounds": ("Rounds", ":material/event_note:"),
     "coverage": ("Coverage", ":material/account_tree:"),
     "realism": ("Simulator realism", ":material/psychology:"),
+    "blind_test": ("Blind test", ":material/visibility_off:"),
     "teams": ("Team mapping", ":material/groups:"),
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
@@ -70,7 +71,7 @@ else:
     # the login page stays reachable (hidden): it forwards to the role's start page
     listed = {"": ["home"]}
     if user.role == Role.expert:
-        listed["Review"] = ["queue", "variants", "completeness"]
+        listed["Review"] = ["queue", "variants", "completeness", "blind_test"]
     if user.role in (Role.lead, Role.admin):
         listed["Lead"] = [
             "dashboard",

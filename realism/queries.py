@@ -1,11 +1,13 @@
-"""Reads and writes of mapped transcripts (the only module of realism that builds queries)."""
+"""Reads and writes of mapped transcripts, waivers and blind tests (the only module of realism
+that builds queries)."""
 
+from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
 from itsmreview.catalog.queries import latest_version_ids
 from itsmreview.db import in_ids
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.queries import entry_rows
-from itsmreview.realism.models import MappedTranscript
+from itsmreview.realism.models import BlindAnswer, BlindFragment, BlindTest, MappedTranscript
 from sqlalchemy import delete, func
 from sqlmodel import Session, select
 
@@ -120,3 +122,74 @@ def waivers_of(*, session: Session, simulator: str) -> list[dict]:
         {"seq": row.seq, "payload": row.payload, "actor_id": row.actor_id}
         for row in entry_rows(session=session, where=where)
     ]
+
+
+# blind tests -------------------------------------------------------------------------------
+
+
+def blind_test(*, session: Session, name: str) -> BlindTest | None:
+    return session.exec(select(BlindTest).where(BlindTest.name == name)).first()
+
+
+def blind_tests(*, session: Session) -> list[BlindTest]:
+    return list(session.exec(select(BlindTest).order_by(BlindTest.created_at, BlindTest.id)))
+
+
+def fragments_of(*, session: Session, test_id: int) -> list[BlindFragment]:
+    query = (
+        select(BlindFragment)
+        .where(BlindFragment.test_id == test_id)
+        .order_by(BlindFragment.position)
+    )
+    return list(session.exec(query).all())
+
+
+def next_fragment(*, session: Session, test_id: int, expert_id: int) -> BlindFragment | None:
+    """The first fragment of the test (by position) the expert has not answered."""
+    answered = select(BlindAnswer.fragment_id).where(BlindAnswer.expert_id == expert_id)
+    query = (
+        select(BlindFragment)
+        .where(BlindFragment.test_id == test_id, BlindFragment.id.not_in(answered))
+        .order_by(BlindFragment.position)
+        .limit(1)
+    )
+    return session.exec(query).first()
+
+
+def answer_counts(*, session: Session, test_id: int, expert_id: int) -> tuple[int, int]:
+    """(fragments answered by the expert, fragments of the test)."""
+    total = session.exec(
+        select(func.count()).select_from(BlindFragment).where(BlindFragment.test_id == test_id)
+    ).one()
+    done = session.exec(
+        select(func.count())
+        .select_from(BlindAnswer)
+        .join(BlindFragment, BlindFragment.id == BlindAnswer.fragment_id)
+        .where(BlindFragment.test_id == test_id, BlindAnswer.expert_id == expert_id)
+    ).one()
+    return int(done), int(total)
+
+
+def has_answer(*, session: Session, fragment_id: int, expert_id: int) -> bool:
+    query = select(BlindAnswer.id).where(
+        BlindAnswer.fragment_id == fragment_id, BlindAnswer.expert_id == expert_id
+    )
+    return session.exec(query).first() is not None
+
+
+def answers_of(*, session: Session, test_id: int) -> list[tuple[str, str, int, int, str]]:
+    """(source, judged, confidence, expert id, expert username) of every answer."""
+    query = (
+        select(
+            BlindFragment.source,
+            BlindAnswer.judged,
+            BlindAnswer.confidence,
+            BlindAnswer.expert_id,
+            User.username,
+        )
+        .join(BlindFragment, BlindFragment.id == BlindAnswer.fragment_id)
+        .join(User, User.id == BlindAnswer.expert_id)
+        .where(BlindFragment.test_id == test_id)
+        .order_by(BlindAnswer.id)
+    )
+    return [tuple(row) for row in session.exec(query).all()]

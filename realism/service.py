@@ -11,7 +11,7 @@ from itsmreview.accounts.models import Role
 from itsmreview.accounts.service import require_role
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.service import EVENTS_FILE, latest_log, list_logs
-from itsmreview.errors import NotFound
+from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
 from itsmreview.realism import conformance, metrics, queries
 from itsmreview.realism.mapping import MappingSpec, map_messages, simulator_name
@@ -241,7 +241,7 @@ def _chosen_spec(session: Session, simulator: str, spec: str | None) -> dict:
         raise NotFound(f"no mapped transcripts of simulator {simulator!r}; mapped: {shown}")
     if spec is None and len(mine) > 1:
         names = ", ".join(row["spec"] for row in mine)
-        raise ValueError(f"simulator {simulator!r} is mapped by specs {names}: choose one")
+        raise InvalidInput(f"simulator {simulator!r} is mapped by specs {names}: choose one")
     chosen = [row for row in mine if spec is None or row["spec"] == spec]
     if not chosen:
         names = ", ".join(row["spec"] for row in mine)
@@ -334,7 +334,7 @@ def simulator_report(
     """A simulator's mapped transcripts against the real cases of its log (the spec's, or
     `log`): realism.metrics.compare, with what was compared. Real cases are those of the
     variants the mapped tasks declare, else the whole log. Raises NotFound for an unknown
-    simulator, spec or log; ValueError when a simulator has several specs and none is named.
+    simulator, spec or log; InvalidInput when a simulator has several specs and none is named.
     With `actor`, leads only."""
     if actor is not None:
         require_role(actor, Role.lead)
@@ -348,7 +348,7 @@ def simulator_report(
     mapped = queries.mapped_of(session=session, simulator=simulator, spec=chosen["spec"])
     simulated, empty = _simulated_events(mapped)
     if simulated.empty:
-        raise ValueError(
+        raise InvalidInput(
             f"the {len(mapped)} mapped transcript(s) of {simulator!r} gave no event: "
             f"the rules of spec {chosen['spec']!r} match none of their turns"
         )
@@ -444,17 +444,17 @@ def waive(*, session: Session, actor, simulator: str, reason: str, spec: str | N
     """A lead's waiver: `simulator`'s departures from its log (under its current mapping)
     do not hold back a release that requires realism. Recorded in the ledger with the reason
     and the figures waived; a new mapping (another spec digest) needs a new waiver. Raises
-    ValueError for an empty reason or a simulator with nothing beyond its floor."""
+    InvalidInput for an empty reason or a simulator with nothing beyond its floor."""
     require_role(actor, Role.lead)
     reason = (reason or "").strip()
     if not reason:
-        raise ValueError("a waiver needs a reason (--reason TEXT): the ledger keeps it")
+        raise InvalidInput("a waiver needs a reason (--reason TEXT): the ledger keeps it")
     if len(reason) > 4000:
-        raise ValueError("a waiver's reason is at most 4,000 characters")
+        raise InvalidInput("a waiver's reason is at most 4,000 characters")
     report = simulator_report(session=session, simulator=simulator, spec=spec)
     beyond = departures(report)
     if not beyond:
-        raise ValueError(
+        raise InvalidInput(
             f"simulator {simulator!r} has no figure beyond its floor: nothing to waive"
         )
     payload = {

@@ -358,3 +358,105 @@ def realism_waive(
         f"waived for {shown(simulator)} (spec {shown(waived['spec'])}): "
         f"{', '.join(waived['beyond'])} beyond the noise floor of {shown(waived['log'])}"
     )
+
+
+blind_app = typer.Typer(
+    help="Blind tests: experts tell real cases from a simulator's, unlabelled.",
+    no_args_is_help=True,
+)
+realism_app.add_typer(blind_app, name="blind")
+
+
+@blind_app.command("create")
+@boundary
+def blind_create(
+    name: Annotated[str, typer.Argument(help="The test's name.")],
+    simulator: Annotated[str, typer.Option(help="Whose mapped transcripts are drawn.")],
+    spec: Annotated[
+        str | None, typer.Option(help="The mapping spec (when the simulator has several).")
+    ] = None,
+    fragments: Annotated[
+        int, typer.Option(help="Fragments in all, half real and half simulated (4-400).")
+    ] = 40,
+    seed: Annotated[int, typer.Option(help="Seed of the draw and the shuffle.")] = 36,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Draw a blind test: simulated cases and windows of real cases of the same length, teams
+    renamed, shuffled; experts answer on the Blind test page."""
+    from itsmreview.realism.blind_tests import create_blind_test, fragment_count
+
+    ensure_schema()
+    with open_session() as session:
+        test = create_blind_test(
+            session=session,
+            actor=operator(),
+            name=name,
+            simulator=simulator,
+            spec=spec,
+            fragments=fragments,
+            seed=seed,
+        )
+        count = fragment_count(session=session, test=test)
+        created = {"name": test.name, "simulator": test.simulator, "fragments": count}
+    if as_json:
+        echo_json(created)
+        return
+    typer.echo(
+        f"blind test {shown(name)}: {count} fragments of {shown(simulator)} and its log, "
+        "shuffled; experts answer on the Blind test page"
+    )
+
+
+@blind_app.command("report")
+@boundary
+def blind_report_command(
+    name: Annotated[str, typer.Argument(help="The test's name.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Can the experts tell? Hits, false alarms, accuracy, d' with its 95% interval and the
+    binomial test against chance, overall and per expert."""
+    from itsmreview.realism.blind_tests import blind_report
+
+    ensure_schema()
+    with open_session() as session:
+        report = blind_report(session=session, actor=operator(), name=name)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    typer.echo(
+        f"blind test {shown(report['name'])} ({report['state']}): {report['fragments']} "
+        f"fragments of {shown(report['simulator'])} against {shown(report['log'])}, "
+        f"{report['experts']} expert(s)"
+    )
+    rows = [("all experts", report["overall"])] + [
+        (shown(user), figures) for user, figures in report["per_expert"].items()
+    ]
+    table = []
+    for label, f in rows:
+        interval = f["d_prime_interval"]
+        table.append(
+            (
+                label,
+                str(f["answers"]),
+                "-" if f["accuracy"] is None else f"{f['accuracy']:.1%}",
+                "-" if f["d_prime"] is None else f"{f['d_prime']:.2f}",
+                "-" if interval is None else f"{interval[0]:.2f} to {interval[1]:.2f}",
+                "-" if f["p_value"] is None else f"{f['p_value']:.4f}",
+            )
+        )
+    header = ("who", "answers", "accuracy", "d'", "95% interval", "p (vs chance)")
+    for line in _table(header, table):
+        typer.echo(line)
+
+
+@blind_app.command("close")
+@boundary
+def blind_close(name: Annotated[str, typer.Argument(help="The test's name.")]) -> None:
+    """Close a blind test (no more answers) and record its result in the ledger."""
+    from itsmreview.realism.blind_tests import close_blind_test
+
+    ensure_schema()
+    with open_session() as session:
+        result = close_blind_test(session=session, actor=operator(), name=name)
+    overall = result["overall"]
+    typer.echo(f"blind test {shown(name)} closed: {overall['answers']} answers recorded")

@@ -18,6 +18,7 @@ from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.demo.taskset import build_task_set, load_specs
+from itsmreview.realism import blind_tests
 from itsmreview.realism import service as realism_service
 from itsmreview.realism.mapping import load_spec
 from itsmreview.review.gate.service import recompute_statuses
@@ -45,6 +46,8 @@ DEMO_TEAMS = (  # teams the demo's lead distils the 242 assignment groups into, 
 )
 DEMO_ROUND = "Demo round 1"
 DEMO_MAPPING = "demo-itsm"  # the packaged spec mapping the demo transcripts (realism/specs)
+DEMO_SIMULATOR = "hand-written demo"  # the backbone the demo transcripts name
+DEMO_BLIND_TEST = "Demo blind test"
 DEMO_PASSWORD = "itsm-demo"
 DEMO_USERS = (
     ("lead", Role.lead, "Lena Lindqvist", ()),
@@ -321,6 +324,33 @@ def _seed_completeness(session: Session, users: dict[str, User], log_name: str) 
             )
 
 
+def _seed_blind_test(session: Session, users: dict[str, User], seed: int) -> None:
+    """An open blind test of the demo simulator; two experts have answered (mostly right,
+    with the demo's seed), the others have it on their Blind test page."""
+    test = blind_tests.create_blind_test(
+        session=session,
+        actor=users["lead"],
+        name=DEMO_BLIND_TEST,
+        simulator=DEMO_SIMULATOR,
+        fragments=20,
+        seed=seed,
+    )
+    sources = blind_tests.fragment_sources(session=session, test=test)
+    rng = random.Random(seed)
+    for name in ("expert1", "expert2"):
+        for fragment_id, source in sources:
+            wrong = rng.random() < 0.3
+            judged = {"real": "simulated", "simulated": "real"}[source] if wrong else source
+            blind_tests.answer(
+                session=session,
+                actor=users[name],
+                name=test.name,
+                fragment_id=fragment_id,
+                judged=judged,
+                confidence=rng.randint(2, 5),
+            )
+
+
 def load_demo(
     *,
     session: Session,
@@ -371,6 +401,8 @@ def load_demo(
         realism_service.map_transcripts(
             session=session, actor=users["lead"], spec=load_spec(DEMO_MAPPING)
         )
+    if not blind_tests.blind_test_names(session=session, actor=users["lead"]):
+        _seed_blind_test(session, users, seed)
     ratings = review_queries.rating_count(session=session)
     return DemoSummary(
         users=len(users),

@@ -5,12 +5,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.db import session_scope
+from itsmreview.errors import ItsmReviewError
+from itsmreview.realism.blind_tests import blind_reports, close_blind_test, create_blind_test
 from itsmreview.realism.service import (
     mapped_sequences,
     simulator_report,
     simulators,
     transcript_messages,
 )
+from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
 from itsmreview.ui.text import literal
@@ -48,7 +51,7 @@ choices = {f"{row['simulator']} · {row['spec']} v{row['spec_version']}": row fo
 picked = choices[st.selectbox("Simulator and mapping spec", list(choices), key="realism-sim")]
 try:
     report = cached(simulator_report)(user, simulator=picked["simulator"], spec=picked["spec"])
-except (ValueError, LookupError) as exc:
+except (ItsmReviewError, ValueError) as exc:
     st.error(literal(str(exc)))
     st.stop()
 
@@ -181,3 +184,54 @@ with right:
     if chosen["unmapped"]:
         turns = ", ".join(str(turn) for turn, _ in chosen["unmapped"])
         st.caption(f"Turns no rule matched: {turns}")
+
+st.subheader("Blind test by experts")
+st.caption(
+    "Experts see shuffled fragments, windows of real cases and simulated cases of the same "
+    "length, teams renamed, no labels, and say which are simulated. d' near 0 and a large p: "
+    "they cannot tell; d' of 1 or more: they can."
+)
+tests = cached(blind_reports)(user, simulator=picked["simulator"])
+if tests:
+    rows = []
+    for test in tests:
+        overall = test["overall"]
+        interval = overall["d_prime_interval"]
+        rows.append(
+            {
+                "Test": test["name"],
+                "State": test["state"],
+                "Fragments": test["fragments"],
+                "Experts": test["experts"],
+                "Answers": overall["answers"],
+                "Accuracy": "-" if overall["accuracy"] is None else f"{overall['accuracy']:.0%}",
+                "d'": "-" if overall["d_prime"] is None else f"{overall['d_prime']:.2f}",
+                "d' 95%": "-" if interval is None else f"{interval[0]:.2f} to {interval[1]:.2f}",
+                "p (vs chance)": "-" if overall["p_value"] is None else f"{overall['p_value']:.3f}",
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    still_open = [t["name"] for t in tests if t["state"] == "open"]
+    if still_open:
+        closing = st.selectbox("Open test", still_open, key="realism-blind-close")
+        clicked = st.button("Close it and record the result", key="realism-blind-close-button")
+        if clicked and perform(close_blind_test, actor=user, name=closing) is not FAILED:
+            st.toast(literal(f"{closing} closed; its result is in the ledger"))
+            st.rerun()
+with st.form("realism-blind-new"):
+    test_name = st.text_input(
+        "Name of a new blind test", value=f"{picked['simulator']} blind {len(tests) + 1}"
+    )
+    size = st.number_input("Fragments (half real, half simulated)", 4, 400, 40, step=2)
+    if st.form_submit_button("Open a blind test"):
+        created = perform(
+            create_blind_test,
+            actor=user,
+            name=test_name,
+            simulator=picked["simulator"],
+            spec=picked["spec"],
+            fragments=int(size),
+        )
+        if created is not FAILED:
+            st.toast(literal(f"{test_name} is open: experts find it on their Blind test page"))
+            st.rerun()

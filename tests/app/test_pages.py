@@ -1484,3 +1484,37 @@ def test_the_simulator_realism_page_says_how_to_map_when_nothing_is_mapped(demo_
     assert "itsmreview realism map --spec demo-itsm" in at.info[0].value
     at = open_page(log_in("expert1"), "realism")
     assert [e.value for e in at.error] == ["This page needs the lead role."]
+
+
+def test_an_expert_answers_the_demo_blind_test_one_fragment_at_a_time(demo_configured):
+    at = open_page(log_in("expert3"), "blind_test")
+    assert titles(at) == ["Blind test"]
+    total = int(at.get("progress")[0].proto.text.split(" of ")[1].split()[0])
+    assert at.get("progress")[0].proto.text == f"0 of {total} answered"
+    shown = at.table[0].value
+    assert list(shown.columns) == ["Status", "Team"]
+    assert all(team == "-" or team.startswith("Team ") for team in shown["Team"])
+    # no source, no reference anywhere on the page
+    page = " ".join(str(m.value) for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "simulated" not in shown.to_string() and "demo-" not in page
+    at.button[0].click().run()  # no choice made
+    assert [e.value for e in at.error] == ["Choose real or simulated first."]
+    at.radio[0].set_value("simulated")
+    at.button[0].click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == []
+    assert at.get("progress")[0].proto.text == f"1 of {total} answered"
+    assert at.subheader[0].value == "Fragment 2"
+
+
+def test_the_lead_sees_the_blind_test_and_opens_another(demo_configured):
+    at = open_page(log_in("lead"), "realism")
+    tests = at.dataframe[-1].value
+    assert list(tests["Test"]) == ["Demo blind test"]
+    assert tests["Experts"].iloc[0] == 2 and tests["d'"].iloc[0] != "-"
+    at.text_input[0].set_value("Second blind test")
+    at.number_input[0].set_value(8)
+    at.button(key="FormSubmitter:realism-blind-new-Open a blind test").click().run()
+    assert not at.exception
+    assert literal("Second blind test is open") in " ".join(toasts(at))
+    assert list(at.dataframe[-1].value["Test"]) == ["Demo blind test", "Second blind test"]

@@ -10,7 +10,7 @@ from itsmreview.accounts.service import create_user
 from itsmreview.catalog.importing import import_path
 from itsmreview.catalog.models import Task, TaskVersion
 from itsmreview.coverage import queries as coverage_queries
-from itsmreview.coverage.service import import_log
+from itsmreview.coverage.service import import_log, latest_log
 from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope
 from itsmreview.exports.service import export_set
@@ -143,3 +143,100 @@ def export_as_lead(lead, out, **options):
     with session_scope() as session:
         options = {"at": AT, "bootstrap": 200, **options}
         return export_set(out, session=session, actor=session.merge(lead), **options)
+
+
+# simulated transcripts mapped to a synthetic log (tests/db/test_realism_*.py) -------------
+
+MAPPING_SPEC = """
+spec: desk
+version: 1
+log: small
+start_group: Desk
+rules:
+  - name: status
+    tool: set_status
+    argument: status
+    activity: "{status}"
+    rewrite: [["^(\\\\w+) - ", "\\\\1-"]]
+  - name: handover
+    role: agent
+    text: "^Over to (?P<team>.+)$"
+    activity: Queued-Awaiting Assignment
+    group: "{team}"
+  - name: chat
+    role: [user, agent]
+    activity: null
+"""
+
+
+def _realism_run(*args):
+    from itsmreview.cli import app
+    from typer.testing import CliRunner
+
+    return CliRunner().invoke(app, list(args))
+
+
+def _call(n: int, status: str) -> dict:
+    return {
+        "role": "agent",
+        "content": "",
+        "tool_calls": [{"id": f"c{n}", "name": "set_status", "arguments": {"status": status}}],
+    }
+
+
+def _transcript(task: str, backbone: str, statuses: list[str], handover: bool) -> dict:
+    messages = [{"role": "user", "content": "My laptop will not boot"}]
+    for n, status in enumerate(statuses):
+        messages.append(_call(n, status))
+        messages.append({"role": "tool", "content": "ok", "tool_call_id": f"c{n}"})
+        if handover and n == 0:
+            messages.append({"role": "agent", "content": "Over to Hardware L2"})
+    messages.append({"role": "user", "content": "thanks"})
+    return {"id": f"{task}-run", "simulator": {"backbone": backbone}, "messages": messages}
+
+
+@pytest.fixture
+def mapped(configured, tmp_path):
+    """A 300-case synthetic log `small`; six tasks whose simulator never waits and two whose
+    simulator does (they declare the log's most frequent variant); the spec file."""
+    rows = generate_log(300, seed=12)
+    log_file = write_csv(rows, tmp_path / "small.csv")
+    assert (
+        _realism_run(
+            "log", "import", str(log_file), "--preset", "bpi2013", "--name", "small"
+        ).exit_code
+        == 0
+    )
+    with session_scope() as session:
+        log = latest_log(session=session, name="small")
+        variants = coverage_queries.variants_frame(session=session, log_id=log.id)
+        top = variants.sort_values("rank").iloc[0]
+    tasks = []
+    for n in range(6):
+        statuses = ["Accepted - In Progress", "Completed - Resolved"][: 1 + n % 2]
+        tasks.append(("never", "never-waits", statuses, n % 3 == 0, None))
+    for _ in range(2):
+        statuses = ["Accepted - In Progress", "Accepted - Wait - User", "Completed - Resolved"]
+        tasks.append(("waits", "waits", statuses, False, [list(top["sequence"])]))
+    natives = []
+    for n, (prefix, backbone, statuses, handover, declared) in enumerate(tasks):
+        task_id = f"{prefix}-{n}"
+        natives.append(
+            {
+                "id": task_id,
+                "title": task_id,
+                "persona": "L1 service desk agent",
+                "track": "simulated-actors",
+                "instruction": "Handle the incident.",
+                "source": {"log": "small", **({"variants": declared} if declared else {})},
+                "transcripts": [_transcript(task_id, backbone, statuses, handover)],
+            }
+        )
+    bundle = tmp_path / "tasks.json"
+    bundle.write_text(json.dumps({"tasks": natives}))
+    assert _realism_run("tasks", "import", str(bundle)).exit_code == 0
+    spec = tmp_path / "desk.yaml"
+    spec.write_text(MAPPING_SPEC)
+    result = _realism_run("realism", "map", "--spec", str(spec), "--json")
+    assert result.exit_code == 0, result.output
+    return {"rows": rows, "spec": spec, "map": json.loads(result.stdout), "top": top}

@@ -7,9 +7,6 @@ import json
 import pytest
 from itsmreview.accounts.models import Role, User
 from itsmreview.cli import app
-from itsmreview.coverage import queries as coverage_queries
-from itsmreview.coverage.service import latest_log
-from itsmreview.coverage.synthetic import generate_log, write_csv
 from itsmreview.db import session_scope
 from itsmreview.errors import PermissionDenied
 from itsmreview.realism.mapping import parse_spec
@@ -18,93 +15,10 @@ from typer.testing import CliRunner
 
 runner = CliRunner()
 WAIT = "Accepted-Wait - User"
-SPEC = """
-spec: desk
-version: 1
-log: small
-start_group: Desk
-rules:
-  - name: status
-    tool: set_status
-    argument: status
-    activity: "{status}"
-    rewrite: [["^(\\\\w+) - ", "\\\\1-"]]
-  - name: handover
-    role: agent
-    text: "^Over to (?P<team>.+)$"
-    activity: Queued-Awaiting Assignment
-    group: "{team}"
-  - name: chat
-    role: [user, agent]
-    activity: null
-"""
 
 
 def run(*args):
     return runner.invoke(app, list(args))
-
-
-def _call(n: int, status: str) -> dict:
-    return {
-        "role": "agent",
-        "content": "",
-        "tool_calls": [{"id": f"c{n}", "name": "set_status", "arguments": {"status": status}}],
-    }
-
-
-def _transcript(task: str, backbone: str, statuses: list[str], handover: bool) -> dict:
-    messages = [{"role": "user", "content": "My laptop will not boot"}]
-    for n, status in enumerate(statuses):
-        messages.append(_call(n, status))
-        messages.append({"role": "tool", "content": "ok", "tool_call_id": f"c{n}"})
-        if handover and n == 0:
-            messages.append({"role": "agent", "content": "Over to Hardware L2"})
-    messages.append({"role": "user", "content": "thanks"})
-    return {"id": f"{task}-run", "simulator": {"backbone": backbone}, "messages": messages}
-
-
-@pytest.fixture
-def mapped(configured, tmp_path):
-    """A 300-case synthetic log `small`; six tasks whose simulator never waits and two whose
-    simulator does (they declare the log's most frequent variant); the spec file."""
-    rows = generate_log(300, seed=12)
-    log_file = write_csv(rows, tmp_path / "small.csv")
-    assert (
-        run("log", "import", str(log_file), "--preset", "bpi2013", "--name", "small").exit_code == 0
-    )
-    with session_scope() as session:
-        log = latest_log(session=session, name="small")
-        variants = coverage_queries.variants_frame(session=session, log_id=log.id)
-        top = variants.sort_values("rank").iloc[0]
-    tasks = []
-    for n in range(6):
-        statuses = ["Accepted - In Progress", "Completed - Resolved"][: 1 + n % 2]
-        tasks.append(("never", "never-waits", statuses, n % 3 == 0, None))
-    for _ in range(2):
-        statuses = ["Accepted - In Progress", "Accepted - Wait - User", "Completed - Resolved"]
-        tasks.append(("waits", "waits", statuses, False, [list(top["sequence"])]))
-    natives = []
-    for n, (prefix, backbone, statuses, handover, declared) in enumerate(tasks):
-        task_id = f"{prefix}-{n}"
-        natives.append(
-            {
-                "id": task_id,
-                "title": task_id,
-                "persona": "L1 service desk agent",
-                "track": "simulated-actors",
-                "instruction": "Handle the incident.",
-                "source": {"log": "small", **({"variants": declared} if declared else {})},
-                "transcripts": [_transcript(task_id, backbone, statuses, handover)],
-            }
-        )
-    bundle = tmp_path / "tasks.json"
-    bundle.write_text(json.dumps({"tasks": natives}))
-    assert run("tasks", "import", str(bundle)).exit_code == 0
-    spec = tmp_path / "desk.yaml"
-    spec.write_text(SPEC)
-    result = run("realism", "map", "--spec", str(spec), "--json")
-    assert result.exit_code == 0, result.output
-    return {"rows": rows, "spec": spec, "map": json.loads(result.stdout), "top": top}
 
 
 def test_mapping_stores_events_per_simulator_and_records_the_spec(mapped, tmp_path):
@@ -128,7 +42,7 @@ def test_mapping_stores_events_per_simulator_and_records_the_spec(mapped, tmp_pa
     entries = [e for e in map(json.loads, lines) if e["artifact_type"] == "realism_mapping"]
     assert len(entries) == 2
     assert entries[0]["payload"]["spec"]["rules"][0]["name"] == "status"
-    assert entries[0]["payload"]["spec_sha256"] == parse_spec(SPEC).digest()
+    assert entries[0]["payload"]["spec_sha256"] == parse_spec(mapped["spec"].read_text()).digest()
     assert run("ledger", "verify").exit_code == 0
 
 
@@ -177,12 +91,12 @@ def test_clear_errors(mapped, tmp_path):
         in run("realism", "report", "--simulator", "waits", "--group", "x").output
     )
     other = tmp_path / "other.yaml"
-    other.write_text(SPEC.replace("log: small", "log: nowhere"))
+    other.write_text(mapped["spec"].read_text().replace("log: small", "log: nowhere"))
     refused = run("realism", "map", "--spec", str(other))
     assert refused.exit_code == 1
     assert "names log 'nowhere', which is not imported; known logs: small" in refused.output
     bad = tmp_path / "bad.yaml"
-    bad.write_text(SPEC.replace("version: 1", "version: one"))
+    bad.write_text(mapped["spec"].read_text().replace("version: 1", "version: one"))
     refused = run("realism", "map", "--spec", str(bad))
     assert refused.exit_code == 1 and f"{bad}: version:" in refused.output
 
@@ -190,12 +104,14 @@ def test_clear_errors(mapped, tmp_path):
 def test_only_a_lead_maps(mapped):
     expert = User(id=None, username="e", display_name="e", role=Role.expert, password_hash="")
     with session_scope() as session, pytest.raises(PermissionDenied):
-        map_transcripts(session=session, actor=expert, spec=parse_spec(SPEC))
+        map_transcripts(session=session, actor=expert, spec=parse_spec(mapped["spec"].read_text()))
 
 
 def test_a_spec_maps_only_its_formats_and_a_full_remap_leaves_nothing_stale(mapped, tmp_path):
     elsewhere = tmp_path / "tau.yaml"
-    elsewhere.write_text(SPEC.replace("spec: desk", "spec: tau\nformats: [taubench]"))
+    elsewhere.write_text(
+        mapped["spec"].read_text().replace("spec: desk", "spec: tau\nformats: [taubench]")
+    )
     refused = run("realism", "map", "--spec", str(elsewhere))
     assert refused.exit_code == 1
     assert "no transcript of format taubench to map" in refused.output

@@ -16,6 +16,23 @@ from itsmreview.ledger.evidence.service import (
     record_source,
     summary_for,
 )
+from itsmreview.realism.blind_tests import (
+    answer,
+    blind_report,
+    blind_reports,
+    close_blind_test,
+    create_blind_test,
+    next_fragment,
+)
+from itsmreview.realism.mapping import load_spec
+from itsmreview.realism.service import (
+    map_transcripts,
+    mapped_sequences,
+    simulator_report,
+    simulators,
+    transcript_messages,
+    waive,
+)
 from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
@@ -69,6 +86,16 @@ LEAD_ONLY = [
     lambda s, u: admit_experts(session=s, actor=u, round_name="Demo round 1", usernames=[]),
     lambda s, u: release_assignment(session=s, actor=u, assignment_id=1),
     lambda s, u: expert_names(session=s, actor=u),
+    lambda s, u: simulators(session=s, actor=u),
+    lambda s, u: simulator_report(session=s, actor=u, simulator="hand-written demo"),
+    lambda s, u: mapped_sequences(session=s, actor=u, simulator="x", spec="y"),
+    lambda s, u: transcript_messages(session=s, actor=u, transcript_id=1),
+    lambda s, u: map_transcripts(session=s, actor=u, spec=load_spec("demo-itsm")),
+    lambda s, u: waive(session=s, actor=u, simulator="hand-written demo", reason="r"),
+    lambda s, u: create_blind_test(session=s, actor=u, name="b", simulator="hand-written demo"),
+    lambda s, u: blind_report(session=s, actor=u, name="b"),
+    lambda s, u: blind_reports(session=s, actor=u, simulator="hand-written demo"),
+    lambda s, u: close_blind_test(session=s, actor=u, name="b"),
 ]
 ADMIN_ONLY = [
     lambda s, u: users_overview(session=s, actor=u),
@@ -80,6 +107,8 @@ EXPERT_ONLY = [
     lambda s, u: submit_review(
         session=s, actor=u, persona="L2 resolver", captured_ids=[], missing=[]
     ),
+    lambda s, u: next_fragment(session=s, actor=u, name="b"),
+    lambda s, u: answer(session=s, actor=u, name="b", fragment_id=1, judged="real", confidence=3),
 ]
 
 

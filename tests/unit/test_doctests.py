@@ -31,6 +31,7 @@ MODULES = [
     "itsmreview.realism.metrics",
     "itsmreview.realism.vocabulary",
     "itsmreview.realism.mapping",
+    "itsmreview.realism.blind",
 ]
 
 
