@@ -128,7 +128,7 @@ def create_blind_test(
     vocab = vocabulary_for(log.preset, list((log.mapping or {}).get("roles") or []))
     mapped = queries.mapped_of(session=session, simulator=simulator, spec=chosen["spec"])
     simulated, _ = _simulated_events(mapped)
-    versions = sorted({version_id for _, _, version_id, _ in mapped})
+    versions = sorted({row[2] for row in mapped})
     keys = queries.declared_sequence_keys(session=session, version_ids=versions)
     real, _ = _real_scope(log, _log_events(log, vocab), keys)
     drawn = _draw(real, simulated, fragments, seed)

@@ -62,15 +62,16 @@ def simulator_summary(*, session: Session) -> list[tuple[str, str, int, str, int
 
 def mapped_of(
     *, session: Session, simulator: str, spec: str, limit: int | None = None
-) -> list[tuple[MappedTranscript, str, int, str]]:
+) -> list[tuple[MappedTranscript, str, int, str, str]]:
     """The mappings of `simulator`'s transcripts under `spec` (the first `limit`), with each
-    transcript's external id, its task version id and its task's id."""
+    transcript's external id, its task version id, its task's id and persona."""
     query = (
         select(
             MappedTranscript,
             Transcript.external_id,
             Transcript.task_version_id,
             Task.external_id,
+            Task.persona,
         )
         .join(Transcript, Transcript.id == MappedTranscript.transcript_id)
         .join(TaskVersion, TaskVersion.id == Transcript.task_version_id)

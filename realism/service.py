@@ -253,7 +253,7 @@ def _simulated_events(mapped: list[tuple]) -> tuple[pd.DataFrame, int]:
     """The mapped events as a log's frame (one case per transcript, events one second apart
     in their order) and the number of transcripts that gave no event."""
     base, rows, empty = pd.Timestamp("2000-01-01", tz="UTC"), [], 0
-    for row, external_id, _, task in mapped:
+    for row, external_id, _, task, *_ in mapped:
         if not row.events:
             empty += 1
         case = f"{task}/{external_id}#{row.transcript_id}"
@@ -327,6 +327,7 @@ def simulator_report(
     actor=None,
     spec: str | None = None,
     log: str | None = None,
+    persona: str | None = None,
     seed: int = metrics.SEED,
     splits: int = metrics.SPLITS,
     resamples: int = metrics.RESAMPLES,
@@ -335,7 +336,8 @@ def simulator_report(
     `log`): realism.metrics.compare, with what was compared. Real cases are those of the
     variants the mapped tasks declare, else the whole log. Raises NotFound for an unknown
     simulator, spec or log; InvalidInput when a simulator has several specs and none is named.
-    With `actor`, leads only."""
+    With `persona`, only the transcripts of that persona's tasks (and the variants those
+    declare); `personas` lists them all. With `actor`, leads only."""
     if actor is not None:
         require_role(actor, Role.lead)
     chosen = _chosen_spec(session, simulator, spec)
@@ -346,13 +348,22 @@ def simulator_report(
     roles = list((found_log.mapping or {}).get("roles") or [])
     vocab = vocabulary_for(found_log.preset, roles)
     mapped = queries.mapped_of(session=session, simulator=simulator, spec=chosen["spec"])
+    personas = sorted({row[4] for row in mapped})
+    if persona is not None:
+        mapped = [row for row in mapped if row[4] == persona]
+        if not mapped:
+            shown = ", ".join(personas)
+            raise NotFound(
+                f"no mapped transcript of {simulator!r} belongs to a task of persona "
+                f"{persona!r}; its personas: {shown}"
+            )
     simulated, empty = _simulated_events(mapped)
     if simulated.empty:
         raise InvalidInput(
             f"the {len(mapped)} mapped transcript(s) of {simulator!r} gave no event: "
             f"the rules of spec {chosen['spec']!r} match none of their turns"
         )
-    versions = sorted({version_id for _, _, version_id, _ in mapped})
+    versions = sorted({row[2] for row in mapped})
     keys = queries.declared_sequence_keys(session=session, version_ids=versions)
     events = _log_events(found_log, vocab)
     real, scope = _real_scope(found_log, events, keys)
@@ -370,6 +381,8 @@ def simulator_report(
     unmapped = sum(len(row.unmapped) for row, *_ in mapped)
     return {
         "simulator": simulator,
+        "persona": persona,
+        "personas": personas,
         "spec": {"name": first.spec, "version": first.spec_version, "sha256": first.spec_sha256},
         "log": found_log.name,
         "log_version": found_log.version,
@@ -400,7 +413,7 @@ def mapped_sequences(
             "units": row.units,
             "unmapped": row.unmapped,
         }
-        for row, external_id, _, task_id in rows
+        for row, external_id, _, task_id, _ in rows
     ]
 
 

@@ -131,6 +131,14 @@ def realism_report(
         str | None,
         typer.Option(help="With --simulator: the mapping spec (when it has several)."),
     ] = None,
+    persona: Annotated[
+        str | None,
+        typer.Option(help="With --simulator: only the transcripts of this persona's tasks."),
+    ] = None,
+    by_persona: Annotated[
+        bool,
+        typer.Option("--by-persona", help="With --simulator: one report per persona."),
+    ] = False,
     group: Annotated[
         str | None,
         typer.Option(help="Role attribute holding the assignment group (default: the preset's)."),
@@ -154,8 +162,10 @@ def realism_report(
     its mapped transcripts beside the real cases, the gap with its interval and the floor."""
     from itsmreview.realism.service import log_profile, simulator_report
 
-    if simulator is None and spec is not None:
-        fail("--spec chooses a simulator's mapping: give --simulator too")
+    if simulator is None and (spec is not None or persona is not None or by_persona):
+        fail("--spec, --persona and --by-persona are for a simulator: give --simulator too")
+    if persona is not None and by_persona:
+        fail("give --persona NAME or --by-persona, not both")
     if log is None and simulator is None:
         fail(
             "give --log NAME (`itsmreview log list` shows the names) or --simulator NAME "
@@ -165,9 +175,32 @@ def realism_report(
         fail("--group, --wait-user, --cancel and --reopen are for a log's profile (--log alone)")
     ensure_schema()
     with open_session() as session:
-        if simulator is not None:
-            report = simulator_report(
+        if simulator is not None and by_persona:
+            first = simulator_report(
                 session=session, simulator=simulator, spec=spec, log=log, seed=seed
+            )
+            report = {
+                "simulator": simulator,
+                "personas": {
+                    name: simulator_report(
+                        session=session,
+                        simulator=simulator,
+                        spec=spec,
+                        log=log,
+                        seed=seed,
+                        persona=name,
+                    )
+                    for name in first["personas"]
+                },
+            }
+        elif simulator is not None:
+            report = simulator_report(
+                session=session,
+                simulator=simulator,
+                spec=spec,
+                log=log,
+                seed=seed,
+                persona=persona,
             )
         else:
             report = log_profile(
@@ -182,7 +215,40 @@ def realism_report(
     if as_json:
         typer.echo(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
         return
+    if by_persona:
+        _echo_personas(report)
+        return
     (_echo_simulator if simulator is not None else _echo_text)(report)
+
+
+def _echo_personas(report: dict) -> None:
+    """One line per persona: transcripts, real cases, and the figures beyond the floor."""
+    rows = []
+    for name, one in report["personas"].items():
+        beyond = [
+            LABELS.get(key, key)
+            for key, item in one["metrics"].items()
+            if item.get("available") and item["verdict"] == "beyond"
+        ]
+        beyond += [
+            label
+            for key, label in (
+                ("activity_distribution", "activities"),
+                ("directly_follows", "pairs"),
+            )
+            if one[key]["verdict"] == "beyond"
+        ]
+        rows.append(
+            (
+                shown(name),
+                f"{one['simulated_cases']:,}",
+                f"{one['real_cases']:,}",
+                ", ".join(beyond) or "none",
+            )
+        )
+    typer.echo(f"simulator {shown(report['simulator'])}, per persona of its tasks:")
+    for line in _table(("persona", "simulated", "real cases", "beyond the floor"), rows):
+        typer.echo(line)
 
 
 def _compare_rows(report: dict) -> list[tuple[str, ...]]:
@@ -237,6 +303,8 @@ def _echo_simulator(report: dict) -> None:
         f"{shown(spec['name'])} v{spec['version']} ({report['mapped_share']:.0%} of "
         f"{report['units']:,} turns covered by a rule)"
     )
+    if report.get("persona"):
+        typer.echo(f"the transcripts of persona {shown(report['persona'])}'s tasks only")
     typer.echo(f"against {shown(report['log'])} v{report['log_version']}: {real}")
     typer.echo(
         f"noise floor: the same figure between {report['floor_sample']:,} random real cases "

@@ -49,8 +49,16 @@ if not found:
 
 choices = {f"{row['simulator']} · {row['spec']} v{row['spec_version']}": row for row in found}
 picked = choices[st.selectbox("Simulator and mapping spec", list(choices), key="realism-sim")]
+ALL = "All personas"
 try:
     report = cached(simulator_report)(user, simulator=picked["simulator"], spec=picked["spec"])
+    persona = st.selectbox(
+        "Transcripts of the tasks of", [ALL, *report["personas"]], key="realism-persona"
+    )
+    if persona != ALL:
+        report = cached(simulator_report)(
+            user, simulator=picked["simulator"], spec=picked["spec"], persona=persona
+        )
 except (ItsmReviewError, ValueError) as exc:
     st.error(literal(str(exc)))
     st.stop()

@@ -133,3 +133,32 @@ def test_a_spec_maps_only_its_formats_and_a_full_remap_leaves_nothing_stale(mapp
         queries.replace_mapped(session=session, spec="desk", rows=[fresh], everything=True)
     listed = json.loads(run("realism", "simulators", "--json").stdout)
     assert [(r["simulator"], r["transcripts"]) for r in listed] == [("only", 1)]
+
+
+def test_a_simulator_per_persona_of_its_tasks(mapped):
+    whole = json.loads(run("realism", "report", "--simulator", "never-waits", "--json").stdout)
+    assert whole["personas"] == ["L1 service desk agent"] and whole["persona"] is None
+    one = run(
+        "realism",
+        "report",
+        "--simulator",
+        "never-waits",
+        "--persona",
+        "L1 service desk agent",
+        "--json",
+    )
+    same = json.loads(one.stdout)
+    assert same["metrics"] == whole["metrics"] and same["persona"] == "L1 service desk agent"
+    by = json.loads(
+        run("realism", "report", "--simulator", "never-waits", "--by-persona", "--json").stdout
+    )
+    assert by["personas"]["L1 service desk agent"]["metrics"] == whole["metrics"]
+    text = run("realism", "report", "--simulator", "never-waits", "--by-persona").output
+    assert "L1 service desk agent" in text and "beyond the floor" in text
+    missing = run("realism", "report", "--simulator", "never-waits", "--persona", "Nobody")
+    assert missing.exit_code == 1
+    assert "belongs to a task of persona 'Nobody'; its personas: L1 service desk agent" in (
+        " ".join(missing.output.split())
+    )
+    both = run("realism", "report", "--persona", "x")
+    assert both.exit_code == 1 and "give --simulator too" in both.output
