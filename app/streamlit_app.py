@@ -25,6 +25,7 @@ PAGE_TITLES = {
     "coverage": ("Coverage", ":material/account_tree:"),
     "realism": ("Simulator realism", ":material/psychology:"),
     "blind_test": ("Blind test", ":material/visibility_off:"),
+    "turn_labels": ("Turn labels", ":material/label:"),
     "teams": ("Team mapping", ":material/groups:"),
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
@@ -71,13 +72,14 @@ else:
     # the login page stays reachable (hidden): it forwards to the role's start page
     listed = {"": ["home"]}
     if user.role == Role.expert:
-        listed["Review"] = ["queue", "variants", "completeness", "blind_test"]
+        listed["Review"] = ["queue", "variants", "completeness", "blind_test", "turn_labels"]
     if user.role in (Role.lead, Role.admin):
         listed["Lead"] = [
             "dashboard",
             "rounds",
             "coverage",
             "realism",
+            "turn_labels",
             "teams",
             "variants",
             "tasks",

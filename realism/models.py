@@ -74,3 +74,28 @@ class BlindAnswer(SQLModel, table=True):
     judged: str = Field(sa_type=String(16))
     confidence: int
     answered_at: datetime = Field(default_factory=utcnow)
+
+
+TEXT_TURN = -1  # `call` of a label on a turn's text (not on one of its tool calls)
+
+
+class TurnLabel(SQLModel, table=True):
+    """A model's label for a turn no rule of a spec matched: an activity of the log, or none
+    (`label` null). It counts (joins the mapped events) only once an expert confirms it."""
+
+    __tablename__ = "turn_labels"
+    __table_args__ = (UniqueConstraint("transcript_id", "spec", "turn", "call"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    transcript_id: int = Field(foreign_key="transcripts.id", index=True, ondelete="CASCADE")
+    spec: str = Field(sa_type=String(128), index=True)
+    turn: int
+    call: int = TEXT_TURN
+    label: str | None = Field(default=None, sa_type=String(256))
+    reason: str = Field(default="", sa_type=String(2000))
+    model: str = Field(sa_type=String(128))
+    prompt_sha256: str = Field(sa_type=String(64))
+    state: str = Field(default="proposed", sa_type=String(16), index=True)
+    decided_by_id: int | None = Field(default=None, foreign_key="users.id")
+    decided_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)

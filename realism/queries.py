@@ -4,10 +4,17 @@ that builds queries)."""
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, TaskVersionVariant, Transcript
 from itsmreview.catalog.queries import latest_version_ids
+from itsmreview.coverage.models import LogActivity
 from itsmreview.db import in_ids
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.queries import entry_rows
-from itsmreview.realism.models import BlindAnswer, BlindFragment, BlindTest, MappedTranscript
+from itsmreview.realism.models import (
+    BlindAnswer,
+    BlindFragment,
+    BlindTest,
+    MappedTranscript,
+    TurnLabel,
+)
 from sqlalchemy import delete, func
 from sqlmodel import Session, select
 
@@ -194,3 +201,61 @@ def answers_of(*, session: Session, test_id: int) -> list[tuple[str, str, int, i
         .order_by(BlindAnswer.id)
     )
     return [tuple(row) for row in session.exec(query).all()]
+
+
+# turn labels -------------------------------------------------------------------------------
+
+
+def with_unmapped(*, session: Session, spec: str) -> list[tuple[MappedTranscript, list[dict]]]:
+    """The mappings under `spec` with turns no rule matched, and their transcripts' messages,
+    in transcript order."""
+    query = (
+        select(MappedTranscript, Transcript.messages)
+        .join(Transcript, Transcript.id == MappedTranscript.transcript_id)
+        .where(MappedTranscript.spec == spec)
+        .order_by(MappedTranscript.transcript_id)
+    )
+    return [(row, messages) for row, messages in session.exec(query).all() if row.unmapped]
+
+
+def labels_of(*, session: Session, spec: str, transcript_ids: list[int]) -> list[TurnLabel]:
+    if not transcript_ids:
+        return []
+    query = select(TurnLabel).where(
+        TurnLabel.spec == spec, in_ids(session, TurnLabel.transcript_id, transcript_ids)
+    )
+    return list(session.exec(query).all())
+
+
+def labels_with_context(
+    *, session: Session, state: str | None = None, limit: int = 200
+) -> list[tuple[TurnLabel, str, str, list[dict]]]:
+    """Labels (in one state), oldest first, with the transcript's id, its task's id and its
+    messages."""
+    query = (
+        select(TurnLabel, Transcript.external_id, Task.external_id, Transcript.messages)
+        .join(Transcript, Transcript.id == TurnLabel.transcript_id)
+        .join(TaskVersion, TaskVersion.id == Transcript.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .order_by(TurnLabel.id)
+        .limit(limit)
+    )
+    if state is not None:
+        query = query.where(TurnLabel.state == state)
+    return [tuple(row) for row in session.exec(query).all()]
+
+
+def mapped_row(*, session: Session, transcript_id: int, spec: str) -> MappedTranscript | None:
+    query = select(MappedTranscript).where(
+        MappedTranscript.transcript_id == transcript_id, MappedTranscript.spec == spec
+    )
+    return session.exec(query).first()
+
+
+def activity_names(*, session: Session, log_id: int) -> list[str]:
+    query = (
+        select(LogActivity.name)
+        .where(LogActivity.log_id == log_id)
+        .order_by(LogActivity.event_count.desc(), LogActivity.name)
+    )
+    return list(session.exec(query).all())

@@ -11,11 +11,12 @@ from itsmreview.accounts.models import Role
 from itsmreview.accounts.service import require_role
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.service import EVENTS_FILE, latest_log, list_logs
-from itsmreview.errors import InvalidInput, NotFound
+from itsmreview.db import utcnow
+from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
 from itsmreview.realism import conformance, metrics, queries
 from itsmreview.realism.mapping import MappingSpec, map_messages, simulator_name
-from itsmreview.realism.models import MappedTranscript
+from itsmreview.realism.models import TEXT_TURN, MappedTranscript, TurnLabel
 from itsmreview.realism.vocabulary import Vocabulary, vocabulary_for
 from itsmreview.storage import get_storage
 from sqlmodel import Session
@@ -186,6 +187,16 @@ def map_transcripts(
         )
         if report and index % 200 == 0:
             report(f"mapping transcript {index + 1:,} of {len(found):,}", index / len(found))
+    confirmed = [
+        label
+        for label in queries.labels_of(
+            session=session, spec=spec.spec, transcript_ids=[row.transcript_id for row in rows]
+        )
+        if label.state == "confirmed"
+    ]
+    by_transcript = {row.transcript_id: row for row in rows}
+    for label in sorted(confirmed, key=lambda found: (found.turn, found.call)):
+        _with_label(by_transcript[label.transcript_id], label, spec.start_group)
     queries.replace_mapped(session=session, spec=spec.spec, rows=rows, everything=not external_ids)
     result = MapResult(
         spec=spec.spec,
@@ -508,6 +519,204 @@ def release_check(*, session: Session, version_ids: list[int]) -> list[dict]:
                 "waiver": waiver,
                 "cleared": not beyond or waiver is not None,
                 "report": report,
+            }
+        )
+    return out
+
+
+# Model labels for turns no rule matched, confirmed by experts ------------------------------
+
+LABEL_ARTIFACT = "turn_label"
+NO_EVENT = "no event"
+CONTEXT_TURNS = 4  # messages before the turn shown to the model and to the expert
+
+
+def _unit_of(messages: list[dict], turn: int, call: int | None) -> dict:
+    message = messages[turn] if 0 <= turn < len(messages) else {}
+    shown = {
+        "role": message.get("role", ""),
+        "actor": message.get("actor", ""),
+        "text": str(message.get("content") or "")[:2000],
+    }
+    if call is not None:
+        calls = message.get("tool_calls") or []
+        found = calls[call] if 0 <= call < len(calls) else {}
+        shown["tool"] = {"name": found.get("name"), "arguments": found.get("arguments") or {}}
+    context = []
+    for earlier in messages[max(0, turn - CONTEXT_TURNS) : max(0, turn)]:
+        if earlier.get("role") in ("user", "agent", "colleague"):
+            context.append(
+                {"role": earlier.get("role"), "text": str(earlier.get("content") or "")[:600]}
+            )
+    return shown | {"context": context}
+
+
+def units_to_label(*, session: Session, actor, spec: str, limit: int = 50) -> list[dict]:
+    """Up to `limit` turns no rule of `spec` matched and no label covers yet, each with what
+    the model is shown: the turn (role, actor, text, the call) and the messages before it.
+    Leads only."""
+    require_role(actor, Role.lead)
+    found = []
+    for row, messages in queries.with_unmapped(session=session, spec=spec):
+        labelled = {
+            (label.turn, label.call)
+            for label in queries.labels_of(
+                session=session, spec=spec, transcript_ids=[row.transcript_id]
+            )
+        }
+        for turn, call in row.unmapped:
+            key = (turn, TEXT_TURN if call is None else call)
+            if key in labelled:
+                continue
+            found.append(
+                {
+                    "transcript_id": row.transcript_id,
+                    "turn": turn,
+                    "call": call,
+                    "log": row.log,
+                    **_unit_of(messages, turn, call),
+                }
+            )
+            if len(found) >= limit:
+                return found
+    return found
+
+
+def log_activities(*, session: Session, name: str) -> list[str]:
+    """The activities of the newest version of log `name`, most frequent first."""
+    log = latest_log(session=session, name=name)
+    if log is None:
+        raise NotFound(f"no log named {name!r}; known logs: {_known_logs(session)}")
+    return queries.activity_names(session=session, log_id=log.id)
+
+
+def propose_label(
+    *,
+    session: Session,
+    actor,
+    spec: str,
+    unit: dict,
+    label: str | None,
+    reason: str,
+    model: str,
+    prompt_sha256: str,
+) -> TurnLabel:
+    """Store a model's label for a unit (from units_to_label), proposed until an expert
+    decides; the ledger records it as generated. Leads only (they start the labelling)."""
+    require_role(actor, Role.lead)
+    row = TurnLabel(
+        transcript_id=unit["transcript_id"],
+        spec=spec,
+        turn=unit["turn"],
+        call=TEXT_TURN if unit["call"] is None else unit["call"],
+        label=label,
+        reason=reason[:2000],
+        model=model[:128],
+        prompt_sha256=prompt_sha256,
+    )
+    session.add(row)
+    session.flush()
+    append_entry(
+        session=session,
+        artifact_type=LABEL_ARTIFACT,
+        artifact_id=str(row.id),
+        action="propose",
+        source_kind="system",
+        actor_id=actor.id,
+        payload={
+            "spec": spec,
+            "transcript_id": row.transcript_id,
+            "turn": row.turn,
+            "call": row.call,
+            "label": label,
+            "generated_by": {"model": row.model, "prompt_sha256": prompt_sha256},
+        },
+    )
+    return row
+
+
+def _with_label(mapped: MappedTranscript, label: TurnLabel, start_group) -> None:
+    """Put a confirmed label into a mapping: the unit leaves `unmapped`; a label that names
+    an activity becomes an event in turn order, in the group the case is in at that turn."""
+    call = None if label.call == TEXT_TURN else label.call
+    if [label.turn, call] not in mapped.unmapped:
+        return  # a rule covers the turn now (the spec changed): the rule decides
+    mapped.unmapped = [u for u in mapped.unmapped if u != [label.turn, call]]
+    if label.label is None:
+        return
+    events = list(mapped.events)
+    at = sum(
+        1
+        for e in events
+        if (e["turn"], e["call"] if e["call"] is not None else -1) < (label.turn, label.call)
+    )
+    group = events[at - 1]["group"] if at else start_group
+    events.insert(
+        at,
+        {
+            "turn": label.turn,
+            "call": call,
+            "activity": label.label,
+            "group": group,
+            "rule": f"model label #{label.id}, confirmed",
+        },
+    )
+    mapped.events = events
+
+
+def decide_label(*, session: Session, actor, label_id: int, accept: bool) -> TurnLabel:
+    """An expert's (or lead's) decision on a proposed label. Confirmed, it counts: the turn
+    leaves the unmatched ones and, naming an activity, joins the mapped events. Raises
+    NotFound for an unknown label, Conflict for one decided already."""
+    user = require_role(actor, Role.expert, Role.lead)
+    label = session.get(TurnLabel, label_id)
+    if label is None:
+        raise NotFound(f"no turn label {label_id}")
+    if label.state != "proposed":
+        raise Conflict(f"turn label {label_id} was {label.state} already")
+    label.state = "confirmed" if accept else "rejected"
+    label.decided_by_id, label.decided_at = user.id, utcnow()
+    session.add(label)
+    if accept:
+        mapped = queries.mapped_row(
+            session=session, transcript_id=label.transcript_id, spec=label.spec
+        )
+        if mapped is not None:
+            start = mapped.events[0]["group"] if mapped.events else None
+            _with_label(mapped, label, start)
+            session.add(mapped)
+    session.flush()
+    append_entry(
+        session=session,
+        artifact_type=LABEL_ARTIFACT,
+        artifact_id=str(label.id),
+        action="confirm" if accept else "reject",
+        source_kind="expert",
+        actor_id=user.id,
+        payload={"spec": label.spec, "label": label.label, "turn": label.turn},
+    )
+    return label
+
+
+def labels_to_confirm(*, session: Session, actor, limit: int = 50) -> list[dict]:
+    """Proposed labels, oldest first, with the turn and its context as the model saw them."""
+    require_role(actor, Role.expert, Role.lead)
+    out = []
+    for label, transcript, task, messages in queries.labels_with_context(
+        session=session, state="proposed", limit=limit
+    ):
+        call = None if label.call == TEXT_TURN else label.call
+        out.append(
+            {
+                "id": label.id,
+                "task": task,
+                "transcript": transcript,
+                "spec": label.spec,
+                "turn": label.turn,
+                "label": label.label or NO_EVENT,
+                "reason": label.reason,
+                "model": label.model,
+                **_unit_of(messages, label.turn, call),
             }
         )
     return out

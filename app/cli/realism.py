@@ -528,3 +528,64 @@ def blind_close(name: Annotated[str, typer.Argument(help="The test's name.")]) -
         result = close_blind_test(session=session, actor=operator(), name=name)
     overall = result["overall"]
     typer.echo(f"blind test {shown(name)} closed: {overall['answers']} answers recorded")
+
+
+@realism_app.command("label")
+@boundary
+def realism_label(
+    spec: Annotated[str, typer.Option(help="The mapping spec whose unmatched turns to label.")],
+    limit: Annotated[int, typer.Option(help="Turns to label at most (1-500).")] = 50,
+    model: Annotated[str | None, typer.Option(help="Model (default: ITSMREVIEW_MODEL).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Ask the model which log activity each turn no rule matched amounts to (or none). The
+    labels wait for an expert on the Turn labels page; only confirmed ones count."""
+    from itsmreview.review.assist.labels import propose_turn_labels
+
+    ensure_schema()
+    with open_session() as session, progress_bar("labelling") as progress:
+        run = propose_turn_labels(
+            session=session,
+            actor=operator(),
+            spec=spec,
+            limit=limit,
+            model=model,
+            progress=progress,
+        )
+    if as_json:
+        echo_json(run.__dict__)
+        return
+    if run.proposed + run.failed == 0:
+        typer.echo(f"no unmatched turn of spec {shown(spec)} waits for a label")
+        return
+    typer.echo(
+        f"{run.proposed} label(s) proposed ({run.no_event} 'no event'), {run.failed} failed; "
+        "experts confirm them on the Turn labels page"
+    )
+    for error in run.errors or []:
+        typer.echo(f"  {shown(error)}")
+
+
+@realism_app.command("labels")
+@boundary
+def realism_labels(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The model's labels waiting for an expert, oldest first."""
+    from itsmreview.realism.service import labels_to_confirm
+
+    ensure_schema()
+    with open_session() as session:
+        found = labels_to_confirm(session=session, actor=operator(), limit=500)
+    if as_json:
+        echo_json(found)
+        return
+    if not found:
+        typer.echo("no label waits for an expert")
+        return
+    rows = [
+        (str(f["id"]), shown(f["task"]), str(f["turn"]), shown(f["label"]), shown(f["text"][:50]))
+        for f in found
+    ]
+    for line in _table(("id", "task", "turn", "label", "turn text"), rows):
+        typer.echo(line)

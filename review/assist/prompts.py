@@ -8,6 +8,7 @@ from pathlib import Path
 PROMPTS = Path(__file__).parent / "prompts"
 RATE_PROMPT = "rate-v1.md"
 HINTS_PROMPT = "hints-v1.md"
+LABEL_PROMPT = "label-v1.md"
 
 
 @lru_cache

@@ -1518,3 +1518,38 @@ def test_the_lead_sees_the_blind_test_and_opens_another(demo_configured):
     assert not at.exception
     assert literal("Second blind test is open") in " ".join(toasts(at))
     assert list(at.dataframe[-1].value["Test"]) == ["Demo blind test", "Second blind test"]
+
+
+def test_an_expert_confirms_a_model_label_on_the_turn_labels_page(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.models import Transcript
+    from itsmreview.db import session_scope
+    from itsmreview.realism.models import TurnLabel
+    from itsmreview.realism.service import propose_label
+    from sqlmodel import select
+
+    at = open_page(log_in("expert2"), "turn_labels")
+    assert "No label waits for a decision" in at.info[0].value
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        transcript = session.exec(select(Transcript).order_by(Transcript.id)).first()
+        unit = {"transcript_id": transcript.id, "turn": 1, "call": None, "log": "demo-vinst"}
+        propose_label(
+            session=session,
+            actor=lead,
+            spec="demo-itsm",
+            unit=unit,
+            label="Accepted-In Progress",
+            reason="the caller reports a fault",
+            model="claude-test",
+            prompt_sha256="0" * 64,
+        )
+    at = open_page(log_in("expert2"), "turn_labels")
+    assert any("Accepted\\-In Progress" in m.value for m in at.markdown)
+    at.button(key=f"label-confirm-{1}").click().run()
+    assert not at.exception
+    assert "Confirmed: it counts now" in toasts(at)
+    with session_scope() as session:
+        stored = session.exec(select(TurnLabel)).one()
+        assert stored.state == "confirmed" and stored.decided_by_id is not None
+    assert "No label waits for a decision" in at.info[0].value

@@ -31,8 +31,10 @@ from itsmreview.realism.service import (
     simulator_report,
     simulators,
     transcript_messages,
+    units_to_label,
     waive,
 )
+from itsmreview.review.assist.labels import propose_turn_labels
 from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
@@ -96,6 +98,8 @@ LEAD_ONLY = [
     lambda s, u: blind_report(session=s, actor=u, name="b"),
     lambda s, u: blind_reports(session=s, actor=u, simulator="hand-written demo"),
     lambda s, u: close_blind_test(session=s, actor=u, name="b"),
+    lambda s, u: units_to_label(session=s, actor=u, spec="demo-itsm"),
+    lambda s, u: propose_turn_labels(session=s, actor=u, spec="demo-itsm"),
 ]
 ADMIN_ONLY = [
     lambda s, u: users_overview(session=s, actor=u),
