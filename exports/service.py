@@ -351,7 +351,9 @@ def _check_realism(session: Session, chosen: Selection) -> dict | None:
     held = [check for check in checks if not check["cleared"]]
     if required and held:
         details = "; ".join(
-            f"simulator {c['simulator']!r} (spec {c['spec']}) departs from log "
+            f"simulator {c['simulator']!r} (spec {c['spec']}): could not be measured: {c['error']}"
+            if c.get("error")
+            else f"simulator {c['simulator']!r} (spec {c['spec']}) departs from log "
             f"{c['report']['log']!r} beyond the noise floor on {', '.join(c['beyond'])}"
             for c in held
         )
@@ -377,7 +379,8 @@ def _realism_summary(realism: dict | None) -> dict | None:
             {
                 "simulator": c["simulator"],
                 "spec": c["spec"],
-                "spec_sha256": c["report"]["spec"]["sha256"],
+                "spec_sha256": c["report"]["spec"]["sha256"] if c["report"] else None,
+                "error": c.get("error"),
                 "beyond": c["beyond"],
                 "waiver_ledger_seq": c["waiver"]["ledger_seq"] if c["waiver"] else None,
                 "cleared": c["cleared"],

@@ -92,3 +92,21 @@ def test_without_the_requirement_the_evidence_is_there_and_nothing_is_held(
     assert nothing.exit_code == 1 and "no mapped transcripts of simulator 'nobody'" in (
         nothing.output
     )
+
+
+def test_a_simulator_that_cannot_be_measured_holds_only_a_release_that_requires_it(
+    demo_configured, tmp_path, monkeypatch
+):
+    from itsmreview.settings import get_settings
+
+    # the log's files are not where this replica looks: the report cannot be computed
+    monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path / "elsewhere"))
+    get_settings.cache_clear()
+    out = tmp_path / "set"
+    assert run("export", str(out), "--round", DEMO_ROUND).exit_code == 0
+    [summary] = json.loads((out / "manifest.json").read_text())["realism"]["simulators"]
+    assert summary["cleared"] is False and "stored events of log 'demo-vinst'" in summary["error"]
+    assert run("round", "gate", DEMO_ROUND, "--realism-required").exit_code == 0
+    refused = run("export", str(tmp_path / "second"), "--round", DEMO_ROUND)
+    assert refused.exit_code == 1
+    assert "could not be measured" in " ".join(refused.output.split())
