@@ -106,3 +106,46 @@ def proposals_dismiss(
 ) -> None:
     """Dismiss a proposal."""
     _decide(proposal_id, False, reason)
+
+
+@checks_app.command("builtin")
+@boundary
+def checks_builtin(
+    out: Annotated[Path, typer.Argument(help="JSON file the results are written to.")],
+    store: Annotated[
+        bool, typer.Option("--import", help="Import them too (as `checks import OUT`).")
+    ] = False,
+    threshold: Annotated[
+        float, typer.Option(help="Instruction similarity (Jaccard) that makes a near twin.")
+    ] = 0.8,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Run the checks itsmreview makes itself on every task's newest version: do-nothing
+    (would an agent that does nothing pass?) and duplicate (the same or nearly the same
+    instruction as another task). Writes them in the `checks import` format."""
+    import json
+    from collections import Counter
+
+    from itsmreview.files import write_text_atomically
+    from itsmreview.review.ratings.checks import builtin_results, import_checks
+
+    ensure_schema()
+    with open_session() as session:
+        results = builtin_results(session=session, actor=operator(), threshold=threshold)
+    if not results:
+        typer.echo("no task in the catalog: nothing to check")
+        return
+    write_text_atomically(out, json.dumps({"checks": results}, indent=1, ensure_ascii=False))
+    counts = Counter((r["check"], r["status"]) for r in results)
+    report = None
+    if store:
+        with open_session() as session:
+            report = import_checks(out, session=session, actor=operator())
+    if as_json:
+        by = {f"{check}:{status}": n for (check, status), n in sorted(counts.items())}
+        echo_json({"results": len(results), "by_check": by, "out": str(out), "imported": report})
+        return
+    for check in ("do-nothing", "duplicate"):
+        shown = ", ".join(f"{n} {s}" for (c, s), n in sorted(counts.items()) if c == check)
+        typer.echo(f"{check}: {shown}")
+    typer.echo(f"written to {out}" + ("; imported" if store else f" (import: checks import {out})"))

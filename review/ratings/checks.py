@@ -19,7 +19,7 @@ from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entries
 from itsmreview.review.commitments import check_row_content
 from itsmreview.review.models import ReviewRound, Rubric
-from itsmreview.review.ratings import queries
+from itsmreview.review.ratings import builtin_checks, queries
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlmodel import Session
 
@@ -360,3 +360,47 @@ def checks_frame(*, session: Session, task_version_id: int):
         ],
         columns=["check", "status", "summary", "tool", "ran_at"],
     )
+
+
+def builtin_results(
+    *, session: Session, actor: User, threshold: float = builtin_checks.THRESHOLD
+) -> list[dict]:
+    """The built-in checks (do-nothing, duplicate) of every task's newest version, as
+    records `checks import` reads. Leads only."""
+    require_role(actor, Role.lead)
+    if not 0.5 <= threshold <= 1.0:
+        raise InvalidInput(f"the similarity threshold lies between 0.5 and 1, not {threshold}")
+    pairs = catalog_queries.latest_versions_of(session=session)
+    texts = {task.external_id: f"{version.instruction}" for task, version in pairs}
+    by_text: dict[str, list[str]] = {}
+    for task_id, text in texts.items():
+        by_text.setdefault(" ".join(builtin_checks.normalised(text)), []).append(task_id)
+    exact = {task_id for same in by_text.values() if len(same) > 1 for task_id in same}
+    twins = builtin_checks.near_duplicates(texts, threshold)
+    now = utcnow().isoformat()
+    out = []
+    for task, version in pairs:
+        state = (version.extra or {}).get("state")
+        for check, (status, summary, details) in (
+            ("do-nothing", builtin_checks.do_nothing(state, version.ground_truth or "")),
+            (
+                "duplicate",
+                builtin_checks.duplicate_result(
+                    task.external_id, twins.get(task.external_id, []), exact
+                ),
+            ),
+        ):
+            out.append(
+                {
+                    "task": task.external_id,
+                    "version": version.version,
+                    "content_hash": version.content_hash,
+                    "check": check,
+                    "status": status,
+                    "summary": summary,
+                    "details": details,
+                    "tool": builtin_checks.TOOL,
+                    "ran_at": now,
+                }
+            )
+    return out

@@ -32,6 +32,7 @@ MODULES = [
     "itsmreview.realism.vocabulary",
     "itsmreview.realism.mapping",
     "itsmreview.realism.blind",
+    "itsmreview.review.ratings.builtin_checks",
 ]
 
 
