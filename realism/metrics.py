@@ -10,6 +10,8 @@ Definitions (issue 36):
 - wait-user: a case with at least one waiting-for-the-user status; its count per case is the
   number of times the case enters such a status (consecutive wait events count once);
 - cancel and reopen: a case with at least one such activity;
+- closed with no reply (walk-away): a case in which a wait-user status is directly followed by
+  a closing activity (the ticket closed while it waited for its user);
 - case length: events per case; activity distribution: the share of events per activity.
 
 Rates carry Wilson score intervals, means per case percentile-bootstrap intervals. The noise
@@ -153,10 +155,12 @@ def case_table(
     wait_user=(),
     cancel=(),
     reopen=(),
+    close=(),
 ) -> pd.DataFrame:
     """One row per case (index: case id, sorted): `length`; with a group column
-    `reassignments` and `ping_pong`; `wait_user_entries`, `wait_user`, `cancelled` and
-    `reopened` from the activities named."""
+    `reassignments` and `ping_pong`; `wait_user_entries`, `wait_user`, `cancelled`,
+    `reopened` and `closed_waiting` (a wait-user status directly followed by a closing
+    activity: closed with no reply) from the activities named."""
     frame = ordered(events)
     cases = pd.Index(sorted(frame["case_id"].unique()), name="case_id")
     out = pd.DataFrame(index=cases)
@@ -168,7 +172,17 @@ def case_table(
     out["wait_user"] = out["wait_user_entries"] > 0
     out["cancelled"] = status_entries(frame, cases, cancel) > 0
     out["reopened"] = status_entries(frame, cases, reopen) > 0
+    out["closed_waiting"] = closed_waiting(frame, cases, wait_user, close)
     return out
+
+
+def closed_waiting(frame: pd.DataFrame, cases: pd.Index, wait_user, close) -> pd.Series:
+    """Whether each case has a wait-user status directly followed by a closing activity."""
+    waiting = frame["activity"].isin(list(wait_user))
+    following = frame.groupby("case_id", sort=False)["activity"].shift(-1)
+    hit = waiting & following.isin(list(close))
+    found = frame.loc[hit, "case_id"].unique()
+    return pd.Series(cases.isin(found), index=cases)
 
 
 def _counts(frame: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -232,6 +246,7 @@ METRICS = {
     "wait_user_per_case": ("mean", "wait_user_entries"),
     "cancel_rate": ("rate", "cancelled"),
     "reopen_rate": ("rate", "reopened"),
+    "no_reply_closure_rate": ("rate", "closed_waiting"),
     "case_length": ("mean", "length"),
 }
 DIGITS = 6
@@ -247,12 +262,15 @@ def _unavailable(cases: pd.DataFrame, present: set[str], names: dict) -> dict[st
         "wait_user": ("waiting-for-the-user status", ("wait_user_rate", "wait_user_per_case")),
         "cancel": ("cancel activity", ("cancel_rate",)),
         "reopen": ("reopen activity", ("reopen_rate",)),
+        "close": ("closing activity", ("no_reply_closure_rate",)),
     }
     for key, (what, metrics) in kinds.items():
         if present & set(names[key]):
             continue
         looked = f" ({', '.join(names[key])} never occurs)" if names[key] else ""
         out |= dict.fromkeys(metrics, f"not available: the log has no {what}{looked}")
+    if "wait_user_rate" in out:  # closed while waiting needs the waiting too
+        out.setdefault("no_reply_closure_rate", out["wait_user_rate"])
     return out
 
 
@@ -272,6 +290,7 @@ def profile(
     wait_user=(),
     cancel=(),
     reopen=(),
+    close=(),
     seed: int = SEED,
     resamples: int = RESAMPLES,
     splits: int = SPLITS,
@@ -280,7 +299,12 @@ def profile(
     """A log's behaviour profile: each metric of METRICS with its value, interval and noise
     floor (or `available: false` and the reason), and the activity distribution (events and
     share per activity) with its noise floor. Raises ValueError for fewer than two cases."""
-    names = {"wait_user": tuple(wait_user), "cancel": tuple(cancel), "reopen": tuple(reopen)}
+    names = {
+        "wait_user": tuple(wait_user),
+        "cancel": tuple(cancel),
+        "reopen": tuple(reopen),
+        "close": tuple(close),
+    }
     cases = case_table(events, **names)
     counts = activity_counts(events).reindex(cases.index)  # the same row order as `cases`
     floors = noise_floor(
@@ -456,6 +480,7 @@ def compare(
     wait_user=(),
     cancel=(),
     reopen=(),
+    close=(),
     seed: int = SEED,
     resamples: int = RESAMPLES,
     splits: int = SPLITS,
@@ -472,7 +497,12 @@ def compare(
     against the same kind of floor. A metric is available when the log records one of its
     activities: in `log_activities` (the whole log's, when `real` is a part of it), else in
     `real`."""
-    names = {"wait_user": tuple(wait_user), "cancel": tuple(cancel), "reopen": tuple(reopen)}
+    names = {
+        "wait_user": tuple(wait_user),
+        "cancel": tuple(cancel),
+        "reopen": tuple(reopen),
+        "close": tuple(close),
+    }
     real_cases, sim_cases = case_table(real, **names), case_table(simulated, **names)
     n, m = len(real_cases), len(sim_cases)
     if n < 2:

@@ -76,6 +76,7 @@ def log_profile(
     wait_user: tuple[str, ...] | None = None,
     cancel: tuple[str, ...] | None = None,
     reopen: tuple[str, ...] | None = None,
+    close: tuple[str, ...] | None = None,
     seed: int = metrics.SEED,
     splits: int = metrics.SPLITS,
     resamples: int = metrics.RESAMPLES,
@@ -92,7 +93,13 @@ def log_profile(
         raise NotFound(f"no log named {name!r}; known logs: {shown}")
     roles = list((log.mapping or {}).get("roles") or [])
     vocab = vocabulary_for(
-        log.preset, roles, group=group, wait_user=wait_user, cancel=cancel, reopen=reopen
+        log.preset,
+        roles,
+        group=group,
+        wait_user=wait_user,
+        cancel=cancel,
+        reopen=reopen,
+        close=close,
     )
     events = _log_events(log, vocab)
     found = metrics.profile(
@@ -100,12 +107,13 @@ def log_profile(
         wait_user=vocab.wait_user,
         cancel=vocab.cancel,
         reopen=vocab.reopen,
+        close=vocab.close,
         seed=seed,
         splits=splits,
         resamples=resamples,
     )
     present = set(found["activity_distribution"]["events"])
-    named = vocab.wait_user + vocab.cancel + vocab.reopen
+    named = vocab.wait_user + vocab.cancel + vocab.reopen + vocab.close
     return {
         "log": log.name,
         "version": log.version,
@@ -323,6 +331,7 @@ def measure_simulated(
         wait_user=vocab.wait_user,
         cancel=vocab.cancel,
         reopen=vocab.reopen,
+        close=vocab.close,
         seed=seed,
         splits=splits,
         resamples=resamples,

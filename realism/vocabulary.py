@@ -23,6 +23,7 @@ class Vocabulary:
     wait_user: tuple[str, ...] = ()
     cancel: tuple[str, ...] = ()
     reopen: tuple[str, ...] = ()
+    close: tuple[str, ...] = ()  # activities that close a case (resolve or close it)
     source: str = "none"
 
     def as_dict(self) -> dict:
@@ -31,6 +32,7 @@ class Vocabulary:
             "wait_user": list(self.wait_user),
             "cancel": list(self.cancel),
             "reopen": list(self.reopen),
+            "close": list(self.close),
             "source": self.source,
         }
 
@@ -41,11 +43,14 @@ PRESET_VOCABULARIES = {
         group="Involved ST",
         wait_user=("Accepted-Wait - User",),
         cancel=("Completed-Cancelled",),
+        close=("Completed-Resolved", "Completed-Closed"),
     ),
     # Rabobank: IncidentActivity_Type; no activity says the case waits for its user
-    "bpi2014": Vocabulary(group="Assignment Group", reopen=("Reopen",)),
+    "bpi2014": Vocabulary(group="Assignment Group", reopen=("Reopen",), close=("Closed",)),
     # ServiceNow (UCI): incident_state
-    "uci-incidents": Vocabulary(group="assignment_group", wait_user=("Awaiting User Info",)),
+    "uci-incidents": Vocabulary(
+        group="assignment_group", wait_user=("Awaiting User Info",), close=("Resolved", "Closed")
+    ),
     # Helpdesk: "Wait" does not say for whom, so no wait-user status
     "helpdesk": Vocabulary(group="workgroup"),
 }
@@ -61,6 +66,7 @@ def vocabulary_for(
     wait_user: tuple[str, ...] | None = None,
     cancel: tuple[str, ...] | None = None,
     reopen: tuple[str, ...] | None = None,
+    close: tuple[str, ...] | None = None,
 ) -> Vocabulary:
     """The vocabulary of a log imported with `preset` whose role attributes are `roles`; the
     keyword arguments, when given, replace the preset's names. A group attribute the log does
@@ -75,7 +81,7 @@ def vocabulary_for(
             shown = ", ".join(roles) or "none"
             raise ValueError(f"--group {group!r} is not a role attribute of the log ({shown})")
         vocab = replace(vocab, group=group)
-    given = {"wait_user": wait_user, "cancel": cancel, "reopen": reopen}
+    given = {"wait_user": wait_user, "cancel": cancel, "reopen": reopen, "close": close}
     given = {k: tuple(v) for k, v in given.items() if v is not None}
     if given or group is not None:
         vocab = replace(

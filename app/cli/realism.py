@@ -29,6 +29,7 @@ LABELS = {
     "wait_user_per_case": "wait-user count per case",
     "cancel_rate": "cancel rate",
     "reopen_rate": "reopen rate",
+    "no_reply_closure_rate": "closed with no reply",
     "case_length": "case length (events)",
     "fitness": "fitness to the log's model",
 }
@@ -153,6 +154,10 @@ def realism_report(
     reopen: Annotated[
         list[str] | None, typer.Option(help="Activity meaning a reopening (repeatable).")
     ] = None,
+    close: Annotated[
+        list[str] | None,
+        typer.Option(help="Activity that closes a case (repeatable; for closed with no reply)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the random halves.")] = 36,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -171,8 +176,11 @@ def realism_report(
             "give --log NAME (`itsmreview log list` shows the names) or --simulator NAME "
             "(`itsmreview realism simulators`)"
         )
-    if simulator is not None and (group or wait_user or cancel or reopen):
-        fail("--group, --wait-user, --cancel and --reopen are for a log's profile (--log alone)")
+    if simulator is not None and (group or wait_user or cancel or reopen or close):
+        fail(
+            "--group, --wait-user, --cancel, --reopen and --close are for a log's profile "
+            "(--log alone)"
+        )
     ensure_schema()
     with open_session() as session:
         if simulator is not None and by_persona:
@@ -210,6 +218,7 @@ def realism_report(
                 wait_user=tuple(wait_user) if wait_user else None,
                 cancel=tuple(cancel) if cancel else None,
                 reopen=tuple(reopen) if reopen else None,
+                close=tuple(close) if close else None,
                 seed=seed,
             )
     if as_json:

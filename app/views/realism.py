@@ -26,6 +26,7 @@ LABELS = {
     "wait_user_per_case": "Wait-user count per case",
     "cancel_rate": "Cancel rate",
     "reopen_rate": "Reopen rate",
+    "no_reply_closure_rate": "Closed with no reply",
     "case_length": "Case length (events)",
     "fitness": "Fitness to the log's model",
 }

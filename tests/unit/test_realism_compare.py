@@ -335,3 +335,30 @@ def test_fitness_joins_the_comparison_with_its_own_floor():
         fitness[0].to_frame("f"), pd.DataFrame({"c": np.ones(200)}), splits=100, size=50
     )["f"]
     assert found["noise_floor"] == pytest.approx(direct, abs=1e-6)
+
+
+def test_closed_with_no_reply_is_a_wait_directly_followed_by_a_closing():
+    close = ("Completed-Resolved", "Completed-Closed")
+    events = _log(
+        {
+            "walked": [("x", "A"), (WAIT, "A"), ("Completed-Resolved", "A")],
+            "came back": [(WAIT, "A"), ("x", "A"), ("Completed-Closed", "A")],
+            "waits at the end": [("x", "A"), (WAIT, "A")],
+            "twice": [(WAIT, "A"), ("x", "A"), (WAIT, "A"), ("Completed-Closed", "A")],
+        }
+    )
+    cases = metrics.case_table(events, wait_user=(WAIT,), close=close)
+    assert cases["closed_waiting"].to_dict() == {
+        "came back": False,
+        "twice": True,
+        "waits at the end": False,
+        "walked": True,
+    }
+    report = metrics.profile(events, wait_user=(WAIT,), close=close, splits=20)
+    assert report["metrics"]["no_reply_closure_rate"]["count"] == 2
+    without = metrics.profile(events, wait_user=(WAIT,), splits=20)["metrics"]
+    assert without["no_reply_closure_rate"]["reason"] == (
+        "not available: the log has no closing activity"
+    )
+    no_wait = metrics.profile(events, close=close, splits=20)["metrics"]
+    assert no_wait["no_reply_closure_rate"]["available"] is False

@@ -274,7 +274,8 @@ def _bpi2013_by_rows(path) -> dict:
             when = datetime.fromisoformat(row["Change Date+Time"])
             rows.setdefault(row["SR Number"], []).append((when, i, row))
     totals = {"cases": 0, "ping_pong": 0, "reassignments": 0, "wait_user": 0, "entries": 0}
-    totals |= {"cancelled": 0, "events": 0}
+    totals |= {"cancelled": 0, "events": 0, "closed_waiting": 0}
+    closing = {"Completed-Resolved", "Completed-Closed"}
     for events in rows.values():
         events.sort(key=lambda e: (e[0], e[1]))
         acts = [r["Activity"] for _, _, r in events]
@@ -292,6 +293,9 @@ def _bpi2013_by_rows(path) -> dict:
         totals["entries"] += entries
         totals["wait_user"] += entries > 0
         totals["cancelled"] += "Completed-Cancelled" in acts
+        totals["closed_waiting"] += any(
+            a == WAIT and b in closing for a, b in zip(acts, acts[1:], strict=False)
+        )
     return totals
 
 
@@ -306,13 +310,16 @@ def test_the_real_bpi2013_profile_equals_a_count_over_the_raw_rows(real_file):
     vocab = vocabulary_for("bpi2013", list(PRESETS["bpi2013"].roles))
     frame = events[["case_id", "activity", "timestamp", f"role:{vocab.group}"]]
     frame = frame.rename(columns={f"role:{vocab.group}": "group"})
-    found = metrics.profile(frame, wait_user=vocab.wait_user, cancel=vocab.cancel)
+    found = metrics.profile(
+        frame, wait_user=vocab.wait_user, cancel=vocab.cancel, close=vocab.close
+    )
     theirs = _bpi2013_by_rows(path)
     assert (found["cases"], found["events"]) == (theirs["cases"], theirs["events"]) == (7554, 65533)
     m = found["metrics"]
     assert m["ping_pong_rate"]["count"] == theirs["ping_pong"]
     assert m["wait_user_rate"]["count"] == theirs["wait_user"]
     assert m["cancel_rate"]["count"] == theirs["cancelled"] == 1
+    assert m["no_reply_closure_rate"]["count"] == theirs["closed_waiting"] > 0
     n = theirs["cases"]
     for name, total in [
         ("reassignments_per_case", "reassignments"),
