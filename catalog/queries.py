@@ -24,6 +24,20 @@ def latest_version(*, session: Session, task_id: int) -> TaskVersion | None:
     ).first()
 
 
+def version_of(*, session: Session, task_id: int, version: int) -> TaskVersion | None:
+    return session.exec(
+        select(TaskVersion).where(TaskVersion.task_id == task_id, TaskVersion.version == version)
+    ).first()
+
+
+def task_of_version(*, session: Session, task_version_id: int) -> Task | None:
+    return session.exec(
+        select(Task)
+        .join(TaskVersion, TaskVersion.task_id == Task.id)
+        .where(TaskVersion.id == task_version_id)
+    ).first()
+
+
 def version_by_hash(*, session: Session, task_id: int, content_hash: str) -> TaskVersion | None:
     return session.exec(
         select(TaskVersion).where(

@@ -14,6 +14,7 @@ from itsmreview.catalog.formats.common import FormatError
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.exports import harbor, queries, writing
+from itsmreview.exports.audit import AUDIT_FILE, verify_audit
 from itsmreview.exports.bundle import (
     MANIFEST,
     Staging,
@@ -507,6 +508,7 @@ def _write_files(
     )
     if plan.realism is not None:
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
+    finding_ids = writing.write_audit(staging, session=session, chosen=chosen, versions=versions)
     report("reading the ledger", 0.75)
     ledger_entries = writing.write_ledger_slice(
         staging,
@@ -515,6 +517,7 @@ def _write_files(
         rating_ids=rated.rating_ids,
         logs=by_log,
         agents={**raters.names, **raters.leads},
+        findings=finding_ids,
     )
     if "hf" in plan.formats:
         report("writing the Hugging Face folder", 0.85)
@@ -532,6 +535,7 @@ def _write_files(
         raters=len(raters.names),
         adjudications=len(raters.adjudications),
         ledger_entries=ledger_entries,
+        findings=len(finding_ids),
     )
     rubrics = [
         {"name": r.name, "version": r.version, "content_hash": r.content_hash}
@@ -541,8 +545,17 @@ def _write_files(
 
 
 def verify_export(out: Path | str) -> VerifyReport:
-    """Check every file of an export folder against its manifest (no database needed)."""
-    return verify_folder(Path(out))
+    """Check every file of an export folder against its manifest, and each finding of its
+    audit record against the ledger entry it cites (no database needed)."""
+    report = verify_folder(Path(out))
+    if report.ok:
+        try:
+            problems = verify_audit(Path(out))
+        except (OSError, ValueError) as exc:
+            problems = [f"{AUDIT_FILE}: unreadable ({exc})"]
+        if problems:
+            report.problem = "; ".join(problems[:10])
+    return report
 
 
 def export_choices(*, session: Session, actor: User) -> dict[str, list[str]]:

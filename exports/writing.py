@@ -7,24 +7,28 @@ from dataclasses import dataclass
 
 import pandas as pd
 from itsmreview.accounts.models import User
+from itsmreview.catalog import queries as catalog_queries
 from itsmreview.catalog.formats.common import ORIGINAL_FORMAT
+from itsmreview.catalog.models import TaskVersion
 from itsmreview.catalog.service import version_to_native
 from itsmreview.coverage.report import coverage_of
 from itsmreview.errors import NotFound
-from itsmreview.exports import evidence, harbor, hf, native, queries, tau2
+from itsmreview.exports import audit, evidence, harbor, hf, native, queries, tau2
 from itsmreview.exports.bundle import Staging, jsonl
 from itsmreview.ledger.prov import ProvWriter
 from itsmreview.review.gate import item_agreement, round_data
 from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.ratings import queries as ratings_queries
+from itsmreview.review.ratings.findings import TAXONOMY
 from itsmreview.review.repair import queries as review_queries
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
 Report = Callable[[str, float], None]
-LEDGER_TYPES = ("task", "rating", "review_round", "event_log")
+LEDGER_TYPES = ("task", "rating", "review_round", "event_log", "finding")
 
 
 @dataclass
@@ -431,6 +435,43 @@ def _decision_row(version: tuple[str, int], decision) -> dict:
     }
 
 
+def write_audit(
+    staging: Staging, *, session: Session, chosen: Selection, versions: dict
+) -> set[str]:
+    """evidence/audit.jsonl and AUDIT.md (exports.audit); returns the ids of the findings
+    they hold, whose ledger entries the ledger slice then carries."""
+    found = ratings_queries.findings_of_tasks(
+        session=session, version_ids=[version.id for _, version in chosen.pairs]
+    )
+    exported = {task.external_id: version.version for task, version in chosen.pairs}
+    found = [(f, t, v) for f, t, v in found if v <= exported[t]]  # not findings on later ones
+    finders = evidence.pseudonyms({f.author_id for f, _, _ in found}, "finder")
+    records = [audit.finding_record(f, t, v, finders[f.author_id]) for f, t, v in found]
+    earlier = {t for f, t, v in found if v < exported[t]}
+    previous = {}
+    for task, version in chosen.pairs:
+        if task.external_id in earlier and version.version > 1:
+            after = session.get(TaskVersion, version.id)
+            before = catalog_queries.version_of(
+                session=session, task_id=after.task_id, version=version.version - 1
+            )
+            previous[task.external_id] = audit.changed_fields(before, after)
+    checks: dict[tuple[str, int], list[dict]] = {}
+    for check in review_queries.checks_of_versions(
+        session=session, task_version_ids=list(versions)
+    ):
+        key = versions[check.task_version_id]
+        checks.setdefault(key, []).append(
+            {"check": check.check, "status": str(check.status), "summary": check.summary}
+        )
+    rows = audit.audit_records(
+        [(t.external_id, v.version) for t, v in chosen.pairs], records, previous, checks
+    )
+    staging.write_text(audit.AUDIT_FILE, jsonl(rows))
+    staging.write_text(audit.AUDIT_MD, audit.audit_markdown(rows, TAXONOMY))
+    return {str(f.id) for f, _, _ in found}
+
+
 def write_ledger_slice(
     staging: Staging,
     *,
@@ -439,6 +480,7 @@ def write_ledger_slice(
     rating_ids: set[int],
     logs: dict,
     agents: dict[int | None, str],
+    findings: set[str] = frozenset(),
 ) -> int:
     """evidence/ledger.jsonl and evidence/ledger.prov.json: the entries of the exported task
     versions, their ratings, rounds and source logs, streamed from the ledger."""
@@ -446,6 +488,7 @@ def write_ledger_slice(
         "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
         | {t.external_id for t, _ in chosen.pairs},
         "review_round": {r.name for r in chosen.rounds},
+        "finding": findings,
     }
     log_prefixes = tuple(f"{name}@" for name in logs) or ("\0",)
 

@@ -320,3 +320,25 @@ class TaskRepair(SQLModel, table=True):
     to_version_id: int = Field(foreign_key="task_versions.id")
     iteration: int = 1
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class Finding(SQLModel, table=True):
+    """What an expert or a lead found wrong with a task version: a category of the taxonomy
+    (review.ratings.findings), a severity, the evidence it points at (transcript turns, log
+    variant steps, task fields, end-state records) and, once the panel has decided, whether it
+    stands."""
+
+    __tablename__ = "findings"
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_version_id: int = Field(foreign_key="task_versions.id", index=True, ondelete="CASCADE")
+    author_id: int = Field(foreign_key="users.id", index=True)
+    category: str = Field(sa_type=String(64), index=True)
+    severity: str = Field(sa_type=String(16))
+    description: str = Field(sa_type=Text)
+    anchors: list[dict] = Field(default_factory=list, sa_type=JSON)
+    state: str = Field(default="open", sa_type=String(16), index=True)
+    decided_by_id: int | None = Field(default=None, foreign_key="users.id")
+    decided_at: datetime | None = None
+    decision_reason: str = Field(default="", sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -5,6 +5,7 @@ from itsmreview.cli import (  # noqa: F401 - each module registers its commands
     analysis,
     authoring,
     exports,
+    findings,
     ledger,
     logs,
     model,

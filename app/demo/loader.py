@@ -23,6 +23,7 @@ from itsmreview.realism import service as realism_service
 from itsmreview.realism.mapping import load_spec
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
+from itsmreview.review.ratings import findings
 from itsmreview.review.ratings import queries as review_queries
 from itsmreview.review.ratings.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.ratings.service import submit_rating
@@ -324,6 +325,73 @@ def _seed_completeness(session: Session, users: dict[str, User], log_name: str) 
             )
 
 
+DEMO_FINDINGS = (  # task, expert, category, severity, text, anchors, lead's decision
+    (
+        "demo-l1-07-team-handoff",
+        "expert2",
+        "unrealistic_actor",
+        "minor",
+        "The second team answers two minutes after the handover; in the log a queued ticket "
+        "waits hours before anyone picks it up.",
+        ["turn:demo-l1-07-team-handoff-run-1:5", "step:2"],
+        (True, ""),
+    ),
+    (
+        "demo-l1-06-reopened",
+        "expert3",
+        "specification_gaps",
+        "major",
+        "The verifier does not say whether the reopened incident keeps its priority; two "
+        "agents that differ only there would be graded alike.",
+        ["field:verifier"],
+        (True, ""),
+    ),
+    (
+        "demo-l1-06-reopened",
+        "expert1",
+        "wrong_routing",
+        "minor",
+        "A reopened incident should go back to the resolver group, not to the service desk.",
+        ["field:instruction"],
+        (False, "The demo log routes reopened incidents through the desk first (variant step 4)."),
+    ),
+    (
+        "demo-l1-03-vpn-wait-user",
+        "expert4",
+        "missing_fallbacks",
+        "major",
+        "Nothing says what the agent does when the caller never sends the VPN log.",
+        ["field:instruction", "turn:demo-l1-03-vpn-wait-user-run-1:4"],
+        None,
+    ),
+)
+
+
+def _seed_findings(session: Session, users: dict[str, User]) -> None:
+    """Findings of the demo's experts on three tasks, with anchors; the lead confirms two
+    and rejects one, one stays open. Tasks the demo does not hold are left out."""
+    for task, expert, category, severity, text, anchors, decision in DEMO_FINDINGS:
+        if task_by_external_id(session=session, external_id=task) is None:
+            continue
+        found = findings.add_finding(
+            session=session,
+            actor=users[expert],
+            category=category,
+            severity=severity,
+            description=text,
+            anchors=[findings.parse_anchor(a) for a in anchors],
+            external_id=task,
+        )
+        if decision is not None:
+            findings.decide_finding(
+                session=session,
+                actor=users["lead"],
+                finding_id=found.id,
+                confirm=decision[0],
+                reason=decision[1],
+            )
+
+
 def _seed_blind_test(session: Session, users: dict[str, User], seed: int) -> None:
     """An open blind test of the demo simulator; two experts have answered (mostly right,
     with the demo's seed), the others have it on their Blind test page."""
@@ -403,6 +471,8 @@ def load_demo(
         )
     if not blind_tests.blind_test_names(session=session, actor=users["lead"]):
         _seed_blind_test(session, users, seed)
+    if not findings.list_findings(session=session, actor=users["lead"]):
+        _seed_findings(session, users)
     ratings = review_queries.rating_count(session=session)
     return DemoSummary(
         users=len(users),

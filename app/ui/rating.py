@@ -256,3 +256,55 @@ def proposal_form(view: AssignmentView, user) -> None:
             st.rerun()
         for proposal in mine:
             st.markdown(f"- *{proposal.status}*: {literal(proposal.description)}")
+
+
+def finding_form(view: AssignmentView, user) -> None:
+    """Report what is wrong with the task, in the taxonomy, pointing at the evidence."""
+    from itsmreview.review.ratings.findings import SEVERITIES, TASK_FIELDS, TAXONOMY, add_finding
+
+    with st.expander("Report a finding"):
+        st.caption(
+            "Something wrong with the task itself (its instructions, its expected end state, "
+            "its simulated actors)? Name the kind, how serious, and where it shows; the "
+            "panel decides whether it stands, and exports carry it."
+        )
+        places: dict[str, dict] = {
+            f"the task's {name}": {"kind": "task_field", "field": name} for name in TASK_FIELDS
+        }
+        longest = max((len(s) for s in view.source_sequences), default=0)
+        places |= {
+            f"step {n} of the source variant": {"kind": "variant_step", "step": n}
+            for n in range(1, longest + 1)
+        }
+        for transcript in view.transcripts:
+            places |= {
+                f"turn {n} of {transcript.external_id}": {
+                    "kind": "transcript_turn",
+                    "transcript": transcript.external_id,
+                    "turn": n,
+                }
+                for n in range(1, transcript.n_turns + 1)
+            }
+        key = f"finding-{view.assignment.id}"
+        with st.form(key, clear_on_submit=True, border=False):
+            category = st.selectbox(
+                "Kind", list(TAXONOMY), format_func=lambda k: TAXONOMY[k][0], key=f"{key}-kind"
+            )
+            severity = st.radio("Severity", SEVERITIES, horizontal=True, key=f"{key}-severity")
+            where = st.multiselect("Where it shows", list(places), key=f"{key}-where")
+            text = st.text_area("What is wrong", key=f"{key}-text")
+            sent = st.form_submit_button("Report the finding")
+        if sent and (
+            perform(
+                add_finding,
+                actor=user,
+                category=category,
+                severity=severity,
+                description=text,
+                anchors=[places[w] for w in where],
+                task_version_id=view.version.id,
+            )
+            is not FAILED
+        ):
+            announce("Finding reported; the panel decides whether it stands.")
+            st.rerun()

@@ -15,6 +15,7 @@ from itsmreview.ui.rating import (
     DRAFT_LABEL,
     RUBRIC_CONTAINER,
     SUBMIT_LABEL,
+    finding_form,
     proposal_form,
     rating_form,
     task_panel,
@@ -132,4 +133,5 @@ with right:
     variant_panel(view)
     rate(view, rows.loc[chosen, "round"])
     proposal_form(view, user)
+    finding_form(view, user)
 rubric_keys(RUBRIC_CONTAINER, submit=SUBMIT_LABEL, draft=DRAFT_LABEL, key=f"keys-{chosen}")

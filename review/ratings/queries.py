@@ -17,6 +17,7 @@ from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     CompletenessReview,
+    Finding,
     GatePending,
     MachineCheck,
     PersonaActivity,
@@ -565,3 +566,53 @@ def declares_variant(*, session: Session, task_version_id: int) -> bool:
         ).first()
         is not None
     )
+
+
+# findings ----------------------------------------------------------------------------------
+
+
+def findings_of_versions(*, session: Session, version_ids: Sequence[int]) -> list:
+    """(Finding, task id, version number) of the given task versions, by task and id."""
+    if not version_ids:
+        return []
+    query = (
+        select(Finding, Task.external_id, TaskVersion.version)
+        .join(TaskVersion, TaskVersion.id == Finding.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(in_ids(session, Finding.task_version_id, list(version_ids)))
+        .order_by(Task.external_id, Finding.id)
+    )
+    return list(session.exec(query).all())
+
+
+def findings_of_tasks(*, session: Session, version_ids: Sequence[int]) -> list:
+    """(Finding, task id, version number) of every version of the tasks of these versions."""
+    if not version_ids:
+        return []
+    tasks = select(TaskVersion.task_id).where(in_ids(session, TaskVersion.id, list(version_ids)))
+    query = (
+        select(Finding, Task.external_id, TaskVersion.version)
+        .join(TaskVersion, TaskVersion.id == Finding.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .where(Task.id.in_(tasks))
+        .order_by(Task.external_id, Finding.id)
+    )
+    return list(session.exec(query).all())
+
+
+def findings_listed(
+    *, session: Session, external_id: str | None = None, state: str | None = None
+) -> list:
+    """(Finding, task id, version number, author username), oldest first."""
+    query = (
+        select(Finding, Task.external_id, TaskVersion.version, User.username)
+        .join(TaskVersion, TaskVersion.id == Finding.task_version_id)
+        .join(Task, Task.id == TaskVersion.task_id)
+        .join(User, User.id == Finding.author_id)
+        .order_by(Finding.id)
+    )
+    if external_id is not None:
+        query = query.where(Task.external_id == external_id)
+    if state is not None:
+        query = query.where(Finding.state == state)
+    return list(session.exec(query).all())

@@ -1553,3 +1553,27 @@ def test_an_expert_confirms_a_model_label_on_the_turn_labels_page(demo_configure
         stored = session.exec(select(TurnLabel)).one()
         assert stored.state == "confirmed" and stored.decided_by_id is not None
     assert "No label waits for a decision" in at.info[0].value
+
+
+def test_an_expert_reports_a_finding_from_the_rating_page(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.ratings.findings import list_findings
+
+    at = open_page(log_in("expert5"), "queue")
+    text = next(t for t in at.text_area if str(t.key).startswith("finding-"))
+    form = str(text.key).removesuffix("-text")
+    where = at.multiselect(key=f"{form}-where")
+    assert "the task's instruction" in where.options
+    at.selectbox(key=f"{form}-kind").set_value("missing_fallbacks")
+    at.radio(key=f"{form}-severity").set_value("major")
+    where.set_value(["the task's instruction"])
+    text.set_value("Nothing says what to do when the caller stops answering.")
+    at.button(key=f"FormSubmitter:{form}-Report the finding").click().run()
+    assert not at.exception and [e.value for e in at.error] == []
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        mine = [f for f in list_findings(session=session, actor=lead) if f["author"] == "expert5"]
+    assert [(f["category"], f["severity"], f["anchors"]) for f in mine] == [
+        ("missing_fallbacks", "major", [{"kind": "task_field", "field": "instruction"}])
+    ]

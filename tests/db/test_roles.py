@@ -38,8 +38,10 @@ from itsmreview.review.assist.labels import propose_turn_labels
 from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
+from itsmreview.review.ratings.checks import builtin_results
 from itsmreview.review.ratings.completeness import add_activities, report, submit_review
 from itsmreview.review.ratings.expert_view import assignment_view, expert_queue, rating_history
+from itsmreview.review.ratings.findings import decide_finding
 from itsmreview.review.ratings.service import save_draft
 from itsmreview.review.repair.service import import_as
 from itsmreview.review.rounds.assignment import claim_next, close_round, release_assignment
@@ -100,6 +102,8 @@ LEAD_ONLY = [
     lambda s, u: close_blind_test(session=s, actor=u, name="b"),
     lambda s, u: units_to_label(session=s, actor=u, spec="demo-itsm"),
     lambda s, u: propose_turn_labels(session=s, actor=u, spec="demo-itsm"),
+    lambda s, u: decide_finding(session=s, actor=u, finding_id=1, confirm=True),
+    lambda s, u: builtin_results(session=s, actor=u),
 ]
 ADMIN_ONLY = [
     lambda s, u: users_overview(session=s, actor=u),

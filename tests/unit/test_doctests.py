@@ -18,6 +18,7 @@ MODULES = [
     "itsmreview.ledger.chain",
     "itsmreview.ledger.evidence.marks",
     "itsmreview.review.gate.agreement",
+    "itsmreview.review.gate.concordance",
     "itsmreview.settings",
     "itsmreview.files",
     "itsmreview.catalog.queries",
@@ -33,6 +34,7 @@ MODULES = [
     "itsmreview.realism.mapping",
     "itsmreview.realism.blind",
     "itsmreview.review.ratings.builtin_checks",
+    "itsmreview.review.ratings.findings",
 ]
 
 
