@@ -287,12 +287,12 @@ def close_blind_test(*, session: Session, actor, name: str) -> dict:
     """Close a test (no more answers) and record its result in the ledger. Leads only."""
     require_role(actor, Role.lead)
     test = _open_test(session, name)
-    if test.state != "open":
+    if test.state != "open" or not queries.close_test(
+        session=session, test_id=test.id, at=utcnow()
+    ):
         raise Conflict(f"blind test {name!r} is closed already")
+    session.refresh(test)
     result = blind_report(session=session, actor=actor, name=name)
-    test.state, test.closed_at = "closed", utcnow()
-    session.add(test)
-    session.flush()
     append_entry(
         session=session,
         artifact_type=ARTIFACT,

@@ -15,7 +15,7 @@ from itsmreview.realism.models import (
     MappedTranscript,
     TurnLabel,
 )
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, update
 from sqlmodel import Session, select
 
 
@@ -246,10 +246,24 @@ def labels_with_context(
 
 
 def mapped_row(*, session: Session, transcript_id: int, spec: str) -> MappedTranscript | None:
-    query = select(MappedTranscript).where(
-        MappedTranscript.transcript_id == transcript_id, MappedTranscript.spec == spec
+    """The mapping, locked until the transaction ends (PostgreSQL; a writing transaction on
+    SQLite holds the database): two labels of one transcript confirmed at once both land."""
+    query = (
+        select(MappedTranscript)
+        .where(MappedTranscript.transcript_id == transcript_id, MappedTranscript.spec == spec)
+        .with_for_update()
     )
     return session.exec(query).first()
+
+
+def settle_label(*, session: Session, label_id: int, state: str, user_id: int, at) -> bool:
+    """Decide a proposed label in one statement; False when it was decided meanwhile."""
+    done = session.exec(
+        update(TurnLabel)
+        .where(TurnLabel.id == label_id, TurnLabel.state == "proposed")
+        .values(state=state, decided_by_id=user_id, decided_at=at)
+    )
+    return done.rowcount == 1
 
 
 def activity_names(*, session: Session, log_id: int) -> list[str]:
@@ -259,3 +273,13 @@ def activity_names(*, session: Session, log_id: int) -> list[str]:
         .order_by(LogActivity.event_count.desc(), LogActivity.name)
     )
     return list(session.exec(query).all())
+
+
+def close_test(*, session: Session, test_id: int, at) -> bool:
+    """Close an open blind test in one statement; False when it was closed meanwhile."""
+    done = session.exec(
+        update(BlindTest)
+        .where(BlindTest.id == test_id, BlindTest.state == "open")
+        .values(state="closed", closed_at=at)
+    )
+    return done.rowcount == 1

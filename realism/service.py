@@ -686,11 +686,13 @@ def decide_label(*, session: Session, actor, label_id: int, accept: bool) -> Tur
     label = session.get(TurnLabel, label_id)
     if label is None:
         raise NotFound(f"no turn label {label_id}")
-    if label.state != "proposed":
+    state = "confirmed" if accept else "rejected"
+    if label.state != "proposed" or not queries.settle_label(
+        session=session, label_id=label.id, state=state, user_id=user.id, at=utcnow()
+    ):
+        session.refresh(label)
         raise Conflict(f"turn label {label_id} was {label.state} already")
-    label.state = "confirmed" if accept else "rejected"
-    label.decided_by_id, label.decided_at = user.id, utcnow()
-    session.add(label)
+    session.refresh(label)
     if accept:
         mapped = queries.mapped_row(
             session=session, transcript_id=label.transcript_id, spec=label.spec

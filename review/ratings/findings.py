@@ -208,16 +208,21 @@ def decide_finding(
     finding = session.get(Finding, finding_id)
     if finding is None:
         raise NotFound(f"no finding {finding_id}")
-    if finding.state != "open":
-        raise Conflict(f"finding {finding_id} was {finding.state} already")
     reason = (reason or "").strip()
-    if not confirm and not reason:
+    if finding.state == "open" and not confirm and not reason:
         raise InvalidInput("say why the finding does not stand (--reason)")
-    finding.state = "confirmed" if confirm else "rejected"
-    finding.decided_by_id, finding.decided_at = user.id, utcnow()
-    finding.decision_reason = reason[:MAX_TEXT]
-    session.add(finding)
-    session.flush()
+    state = "confirmed" if confirm else "rejected"
+    if finding.state != "open" or not queries.settle_finding(
+        session=session,
+        finding_id=finding.id,
+        state=state,
+        user_id=user.id,
+        at=utcnow(),
+        reason=reason[:MAX_TEXT],
+    ):
+        session.refresh(finding)
+        raise Conflict(f"finding {finding_id} was {finding.state} already")
+    session.refresh(finding)
     append_entry(
         session=session,
         artifact_type="finding",

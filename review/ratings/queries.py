@@ -616,3 +616,15 @@ def findings_listed(
     if state is not None:
         query = query.where(Finding.state == state)
     return list(session.exec(query).all())
+
+
+def settle_finding(
+    *, session: Session, finding_id: int, state: str, user_id: int | None, at, reason: str
+) -> bool:
+    """Decide an open finding in one statement; False when it was decided meanwhile."""
+    done = session.exec(
+        update(Finding)
+        .where(Finding.id == finding_id, Finding.state == "open")
+        .values(state=state, decided_by_id=user_id, decided_at=at, decision_reason=reason)
+    )
+    return done.rowcount == 1
