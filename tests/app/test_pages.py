@@ -1577,3 +1577,18 @@ def test_an_expert_reports_a_finding_from_the_rating_page(demo_configured):
     assert [(f["category"], f["severity"], f["anchors"]) for f in mine] == [
         ("missing_fallbacks", "major", [{"kind": "task_field", "field": "instruction"}])
     ]
+
+
+def test_the_blind_test_page_without_an_open_test_says_who_opens_one(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.realism.blind_tests import close_blind_test
+
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        close_blind_test(session=session, actor=lead, name="Demo blind test")
+    at = open_page(log_in("expert4"), "blind_test")
+    assert "No blind test is open" in at.info[0].value
+    at = open_page(log_in("lead"), "realism")
+    tests = at.dataframe[-1].value
+    assert list(tests["State"]) == ["closed"]
