@@ -26,6 +26,7 @@ PAGE_TITLES = {
     "realism": ("Simulator realism", ":material/psychology:"),
     "blind_test": ("Blind test", ":material/visibility_off:"),
     "turn_labels": ("Turn labels", ":material/label:"),
+    "consensus": ("Consensus", ":material/forum:"),
     "teams": ("Team mapping", ":material/groups:"),
     "tasks": ("Tasks", ":material/assignment:"),
     "ledger": ("Ledger", ":material/link:"),
@@ -72,7 +73,14 @@ else:
     # the login page stays reachable (hidden): it forwards to the role's start page
     listed = {"": ["home"]}
     if user.role == Role.expert:
-        listed["Review"] = ["queue", "variants", "completeness", "blind_test", "turn_labels"]
+        listed["Review"] = [
+            "queue",
+            "consensus",
+            "variants",
+            "completeness",
+            "blind_test",
+            "turn_labels",
+        ]
     if user.role in (Role.lead, Role.admin):
         listed["Lead"] = [
             "dashboard",

@@ -342,3 +342,56 @@ class Finding(SQLModel, table=True):
     decided_at: datetime | None = None
     decision_reason: str = Field(default="", sa_type=Text)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class DelphiRound(SQLModel, table=True):
+    """A review round run as a Delphi consensus: phase 1 is blind rating as usual; each later
+    phase reveals the panel's anonymous answers and lets every expert revise theirs, until
+    the stop rule set in advance holds."""
+
+    __tablename__ = "delphi_rounds"
+
+    round_id: int = Field(foreign_key="review_rounds.id", primary_key=True, ondelete="CASCADE")
+    phase: int = 1
+    stage: str = Field(default="rating", sa_type=String(16))  # rating, revising, closed
+    iqr_max: float = 1.0
+    w_min: float | None = None
+    max_phases: int = 3
+    started_at: datetime = Field(default_factory=utcnow)
+
+
+class DelphiPseudonym(SQLModel, table=True):
+    """How an expert appears to the rest of a Delphi round's panel ("Panelist 3")."""
+
+    __tablename__ = "delphi_pseudonyms"
+    __table_args__ = (
+        UniqueConstraint("round_id", "expert_id"),
+        UniqueConstraint("round_id", "pseudonym"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", index=True, ondelete="CASCADE")
+    expert_id: int = Field(foreign_key="users.id")
+    pseudonym: str = Field(sa_type=String(32))
+
+
+class DelphiAnswer(SQLModel, table=True):
+    """An expert's answer on one rubric item of one task in one phase of a Delphi round;
+    phase 1 holds the blind ratings, later phases the revisions (a change gives a reason)."""
+
+    __tablename__ = "delphi_answers"
+    __table_args__ = (
+        UniqueConstraint("round_id", "task_version_id", "expert_id", "phase", "item"),
+        Index("ix_delphi_answers_round_phase", "round_id", "phase"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    round_id: int = Field(foreign_key="review_rounds.id", ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id")
+    expert_id: int = Field(foreign_key="users.id")
+    phase: int
+    item: str = Field(sa_type=String(64))
+    score: float
+    changed: bool = False
+    reason: str = Field(default="", sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -124,11 +124,19 @@ def agreement_command(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC."""
+    """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC; for
+    a Delphi round, per phase: alpha, IQR, Kendall's W and the share of answers changed."""
+    from itsmreview.review.consensus.service import delphi_report, delphi_states
     from itsmreview.review.gate.item_agreement import round_agreement
+    from itsmreview.review.gate.round_data import find_round
 
     ensure_schema()
     with open_session() as session:
+        chosen = find_round(session, round_name)
+        if chosen.id in delphi_states(session=session):
+            report = delphi_report(session=session, actor=operator(), round_name=chosen.name)
+            _echo_delphi(report, as_json)
+            return
         review_round, items = round_agreement(
             session=session, actor=operator(), round_name=round_name, bootstrap=bootstrap, seed=seed
         )
@@ -148,6 +156,33 @@ def agreement_command(
         )
         for line in _model_lines(item.models):
             typer.echo(f"  {'':<36} {line}")
+
+
+def _echo_delphi(report: dict, as_json: bool) -> None:
+    if as_json:
+        echo_json(report)
+        return
+    rule = report["rule"]
+    typer.echo(
+        f"round {report['round']!r}: Delphi, phase {report['phase']} ({report['stage']}); stop "
+        f"at IQR <= {rule['iqr_max']:g}"
+        + (f", W >= {rule['w_min']:g}" if rule["w_min"] is not None else "")
+        + f", or after phase {rule['max_phases']}"
+    )
+    for phase in report["phases"]:
+        changed = phase.get("changed_share")
+        typer.echo(
+            f"phase {phase['phase']}: {phase['answers']} answers"
+            + ("" if changed is None else f", {changed:.1%} changed")
+            + f", {len(phase['not_converged'])} task item(s) beyond the IQR limit"
+        )
+        for item, f in phase["items"].items():
+            a = "undefined" if f["alpha"] is None else f"{f['alpha']:.3f}"
+            w = "-" if f["kendalls_w"] is None else f"{f['kendalls_w']:.3f}"
+            typer.echo(
+                f"  {item:<28} alpha {a:>9}  median IQR {f['median_iqr']:.2f}  "
+                f"within {f['within_iqr']:.0%}  W {w}"
+            )
 
 
 def _figure(found: dict | None) -> str:

@@ -243,11 +243,14 @@ def round_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List review rounds with their progress."""
+    from itsmreview.review.consensus.service import delphi_states
     from itsmreview.review.rounds.assignment import rounds_progress
 
     ensure_schema()
     with open_session() as session:
         rounds, progress = rounds_progress(session=session)
+        delphi = delphi_states(session=session)
+    standard = {"mode": "standard", "phase": None, "stage": None}
     rows = [
         {
             "name": r.name,
@@ -255,6 +258,7 @@ def round_list(
             "k": r.k,
             "assigned": progress.get(r.name, (0, 0))[0],
             "submitted": progress.get(r.name, (0, 0))[1],
+            **delphi.get(r.id, standard),
         }
         for r in rounds
     ]
@@ -262,9 +266,10 @@ def round_list(
         echo_json(rows)
         return
     for row in rows:
+        mode = f"  Delphi phase {row['phase']} ({row['stage']})" if row["phase"] else ""
         typer.echo(
             f"{row['name']:<24} {row['status']:<7} k={row['k']}  "
-            f"{row['submitted']}/{row['assigned']} rated"
+            f"{row['submitted']}/{row['assigned']} rated{mode}"
         )
 
 
@@ -316,3 +321,63 @@ def round_apply_queued(
     typer.echo(f"applied {applied} queued rating(s) to the gate; {left} still queued")
     if left:
         typer.echo("another worker is applying them: run again to wait for it")
+
+
+@round_app.command("delphi")
+@boundary
+def round_delphi(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    iqr_max: Annotated[
+        float,
+        typer.Option(help="Stop when every task's answers on every item lie within this IQR."),
+    ] = 1.0,
+    w_min: Annotated[
+        float | None, typer.Option(help="... and Kendall's W of every item reaches this.")
+    ] = None,
+    max_phases: Annotated[int, typer.Option(help="Stop after this phase whatever holds.")] = 3,
+) -> None:
+    """Run a round as a Delphi consensus: phase 1 is the blind rating; `round phase` then
+    reveals the panel's anonymous answers and lets experts revise, until the rule holds."""
+    from itsmreview.review.consensus.service import start_delphi
+
+    ensure_schema()
+    with open_session() as session:
+        start_delphi(
+            session=session,
+            actor=operator(),
+            round_name=name,
+            iqr_max=iqr_max,
+            w_min=w_min,
+            max_phases=max_phases,
+        )
+    rule = f"IQR <= {iqr_max:g}" + (f", W >= {w_min:g}" if w_min is not None else "")
+    typer.echo(f"{name}: a Delphi round (stop at {rule}, or after phase {max_phases})")
+
+
+@round_app.command("phase")
+@boundary
+def round_phase(
+    name: Annotated[str, typer.Argument(help="Round name.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """End the Delphi round's current phase: keep its answers, check the stop rule, and
+    either close the consensus or open the next phase for revisions."""
+    from itsmreview.review.consensus.service import advance_phase
+
+    ensure_schema()
+    with open_session() as session:
+        result = advance_phase(session=session, actor=operator(), round_name=name)
+    if as_json:
+        echo_json(result)
+        return
+    if result["stage"] == "closed":
+        typer.echo(
+            f"{name}: phase {result['ended_phase']} ended; consensus closed: "
+            f"{result['stopped_because']} ({result['not_converged']} task item(s) left to "
+            "adjudicate)"
+        )
+    else:
+        typer.echo(
+            f"{name}: phase {result['ended_phase']} ended ({result['not_converged']} task item(s) "
+            f"apart); phase {result['phase']}: experts revise on the Consensus page"
+        )

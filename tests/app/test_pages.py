@@ -1112,7 +1112,8 @@ def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
     assert "Task completeness" in labels and "Free of spoilers" in labels
     proposal = next(e for e in at.expander if e.label.startswith("Another acceptable"))
     assert proposal
-    at.text_area(key=f"{at.text_area[-1].key}").input("Resetting over the self-service portal.")
+    text = next(t for t in at.text_area if str(t.key).startswith("proposal-"))
+    text.input("Resetting over the self-service portal.")
     at.button(key=next(b.key for b in at.button if b.label == "Propose")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert toasts(at) == ["Proposal sent to the leads."]

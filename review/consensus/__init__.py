@@ -1,0 +1,1 @@
+"""Consensus (Delphi) rounds: reveal the panel's answers anonymously, revise, stop by a rule."""

@@ -1,0 +1,435 @@
+"""Delphi rounds (issue 37). Phase 1 is the round's blind rating, as any round's. Moving to the
+next phase keeps every expert's answers of the phase (phase 1: their submitted scores, the
+unbiased estimate, stored as they were), then checks the stop rule set in advance: every
+task's answers on every item within the IQR limit (and Kendall's W at least its minimum, when
+set), or the last phase allowed. Until it holds, each expert sees per task and item the panel's
+anonymous answers (median, quartiles, every answer, comments under pseudonyms, never who said
+what) beside their own, and keeps or changes each answer; a change needs a reason. Every phase
+change and revision goes to the ledger. Items that do not converge are left for the lead's
+adjudication."""
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+from itsmreview.accounts.models import Role, User
+from itsmreview.accounts.service import require_role
+from itsmreview.errors import Conflict, InvalidInput, NotFound
+from itsmreview.ledger.service import append_entry
+from itsmreview.review.consensus import queries
+from itsmreview.review.gate.agreement import alpha
+from itsmreview.review.gate.concordance import interquartile_range, kendalls_w, share_changed
+from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.models import DelphiRound, RoundStatus
+from sqlmodel import Session
+
+STAGES = ("rating", "revising", "closed")
+MAX_PHASES = 10
+MAX_REASON = 2000
+
+
+def _delphi(session: Session, round_name: str, *, lock: bool = False):
+    review_round = find_round(session, round_name)
+    found = queries.delphi_of(session=session, round_id=review_round.id, lock=lock)
+    if found is None:
+        raise NotFound(
+            f"round {review_round.name!r} is not a Delphi round; make it one with "
+            f"`itsmreview round delphi {review_round.name!r}`"
+        )
+    return review_round, found
+
+
+def start_delphi(
+    *,
+    session: Session,
+    actor: User,
+    round_name: str,
+    iqr_max: float = 1.0,
+    w_min: float | None = None,
+    max_phases: int = 3,
+) -> DelphiRound:
+    """Run an open round as a Delphi round with this stop rule. Leads only. Raises Conflict
+    for a closed round or one that is a Delphi round already, InvalidInput for a bad rule."""
+    user = require_role(actor, Role.lead)
+    if not iqr_max >= 0:
+        raise InvalidInput(f"--iqr-max is 0 or more, not {iqr_max}")
+    if w_min is not None and not 0 <= w_min <= 1:
+        raise InvalidInput(f"--w-min lies between 0 and 1, not {w_min}")
+    if not 2 <= max_phases <= MAX_PHASES:
+        raise InvalidInput(f"--max-phases lies between 2 and {MAX_PHASES}, not {max_phases}")
+    review_round = find_round(session, round_name)
+    if review_round.status != RoundStatus.open:
+        raise Conflict(f"round {review_round.name!r} is closed")
+    if queries.delphi_of(session=session, round_id=review_round.id) is not None:
+        raise Conflict(f"round {review_round.name!r} is a Delphi round already")
+    delphi = DelphiRound(
+        round_id=review_round.id, iqr_max=iqr_max, w_min=w_min, max_phases=max_phases
+    )
+    session.add(delphi)
+    session.flush()
+    _record(session, user, review_round.name, "start", _rule(delphi))
+    return delphi
+
+
+def _rule(delphi: DelphiRound) -> dict:
+    return {"iqr_max": delphi.iqr_max, "w_min": delphi.w_min, "max_phases": delphi.max_phases}
+
+
+def _record(session: Session, user: User, name: str, action: str, payload: dict) -> None:
+    append_entry(
+        session=session,
+        artifact_type="delphi",
+        artifact_id=name,
+        action=action,
+        source_kind="expert",
+        actor_id=user.id,
+        payload=payload,
+    )
+
+
+def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
+    """Per item: alpha, the median and share-within-limit of the per-task IQRs, Kendall's W
+    over the experts who answered every task; and the tasks x items not converged."""
+    out, open_items = {}, []
+    for item, rows in answers.groupby("item", sort=True):
+        matrix = rows.pivot_table(
+            index="expert_id", columns="task_version_id", values="score", aggfunc="first"
+        )
+        found = alpha(matrix.to_numpy(dtype=float), "interval")
+        spreads = rows.groupby("task_version_id")["score"].apply(interquartile_range)
+        complete = matrix.dropna(axis=0, how="any")
+        w = None
+        if complete.shape[0] >= 2 and complete.shape[1] >= 2:
+            value = kendalls_w(complete.to_numpy(dtype=float)).w
+            w = None if np.isnan(value) else round(float(value), 6)
+        wide = spreads[spreads > delphi.iqr_max]
+        open_items += [(int(t), item) for t in wide.index]
+        out[item] = {
+            "alpha": None if found.value is None else round(found.value, 6),
+            "alpha_reason": found.reason,
+            "median_iqr": round(float(spreads.median()), 6),
+            "within_iqr": round(float((spreads <= delphi.iqr_max).mean()), 6),
+            "kendalls_w": w,
+            "tasks": int(spreads.size),
+        }
+    return {"items": out, "not_converged": open_items}
+
+
+def _stops(figures: dict, delphi: DelphiRound, phase: int) -> tuple[bool, str]:
+    if not figures["not_converged"] and (
+        delphi.w_min is None
+        or all(
+            f["kendalls_w"] is not None and f["kendalls_w"] >= delphi.w_min
+            for f in figures["items"].values()
+        )
+    ):
+        return True, "every answer within the IQR limit" + (
+            f" and Kendall's W at least {delphi.w_min}" if delphi.w_min is not None else ""
+        )
+    if phase >= delphi.max_phases:
+        return True, f"the last phase allowed ({delphi.max_phases})"
+    return False, ""
+
+
+def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
+    """End the current phase: keep its answers, check the stop rule, then close the Delphi
+    round or open the next phase for revisions. Leads only. Raises Conflict when the round
+    is closed already or another lead moved it meanwhile, InvalidInput when phase 1 has no
+    submitted rating yet."""
+    user = require_role(actor, Role.lead)
+    review_round, delphi = _delphi(session, round_name, lock=True)
+    if delphi.stage == "closed":
+        raise Conflict(f"the Delphi round {review_round.name!r} is closed")
+    phase = delphi.phase
+    if phase == 1:
+        blind = queries.blind_scores(session=session, round_id=review_round.id)
+        if blind.empty:
+            raise InvalidInput(
+                f"round {review_round.name!r} has no submitted rating yet: phase 1 is the "
+                "experts' blind rating"
+            )
+        rows = [
+            {
+                "round_id": review_round.id,
+                "task_version_id": int(r.task_version_id),
+                "expert_id": int(r.expert_id),
+                "phase": 1,
+                "item": r.item,
+                "score": float(r.score),
+            }
+            for r in blind.itertuples()
+        ]
+        queries.add_answers(session=session, rows=rows)
+        experts = sorted({int(e) for e in blind["expert_id"]})
+        order = np.random.default_rng(review_round.id).permutation(len(experts))
+        names = {experts[i]: f"Panelist {n}" for n, i in enumerate(order, start=1)}
+        queries.add_pseudonyms(session=session, round_id=review_round.id, names=names)
+    else:
+        _carry_forward(session, review_round.id, phase)
+    answers = queries.answers_frame(session=session, round_id=review_round.id, phase=phase)
+    figures = _phase_figures(answers, delphi)
+    stop, why = _stops(figures, delphi, phase)
+    to_phase, to_stage = (phase, "closed") if stop else (phase + 1, "revising")
+    if not queries.move_phase(
+        session=session,
+        round_id=review_round.id,
+        phase=phase,
+        stage=delphi.stage,
+        to_phase=to_phase,
+        to_stage=to_stage,
+    ):
+        raise Conflict(f"another lead moved the Delphi round {review_round.name!r} meanwhile")
+    result = {
+        "round": review_round.name,
+        "ended_phase": phase,
+        "phase": to_phase,
+        "stage": to_stage,
+        "stopped_because": why or None,
+        "not_converged": len(figures["not_converged"]),
+    }
+    _record(session, user, review_round.name, "phase", result)
+    return result
+
+
+def _carry_forward(session: Session, round_id: int, phase: int) -> None:
+    """Answers of the phase before for every (task, expert) who did not revise in `phase`:
+    kept as they were (unchanged), so that each phase holds the whole panel."""
+    before = queries.answers_frame(session=session, round_id=round_id, phase=phase - 1)
+    now = queries.answers_frame(session=session, round_id=round_id, phase=phase)
+    done = set(zip(now["task_version_id"], now["expert_id"], strict=True))
+    rows = [
+        {
+            "round_id": round_id,
+            "task_version_id": int(r.task_version_id),
+            "expert_id": int(r.expert_id),
+            "phase": phase,
+            "item": r.item,
+            "score": float(r.score),
+        }
+        for r in before.itertuples()
+        if (r.task_version_id, r.expert_id) not in done
+    ]
+    if rows:
+        queries.add_answers(session=session, rows=rows)
+
+
+def reveal(*, session: Session, actor: User, round_name: str) -> dict:
+    """What an expert sees in a revision phase: per task they answered, per item, their own
+    latest answer and the panel's (median, quartiles, every answer as counts, the comments
+    under pseudonyms). Experts only; nothing says which answer is whose."""
+    user = require_role(actor, Role.expert)
+    review_round, delphi = _delphi(session, round_name)
+    if delphi.stage != "revising":
+        return {
+            "round": review_round.name,
+            "phase": delphi.phase,
+            "stage": delphi.stage,
+            "tasks": [],
+        }
+    answers = queries.answers_frame(
+        session=session, round_id=review_round.id, phase=delphi.phase - 1
+    )
+    mine = answers[answers["expert_id"] == user.id]
+    names = queries.pseudonyms_of(session=session, round_id=review_round.id)
+    comments = queries.blind_scores(session=session, round_id=review_round.id)
+    tasks = []
+    for version_id, own in mine.groupby("task_version_id", sort=True):
+        panel = answers[answers["task_version_id"] == version_id]
+        said = comments[(comments["task_version_id"] == version_id) & (comments["comment"] != "")]
+        notes = sorted(
+            {
+                (names.get(int(e), "Panelist"), c)
+                for e, c in zip(said["expert_id"], said["comment"], strict=True)
+            }
+        )
+        items = {}
+        for item, row in own.set_index("item").iterrows():
+            scores = panel.loc[panel["item"] == item, "score"].astype(float)
+            q1, median, q3 = (float(x) for x in np.percentile(scores, [25, 50, 75]))
+            items[item] = {
+                "yours": float(row["score"]),
+                "median": median,
+                "q1": q1,
+                "q3": q3,
+                "iqr": q3 - q1,
+                "answers": dict(sorted(Counter(float(s) for s in scores).items())),
+            }
+        revised = queries.revised(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=int(version_id),
+            expert_id=user.id,
+            phase=delphi.phase,
+        )
+        tasks.append(
+            {
+                "task_version_id": int(version_id),
+                "task": own["task"].iloc[0],
+                "items": items,
+                "comments": [{"by": by, "comment": c} for by, c in notes],
+                "revised": revised,
+            }
+        )
+    return {
+        "round": review_round.name,
+        "phase": delphi.phase,
+        "stage": delphi.stage,
+        "you_are": names.get(user.id),
+        "tasks": tasks,
+    }
+
+
+def revise(
+    *,
+    session: Session,
+    actor: User,
+    round_name: str,
+    task_version_id: int,
+    scores: dict[str, float],
+    reasons: dict[str, str] | None = None,
+) -> int:
+    """An expert's answers of this phase for one task: every item they answered before, kept
+    or changed; each change needs a reason. Once per task and phase. Returns how many
+    answers changed. Experts only."""
+    user = require_role(actor, Role.expert)
+    review_round, delphi = _delphi(session, round_name)
+    if delphi.stage != "revising":
+        raise Conflict(f"the Delphi round {review_round.name!r} is not in a revision phase")
+    before = queries.answers_frame(
+        session=session, round_id=review_round.id, phase=delphi.phase - 1
+    )
+    own = before[(before["task_version_id"] == task_version_id) & (before["expert_id"] == user.id)]
+    if own.empty:
+        raise NotFound("you gave no answer on this task in the phase before")
+    if queries.revised(
+        session=session,
+        round_id=review_round.id,
+        task_version_id=task_version_id,
+        expert_id=user.id,
+        phase=delphi.phase,
+    ):
+        raise Conflict(f"you answered this task in phase {delphi.phase} already")
+    reasons = reasons or {}
+    previous = dict(zip(own["item"], own["score"].astype(float), strict=True))
+    missing = sorted(set(previous) - set(scores))
+    if missing:
+        raise InvalidInput(f"give an answer (kept or changed) on every item: {', '.join(missing)}")
+    rows, changed = [], 0
+    for item, old in previous.items():
+        new = float(scores[item])
+        moved = new != old
+        reason = (reasons.get(item) or "").strip()
+        if moved and not reason:
+            raise InvalidInput(f"say why you changed {item} from {old:g} to {new:g}")
+        changed += moved
+        rows.append(
+            {
+                "round_id": review_round.id,
+                "task_version_id": task_version_id,
+                "expert_id": user.id,
+                "phase": delphi.phase,
+                "item": item,
+                "score": new,
+                "changed": moved,
+                "reason": reason[:MAX_REASON] if moved else "",
+            }
+        )
+    queries.add_answers(session=session, rows=rows)
+    _record(
+        session,
+        user,
+        review_round.name,
+        "revise",
+        {
+            "task_version_id": task_version_id,
+            "phase": delphi.phase,
+            "changed": {
+                r["item"]: [previous[r["item"]], r["score"], r["reason"]]
+                for r in rows
+                if r["changed"]
+            },
+        },
+    )
+    return changed
+
+
+def delphi_report(*, session: Session, actor: User, round_name: str) -> dict:
+    """Per phase: the figures of each item (alpha, IQR, Kendall's W), the share of answers
+    changed from the phase before, and the tasks x items not converged; the stop rule and
+    where the round stands. Leads only."""
+    require_role(actor, Role.lead)
+    review_round, delphi = _delphi(session, round_name)
+    answers = queries.answers_frame(session=session, round_id=review_round.id)
+    phases = []
+    for phase, rows in answers.groupby("phase", sort=True):
+        figures = _phase_figures(rows, delphi)
+        entry = {"phase": int(phase), "answers": len(rows), **figures}
+        entry["not_converged"] = [
+            {"task_version_id": t, "item": i} for t, i in figures["not_converged"]
+        ]
+        if phase > 1:
+            earlier = answers[answers["phase"] == phase - 1]
+            change = share_changed(_long(earlier), _long(rows))
+            entry["changed_share"] = None if np.isnan(change.share) else round(change.share, 6)
+            entry["changed"] = change.changed
+        phases.append(entry)
+    return {
+        "round": review_round.name,
+        "mode": "delphi",
+        "phase": delphi.phase,
+        "stage": delphi.stage,
+        "rule": _rule(delphi),
+        "phases": phases,
+    }
+
+
+def _long(rows: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "item": rows["task_version_id"].astype(str) + "/" + rows["item"],
+            "rater": rows["expert_id"],
+            "score": rows["score"].astype(float),
+        }
+    )
+
+
+def delphi_states(*, session: Session) -> dict[int, dict]:
+    """Round id -> {mode, phase, stage} of every Delphi round (for the rounds list)."""
+    return {
+        round_id: {"mode": "delphi", "phase": d.phase, "stage": d.stage}
+        for round_id, d in queries.delphi_rounds(session=session).items()
+    }
+
+
+def revision_trail(*, session: Session, actor: User, round_name: str) -> list[dict]:
+    """Every answer of every phase, with the expert's pseudonym (never the name), whether it
+    changed and why: the consensus trail an export carries. Leads only."""
+    require_role(actor, Role.lead)
+    review_round, _ = _delphi(session, round_name)
+    names = queries.pseudonyms_of(session=session, round_id=review_round.id)
+    answers = queries.answers_frame(session=session, round_id=review_round.id)
+    return [
+        {
+            "task": r.task,
+            "panelist": names.get(int(r.expert_id), "Panelist"),
+            "phase": int(r.phase),
+            "item": r.item,
+            "score": float(r.score),
+            "changed": bool(r.changed),
+            "reason": r.reason,
+        }
+        for r in answers.itertuples()
+    ]
+
+
+def rounds_to_revise(*, session: Session, actor: User) -> list[str]:
+    """Names of the Delphi rounds in a revision phase in which the expert answered."""
+    user = require_role(actor, Role.expert)
+    out = []
+    for round_id, delphi in queries.delphi_rounds(session=session).items():
+        if delphi.stage != "revising":
+            continue
+        answers = queries.answers_frame(session=session, round_id=round_id, phase=delphi.phase - 1)
+        if (answers["expert_id"] == user.id).any():
+            out.append(find_round(session, round_id).name)
+    return sorted(out)

@@ -1,0 +1,257 @@
+"""Delphi rounds on both backends: phase 1 keeps the blind ratings, a revision phase reveals
+the panel anonymously, changes need reasons, the stop rule closes the consensus; the report's
+figures checked against krippendorff, a direct Kendall's W and a count of changed answers."""
+
+import json
+
+import krippendorff
+import numpy as np
+import pytest
+from itsmreview.accounts.service import create_user
+from itsmreview.catalog.importing import import_path
+from itsmreview.catalog.models import TaskVersion
+from itsmreview.cli import app
+from itsmreview.db import session_scope
+from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from itsmreview.review.consensus.service import (
+    advance_phase,
+    delphi_report,
+    reveal,
+    revise,
+    revision_trail,
+    start_delphi,
+)
+from itsmreview.review.ratings.service import submit_rating
+from itsmreview.review.rounds.assignment import claim_next
+from itsmreview.review.rounds.service import create_round
+from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
+from sqlmodel import select
+from typer.testing import CliRunner
+
+runner = CliRunner()
+# task -> the four experts' score on every item: d1 far apart, d2 agreed, d3 close
+SCORES = {"d1": [5, 5, 4, 1], "d2": [4, 4, 4, 4], "d3": [3, 4, 3, 4]}
+
+
+def always(definition):
+    return [d for d in definition.dimensions if d.applies_when == "always"]
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+@pytest.fixture
+def panel(configured, tmp_path):
+    bundle = tmp_path / "tasks.json"
+    natives = [
+        {
+            "id": task,
+            "title": task,
+            "persona": "L1 service desk agent",
+            "track": "single-agent",
+            "instruction": f"Handle {task}.",
+        }
+        for task in SCORES
+    ]
+    bundle.write_text(json.dumps({"tasks": natives}))
+    with session_scope() as session:
+        lead = create_user(session=session, username="dl", role="lead", password="pw-123456")[0]
+        experts = [
+            create_user(session=session, username=f"dx{i}", role="expert", password="pw-12345")[0]
+            for i in range(4)
+        ]
+        import_path(bundle, session=session)
+        versions = {
+            v.id: t
+            for v, t in zip(
+                session.exec(select(TaskVersion).order_by(TaskVersion.id)).all(),
+                sorted(SCORES),
+                strict=True,
+            )
+        }
+        rubric = ensure_rubric(load_rubric(), session=session)
+        create_round(
+            session=session,
+            actor=lead,
+            name="D",
+            rubric=rubric,
+            task_version_ids=sorted(versions),
+            k=4,
+        )
+        start_delphi(session=session, actor=lead, round_name="D", iqr_max=1.0, max_phases=3)
+    definition = load_rubric()
+    for index, expert in enumerate(experts):
+        with session_scope() as session:
+            while (assignment := claim_next(session=session, actor=expert)) is not None:
+                task = versions[assignment.task_version_id]
+                score = SCORES[task][index]
+                submit_rating(
+                    session=session,
+                    actor=expert,
+                    assignment_id=assignment.id,
+                    scores={
+                        d.key: score for d in definition.dimensions if d.applies_when == "always"
+                    },
+                    verdict="accept" if score >= 3 else "reject",
+                    comment="the user would call back" if (task, index) == ("d1", 3) else "",
+                )
+    return {"lead": lead, "experts": experts, "versions": {t: v for v, t in versions.items()}}
+
+
+def test_a_delphi_round_converges_after_one_revision(panel, tmp_path):
+    lead, experts = panel["lead"], panel["experts"]
+    with session_scope() as session, pytest.raises(Conflict, match="not in a revision phase"):
+        revise(
+            session=session,
+            actor=experts[3],
+            round_name="D",
+            task_version_id=panel["versions"]["d1"],
+            scores={},
+        )
+    with session_scope() as session:
+        first = advance_phase(session=session, actor=lead, round_name="D")
+    assert (first["ended_phase"], first["phase"], first["stage"]) == (1, 2, "revising")
+    # d1's answers lie 1.75 apart (IQR) on every item; the other tasks converged
+    items = len([d for d in load_rubric().dimensions if d.applies_when == "always"])
+    assert first["not_converged"] == items
+    with session_scope() as session:
+        shown = reveal(session=session, actor=experts[3], round_name="D")
+    d1 = next(t for t in shown["tasks"] if t["task"] == "d1")
+    some = next(iter(d1["items"].values()))
+    assert (some["yours"], some["median"], some["q1"], some["q3"]) == (1.0, 4.5, 3.25, 5.0)
+    assert some["answers"] == {1.0: 1, 4.0: 1, 5.0: 2}
+    assert d1["comments"] == [{"by": shown["you_are"], "comment": "the user would call back"}]
+    text = json.dumps(shown)
+    assert all(e.username not in text for e in experts)  # pseudonyms only
+    version = panel["versions"]["d1"]
+    raise_to = {item: 4.0 for item in d1["items"]}
+    with session_scope() as session, pytest.raises(InvalidInput, match="say why you changed"):
+        revise(
+            session=session,
+            actor=experts[3],
+            round_name="D",
+            task_version_id=version,
+            scores=raise_to,
+        )
+    why = {item: "the panel's reading of the caller convinced me" for item in d1["items"]}
+    with session_scope() as session:
+        changed = revise(
+            session=session,
+            actor=experts[3],
+            round_name="D",
+            task_version_id=version,
+            scores=raise_to,
+            reasons=why,
+        )
+    assert changed == items
+    with session_scope() as session, pytest.raises(Conflict, match="already"):
+        revise(
+            session=session,
+            actor=experts[3],
+            round_name="D",
+            task_version_id=version,
+            scores=raise_to,
+            reasons=why,
+        )
+    with session_scope() as session:
+        second = advance_phase(session=session, actor=lead, round_name="D")
+    assert (second["stage"], second["not_converged"]) == ("closed", 0)
+    assert second["stopped_because"] == "every answer within the IQR limit"
+    with session_scope() as session, pytest.raises(Conflict, match="closed"):
+        advance_phase(session=session, actor=lead, round_name="D")
+    report = json.loads(run("agreement", "--round", "D", "--json").stdout)
+    one, two = report["phases"]
+    assert (one["phase"], two["phase"], report["stage"]) == (1, 2, "closed")
+    # every phase's answers: 4 experts x 3 tasks x items; 1/12 of them changed in phase 2
+    assert one["answers"] == two["answers"] == 12 * items
+    assert two["changed_share"] == pytest.approx(1 / 12, abs=1e-6)
+    item = next(iter(one["items"]))
+    before = np.array([[SCORES[t][e] for t in sorted(SCORES)] for e in range(4)], dtype=float)
+    after = before.copy()
+    after[3, 0] = 4.0
+    for figures, data in ((one, before), (two, after)):
+        expected = krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
+        assert figures["items"][item]["alpha"] == pytest.approx(expected, abs=1e-6)
+        assert figures["items"][item]["kendalls_w"] == pytest.approx(_kendall_w(data), abs=1e-6)
+    assert one["items"][item]["within_iqr"] == pytest.approx(2 / 3, abs=1e-6)
+    listed = json.loads(run("round", "list", "--json").stdout)
+    assert [(r["mode"], r["phase"], r["stage"]) for r in listed] == [("delphi", 2, "closed")]
+    with session_scope() as session:
+        trail = revision_trail(session=session, actor=lead, round_name="D")
+    moved = [r for r in trail if r["changed"]]
+    assert len(moved) == items and all(r["reason"] for r in moved)
+    assert {r["panelist"] for r in trail} == {f"Panelist {n}" for n in range(1, 5)}
+    # phase 1 keeps the blind answers as they were
+    assert sorted(
+        r["score"] for r in trail if r["phase"] == 1 and r["task"] == "d1" and r["item"] == item
+    ) == [1, 4, 5, 5]
+    assert run("ledger", "export", str(tmp_path / "l.jsonl")).exit_code == 0
+    entries = [json.loads(x) for x in (tmp_path / "l.jsonl").read_text().splitlines()]
+    assert [e["action"] for e in entries if e["artifact_type"] == "delphi"] == [
+        "start",
+        "phase",
+        "revise",
+        "phase",
+    ]
+
+
+def _kendall_w(data: np.ndarray) -> float:
+    """W with the tie correction, written out: ranks within each rater, average for ties."""
+    m, n = data.shape
+    ranks = np.zeros_like(data)
+    ties = 0.0
+    for r in range(m):
+        order = sorted(range(n), key=lambda j: data[r, j])
+        position = 0
+        while position < n:
+            end = position
+            while end + 1 < n and data[r, order[end + 1]] == data[r, order[position]]:
+                end += 1
+            for j in order[position : end + 1]:
+                ranks[r, j] = (position + end) / 2 + 1
+            t = end - position + 1
+            ties += t**3 - t
+            position = end + 1
+    sums = ranks.sum(axis=0)
+    s = ((sums - m * (n + 1) / 2) ** 2).sum()
+    return 12 * s / (m * m * (n**3 - n) - m * ties)
+
+
+def test_the_last_phase_closes_what_did_not_converge(panel):
+    lead = panel["lead"]
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+        advance_phase(session=session, actor=lead, round_name="D")  # nobody revised
+        last = advance_phase(session=session, actor=lead, round_name="D")
+    assert (last["ended_phase"], last["stage"]) == (3, "closed")
+    assert last["stopped_because"] == "the last phase allowed (3)"
+    assert last["not_converged"] > 0
+    with session_scope() as session:
+        report = delphi_report(session=session, actor=lead, round_name="D")
+    assert [p["phase"] for p in report["phases"]] == [1, 2, 3]
+    assert report["phases"][2]["changed_share"] == 0.0
+
+
+def test_who_may_do_what_and_clear_errors(panel):
+    lead, expert = panel["lead"], panel["experts"][0]
+    with session_scope() as session, pytest.raises(PermissionDenied):
+        advance_phase(session=session, actor=expert, round_name="D")
+    with session_scope() as session, pytest.raises(Conflict, match="a Delphi round already"):
+        start_delphi(session=session, actor=lead, round_name="D")
+    refused = run("round", "delphi", "D", "--max-phases", "1")
+    assert refused.exit_code == 1 and "between 2 and 10" in refused.output
+    with session_scope() as session:
+        assert reveal(session=session, actor=expert, round_name="D")["tasks"] == []
+    missing = run("round", "phase", "nowhere")
+    assert missing.exit_code == 1 and "no review round 'nowhere'" in missing.output
+    with session_scope() as session, pytest.raises(NotFound, match="not a Delphi round"):
+        create_round(
+            session=session,
+            actor=lead,
+            name="plain",
+            rubric=ensure_rubric(load_rubric(), session=session),
+            task_version_ids=list(panel["versions"].values()),
+            k=1,
+        )
+        advance_phase(session=session, actor=lead, round_name="plain")
