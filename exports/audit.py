@@ -50,9 +50,13 @@ def audit_records(
     findings: list[dict],
     previous: dict[str, list[str]],
     checks: dict[tuple[str, int], list[dict]],
+    consensus: dict[str, list[dict]] | None = None,
 ) -> list[dict]:
     """One record per exported task version (task, version): its findings (of this version
-    and earlier ones), the fields changed since the version before, its machine checks."""
+    and earlier ones), the fields changed since the version before, its machine checks, and
+    for a task of a Delphi round its consensus trail (every phase's answers under
+    pseudonyms, each change with its reason)."""
+    consensus = consensus or {}
     by_task = defaultdict(list)
     for found in findings:
         by_task[found["task"]].append(found)
@@ -64,6 +68,7 @@ def audit_records(
             "earlier_findings": [f for f in by_task[task] if f["version"] < version],
             "fixed_fields": previous.get(task, []),
             "machine_checks": checks.get((task, version), []),
+            "consensus": consensus.get(task, []),
         }
         for task, version in exported
     ]
@@ -99,6 +104,18 @@ def audit_markdown(records: list[dict], taxonomy: dict[str, tuple[str, str]]) ->
         for name in sorted({c for c, _ in checks}):
             row = [checks[(name, s)] for s in ("pass", "warn", "fail", "error")]
             lines.append(f"| {name} | " + " | ".join(map(str, row)) + " |")
+    trail = [a for r in records for a in r.get("consensus", [])]
+    if trail:
+        later = [a for a in trail if a["phase"] > 1]
+        moved = sum(a["changed"] for a in later)
+        lines += [
+            "",
+            "## Consensus (Delphi)",
+            "",
+            f"{len(trail)} answers over {max(a['phase'] for a in trail)} phase(s); "
+            f"{moved} of {len(later)} revised answers changed, each with its reason "
+            "(phase 1 holds the blind ratings as given).",
+        ]
     confirmed = [r for r in records if any(f["state"] == "confirmed" for f in r["findings"])]
     fixed = [r for r in records if r["earlier_findings"] and r["fixed_fields"]]
     if confirmed or fixed:

@@ -508,7 +508,9 @@ def _write_files(
     )
     if plan.realism is not None:
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
-    finding_ids = writing.write_audit(staging, session=session, chosen=chosen, versions=versions)
+    finding_ids = writing.write_audit(
+        staging, session=session, chosen=chosen, versions=versions, actor=actor
+    )
     report("reading the ledger", 0.75)
     ledger_entries = writing.write_ledger_slice(
         staging,

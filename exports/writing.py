@@ -16,6 +16,7 @@ from itsmreview.errors import NotFound
 from itsmreview.exports import audit, evidence, harbor, hf, native, queries, tau2
 from itsmreview.exports.bundle import Staging, jsonl
 from itsmreview.ledger.prov import ProvWriter
+from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate import item_agreement, round_data
 from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
@@ -436,7 +437,7 @@ def _decision_row(version: tuple[str, int], decision) -> dict:
 
 
 def write_audit(
-    staging: Staging, *, session: Session, chosen: Selection, versions: dict
+    staging: Staging, *, session: Session, chosen: Selection, versions: dict, actor: User
 ) -> set[str]:
     """evidence/audit.jsonl and AUDIT.md (exports.audit); returns the ids of the findings
     they hold, whose ledger entries the ledger slice then carries."""
@@ -464,8 +465,18 @@ def write_audit(
         checks.setdefault(key, []).append(
             {"check": check.check, "status": str(check.status), "summary": check.summary}
         )
+    exported_ids = {t.external_id for t, _ in chosen.pairs}
+    delphi = consensus.delphi_states(session=session)
+    trails: dict[str, list[dict]] = {}
+    for review_round in chosen.rounds:
+        if review_round.id in delphi:
+            for row in consensus.revision_trail(
+                session=session, actor=actor, round_name=review_round.name
+            ):
+                if row["task"] in exported_ids:
+                    trails.setdefault(row["task"], []).append(row | {"round": review_round.name})
     rows = audit.audit_records(
-        [(t.external_id, v.version) for t, v in chosen.pairs], records, previous, checks
+        [(t.external_id, v.version) for t, v in chosen.pairs], records, previous, checks, trails
     )
     staging.write_text(audit.AUDIT_FILE, jsonl(rows))
     staging.write_text(audit.AUDIT_MD, audit.audit_markdown(rows, TAXONOMY))

@@ -1593,3 +1593,36 @@ def test_the_blind_test_page_without_an_open_test_says_who_opens_one(demo_config
     at = open_page(log_in("lead"), "realism")
     tests = at.dataframe[-1].value
     assert list(tests["State"]) == ["closed"]
+
+
+def test_an_expert_revises_in_a_delphi_phase_on_the_consensus_page(demo_configured):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.consensus.service import advance_phase, revision_trail, start_delphi
+
+    at = open_page(log_in("expert1"), "consensus")
+    assert "No Delphi round waits for your revision" in at.info[0].value  # the demo's is done
+    with session_scope() as session:
+        lead = user_by_username(session=session, username="lead")
+        start_delphi(session=session, actor=lead, round_name="Demo round 1", iqr_max=0.0)
+        advance_phase(session=session, actor=lead, round_name="Demo round 1")
+    at = open_page(log_in("expert1"), "consensus")
+    assert titles(at) == ["Consensus"]
+    panel = at.dataframe[0].value
+    assert list(panel.columns) == ["Item", "Yours", "Panel median", "Middle half", "Answers"]
+    assert "expert" not in " ".join(m.value for m in at.markdown)  # pseudonyms only
+    first = panel["Item"].iloc[0]
+    number = next(n for n in at.number_input if str(n.key).endswith(f"-{first}"))
+    number.set_value(number.value + 1)
+    at.button[0].click().run()  # a change without its reason
+    assert any("say why you changed" in e.value for e in at.error)
+    number = next(n for n in at.number_input if str(n.key).endswith(f"-{first}"))
+    number.set_value(number.value + 1)
+    reason = next(t for t in at.text_input if str(t.key).endswith(f"-{first}-why"))
+    reason.set_value("The log shows longer waits.")
+    at.button[0].click().run()
+    assert not at.exception and toasts(at) == ["1 answer(s) changed"]
+    with session_scope() as session:
+        trail = revision_trail(session=session, actor=lead, round_name="Demo round 1")
+    moved = [r for r in trail if r["changed"]]
+    assert [(r["item"], r["reason"]) for r in moved] == [(first, "The log shows longer waits.")]

@@ -194,6 +194,18 @@ def test_a_delphi_round_converges_after_one_revision(panel, tmp_path):
         "revise",
         "phase",
     ]
+    # the export's audit record carries each task's consensus trail, pseudonymous
+    assert run("round", "gate", "D", "--alpha-min", "-1").exit_code == 0
+    out = tmp_path / "set"
+    exported = run("export", str(out), "--round", "D")
+    assert exported.exit_code == 0, exported.output
+    lines = (out / "evidence" / "audit.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    assert records and all(r["consensus"] for r in records)
+    assert {a["phase"] for r in records for a in r["consensus"]} == {1, 2}
+    assert not any(e.username in json.dumps(records) for e in experts)
+    assert "## Consensus (Delphi)" in (out / "AUDIT.md").read_text()
+    assert run("export", "verify", str(out)).exit_code == 0
 
 
 def _kendall_w(data: np.ndarray) -> float:

@@ -53,11 +53,15 @@ def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
         assert len(transcripts) == len(versions)
         roles = {m["role"] for t in transcripts for m in t.messages}
         assert roles == {"system", "user", "agent", "colleague", "tool"}
-        round_ = session.exec(select(ReviewRound)).one()
+        round_ = session.exec(select(ReviewRound).where(ReviewRound.name == "Demo round 1")).one()
         per_task = session.exec(
-            select(Assignment.task_version_id, func.count()).group_by(Assignment.task_version_id)
+            select(Assignment.task_version_id, func.count())
+            .where(Assignment.round_id == round_.id)
+            .group_by(Assignment.task_version_id)
         ).all()
         assert all(count == round_.k for _, count in per_task)
-        submitted = session.exec(select(func.count()).select_from(Rating)).one()
+        submitted = session.exec(
+            select(func.count()).select_from(Rating).where(Rating.round_id == round_.id)
+        ).one()
         assert 0 < submitted < len(per_task) * round_.k, "the demo round is partly finished"
         assert session.exec(select(func.count()).select_from(RatingScore)).one() >= submitted * 5

@@ -35,6 +35,12 @@ from itsmreview.realism.service import (
     waive,
 )
 from itsmreview.review.assist.labels import propose_turn_labels
+from itsmreview.review.consensus.service import (
+    advance_phase,
+    delphi_report,
+    revision_trail,
+    start_delphi,
+)
 from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import round_agreement
 from itsmreview.review.models import Assignment
@@ -104,6 +110,10 @@ LEAD_ONLY = [
     lambda s, u: propose_turn_labels(session=s, actor=u, spec="demo-itsm"),
     lambda s, u: decide_finding(session=s, actor=u, finding_id=1, confirm=True),
     lambda s, u: builtin_results(session=s, actor=u),
+    lambda s, u: start_delphi(session=s, actor=u, round_name="Demo round 1"),
+    lambda s, u: advance_phase(session=s, actor=u, round_name="Demo round 1"),
+    lambda s, u: delphi_report(session=s, actor=u, round_name="Demo round 1"),
+    lambda s, u: revision_trail(session=s, actor=u, round_name="Demo round 1"),
 ]
 ADMIN_ONLY = [
     lambda s, u: users_overview(session=s, actor=u),
