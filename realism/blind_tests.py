@@ -247,20 +247,23 @@ def answer(
 
 
 def blind_report(*, session: Session, actor, name: str) -> dict:
-    """A test's result: overall and per expert, hits, false alarms, accuracy, d' with its
-    bootstrap interval and the binomial test against chance; the mean confidence of right and
-    wrong answers. Leads only."""
+    """A test's result, overall, per expert and per role (the personas the experts practise):
+    hits, false alarms, accuracy, d' with its bootstrap interval and the binomial test against
+    chance; the mean confidence of right and wrong answers. Leads only."""
     require_role(actor, Role.lead)
     test = _open_test(session, name)
     rows = queries.answers_of(session=session, test_id=test.id)
     fragments = queries.fragments_of(session=session, test_id=test.id)
     by_expert: dict[str, dict[str, list[int]]] = defaultdict(lambda: {"simulated": [], "real": []})
+    by_role: dict[str, dict[str, list[int]]] = defaultdict(lambda: {"simulated": [], "real": []})
     everyone = {"simulated": [], "real": []}
     confidence = {True: [], False: []}
-    for source, judged, sure, _, username in rows:
+    for source, judged, sure, _, username, expertise in rows:
         said_simulated = int(judged == "simulated")
         everyone[source].append(said_simulated)
         by_expert[username][source].append(said_simulated)
+        for role in expertise or ["(no expertise recorded)"]:
+            by_role[role][source].append(said_simulated)
         confidence[(judged == source)].append(sure)
     return {
         "name": test.name,
@@ -275,6 +278,11 @@ def blind_report(*, session: Session, actor, name: str) -> dict:
         "per_expert": {
             username: blind.summary(answers["simulated"], answers["real"], seed=test.seed)
             for username, answers in sorted(by_expert.items())
+        },
+        # by the personas the experts practise (an expert of two counts in both)
+        "per_role": {
+            role: blind.summary(answers["simulated"], answers["real"], seed=test.seed)
+            for role, answers in sorted(by_role.items())
         },
         "mean_confidence": {
             "right": round(float(np.mean(confidence[True])), 3) if confidence[True] else None,

@@ -185,8 +185,9 @@ def has_answer(*, session: Session, fragment_id: int, expert_id: int) -> bool:
     return session.exec(query).first() is not None
 
 
-def answers_of(*, session: Session, test_id: int) -> list[tuple[str, str, int, int, str]]:
-    """(source, judged, confidence, expert id, expert username) of every answer."""
+def answers_of(*, session: Session, test_id: int) -> list[tuple]:
+    """(source, judged, confidence, expert id, expert username, expert's expertise) of every
+    answer."""
     query = (
         select(
             BlindFragment.source,
@@ -194,6 +195,7 @@ def answers_of(*, session: Session, test_id: int) -> list[tuple[str, str, int, i
             BlindAnswer.confidence,
             BlindAnswer.expert_id,
             User.username,
+            User.expertise,
         )
         .join(BlindFragment, BlindFragment.id == BlindAnswer.fragment_id)
         .join(User, User.id == BlindAnswer.expert_id)

@@ -505,9 +505,11 @@ def blind_report_command(
         f"fragments of {shown(report['simulator'])} against {shown(report['log'])}, "
         f"{report['experts']} expert(s)"
     )
-    rows = [("all experts", report["overall"])] + [
-        (shown(user), figures) for user, figures in report["per_expert"].items()
-    ]
+    rows = (
+        [("all experts", report["overall"])]
+        + [(shown(user), figures) for user, figures in report["per_expert"].items()]
+        + [(f"role: {shown(role)}", figures) for role, figures in report["per_role"].items()]
+    )
     table = []
     for label, f in rows:
         interval = f["d_prime_interval"]

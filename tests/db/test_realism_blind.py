@@ -38,8 +38,14 @@ def test_open(mapped):
     assert result.exit_code == 0, result.output
     with session_scope() as session:
         experts = [
-            create_user(session=session, username=f"b{i}", role="expert", password="pw-12345678")[0]
-            for i in (1, 2)
+            create_user(
+                session=session,
+                username=f"b{i}",
+                role="expert",
+                password="pw-12345678",
+                expertise=roles,
+            )[0]
+            for i, roles in ((1, ["L2 resolver"]), (2, []))
         ]
         lead = create_user(session=session, username="lb", role="lead", password="pw-12345678")[0]
     return {"experts": experts, "lead": lead}
@@ -145,6 +151,9 @@ def test_the_report_gives_d_prime_and_the_binomial_test(test_open):
     low, high = overall["d_prime_interval"]
     assert low <= overall["d_prime"] <= high
     assert report["mean_confidence"] == {"right": 3.333, "wrong": 2.0}
+    # per role: the L2 resolver (b1, always right) apart from the expert without expertise
+    assert report["per_role"]["L2 resolver"] == perfect
+    assert report["per_role"]["(no expertise recorded)"] == blindfold
     text = run("realism", "blind", "report", "B1")
     assert text.exit_code == 0 and "all experts" in text.output and "b1" in text.output
 
