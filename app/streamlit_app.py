@@ -86,8 +86,6 @@ else:
             "dashboard",
             "rounds",
             "coverage",
-            "realism",
-            "turn_labels",
             "teams",
             "variants",
             "tasks",
@@ -95,6 +93,8 @@ else:
             "ledger",
             "exports",
             "model_review",
+            "realism",
+            "turn_labels",
             "imports",
         ]
     if user.role == Role.admin:

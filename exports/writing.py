@@ -17,6 +17,7 @@ from itsmreview.exports import audit, evidence, harbor, hf, native, queries, tau
 from itsmreview.exports.bundle import Staging, jsonl
 from itsmreview.ledger.prov import ProvWriter
 from itsmreview.review.consensus import service as consensus
+from itsmreview.review.consensus import states as consensus_states
 from itsmreview.review.gate import item_agreement, round_data
 from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
@@ -466,7 +467,7 @@ def write_audit(
             {"check": check.check, "status": str(check.status), "summary": check.summary}
         )
     exported_ids = {t.external_id for t, _ in chosen.pairs}
-    delphi = consensus.delphi_states(session=session)
+    delphi = consensus_states.delphi_states(session=session)
     trails: dict[str, list[dict]] = {}
     for review_round in chosen.rounds:
         if review_round.id in delphi:

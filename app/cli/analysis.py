@@ -126,7 +126,8 @@ def agreement_command(
 ) -> None:
     """Krippendorff's alpha per rubric item of a round, with bootstrap CI and Gwet's AC; for
     a Delphi round, per phase: alpha, IQR, Kendall's W and the share of answers changed."""
-    from itsmreview.review.consensus.service import delphi_report, delphi_states
+    from itsmreview.review.consensus.service import delphi_report
+    from itsmreview.review.consensus.states import delphi_states
     from itsmreview.review.gate.item_agreement import round_agreement
     from itsmreview.review.gate.round_data import find_round
 

@@ -243,7 +243,7 @@ def round_list(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List review rounds with their progress."""
-    from itsmreview.review.consensus.service import delphi_states
+    from itsmreview.review.consensus.states import delphi_states
     from itsmreview.review.rounds.assignment import rounds_progress
 
     ensure_schema()

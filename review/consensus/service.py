@@ -393,14 +393,6 @@ def _long(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def delphi_states(*, session: Session) -> dict[int, dict]:
-    """Round id -> {mode, phase, stage} of every Delphi round (for the rounds list)."""
-    return {
-        round_id: {"mode": "delphi", "phase": d.phase, "stage": d.stage}
-        for round_id, d in queries.delphi_rounds(session=session).items()
-    }
-
-
 def revision_trail(*, session: Session, actor: User, round_name: str) -> list[dict]:
     """Every answer of every phase, with the expert's pseudonym (never the name), whether it
     changed and why: the consensus trail an export carries. Leads only."""

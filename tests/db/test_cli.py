@@ -126,7 +126,18 @@ def test_round_create_list_close(configured, tmp_path):
     assert created.exit_code == 0 and "3 task(s), k=2" in created.output
     assert run("round", "create", "Pilot").exit_code == 1
     rounds = json.loads(run("round", "list", "--json").output)
-    assert rounds == [{"name": "Pilot", "status": "open", "k": 2, "assigned": 0, "submitted": 0}]
+    assert rounds == [
+        {
+            "name": "Pilot",
+            "status": "open",
+            "k": 2,
+            "assigned": 0,
+            "submitted": 0,
+            "mode": "standard",
+            "phase": None,
+            "stage": None,
+        }
+    ]
     assert run("round", "close", "Pilot").exit_code == 0
     assert json.loads(run("round", "list", "--json").output)[0]["status"] == "closed"
 
