@@ -571,15 +571,16 @@ def units_to_label(*, session: Session, actor, spec: str, limit: int = 50) -> li
     Leads only."""
     require_role(actor, Role.lead)
     found = []
-    for row, messages in queries.with_unmapped(session=session, spec=spec):
-        labelled = {
-            (label.turn, label.call)
-            for label in queries.labels_of(
-                session=session, spec=spec, transcript_ids=[row.transcript_id]
-            )
-        }
+    pending = queries.with_unmapped(session=session, spec=spec)
+    labelled = {  # one read for every transcript, not one each
+        (label.transcript_id, label.turn, label.call)
+        for label in queries.labels_of(
+            session=session, spec=spec, transcript_ids=[row.transcript_id for row, _ in pending]
+        )
+    }
+    for row, messages in pending:
         for turn, call in row.unmapped:
-            key = (turn, TEXT_TURN if call is None else call)
+            key = (row.transcript_id, turn, TEXT_TURN if call is None else call)
             if key in labelled:
                 continue
             found.append(

@@ -48,9 +48,11 @@ def blind_scores(*, session: Session, round_id: int):
     return frame_of(session, query)
 
 
-def answers_frame(*, session: Session, round_id: int, phase: int | None = None):
-    """Answers of the round (of one phase): task_version_id, task, expert_id, phase, item,
-    score, changed, reason."""
+def answers_frame(
+    *, session: Session, round_id: int, phase: int | None = None, expert_id: int | None = None
+):
+    """Answers of the round (of one phase, of one expert): task_version_id, task, expert_id,
+    phase, item, score, changed, reason."""
     query = (
         select(
             DelphiAnswer.task_version_id,
@@ -69,6 +71,8 @@ def answers_frame(*, session: Session, round_id: int, phase: int | None = None):
     )
     if phase is not None:
         query = query.where(DelphiAnswer.phase == phase)
+    if expert_id is not None:
+        query = query.where(DelphiAnswer.expert_id == expert_id)
     return frame_of(session, query)
 
 

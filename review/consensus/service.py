@@ -230,6 +230,11 @@ def reveal(*, session: Session, actor: User, round_name: str) -> dict:
         session=session, round_id=review_round.id, phase=delphi.phase - 1
     )
     mine = answers[answers["expert_id"] == user.id]
+    revised = set(  # the tasks the expert answered in this phase already: one read
+        queries.answers_frame(
+            session=session, round_id=review_round.id, phase=delphi.phase, expert_id=user.id
+        )["task_version_id"]
+    )
     names = queries.pseudonyms_of(session=session, round_id=review_round.id)
     comments = queries.blind_scores(session=session, round_id=review_round.id)
     tasks = []
@@ -254,20 +259,13 @@ def reveal(*, session: Session, actor: User, round_name: str) -> dict:
                 "iqr": q3 - q1,
                 "answers": dict(sorted(Counter(float(s) for s in scores).items())),
             }
-        revised = queries.revised(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=int(version_id),
-            expert_id=user.id,
-            phase=delphi.phase,
-        )
         tasks.append(
             {
                 "task_version_id": int(version_id),
                 "task": own["task"].iloc[0],
                 "items": items,
                 "comments": [{"by": by, "comment": c} for by, c in notes],
-                "revised": revised,
+                "revised": int(version_id) in revised,
             }
         )
     return {
@@ -421,7 +419,9 @@ def rounds_to_revise(*, session: Session, actor: User) -> list[str]:
     for round_id, delphi in queries.delphi_rounds(session=session).items():
         if delphi.stage != "revising":
             continue
-        answers = queries.answers_frame(session=session, round_id=round_id, phase=delphi.phase - 1)
-        if (answers["expert_id"] == user.id).any():
+        answers = queries.answers_frame(
+            session=session, round_id=round_id, phase=delphi.phase - 1, expert_id=user.id
+        )
+        if not answers.empty:
             out.append(find_round(session, round_id).name)
     return sorted(out)
