@@ -33,6 +33,7 @@ from itsmreview.coverage.filechecks import (
 )
 
 ROLE_PREFIX = "role:"
+COUNTER_PREFIX = "counter:"  # a per-event counter column of the event table, before import
 XES_CASE, XES_ACTIVITY, XES_TIMESTAMP, XES_RESOURCE = (
     "case:concept:name",
     "concept:name",
@@ -60,9 +61,21 @@ class ColumnMapping:
     sep: str = ","
     na_values: tuple[str, ...] = ()
     encoding: str = "utf-8-sig"
+    # (attribute, column): a running count the log keeps on every event of a case (UCI's
+    # `reassignment_count`); the case's highest value becomes case attribute `attribute`
+    counters: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        found = asdict(self)
+        if not self.counters:
+            del found["counters"]  # digests of mappings without counters stay as they were
+        return found
+
+    def columns(self) -> list[str]:
+        """The file's columns this mapping reads, each once, in order."""
+        named = [self.case, self.activity, self.timestamp, self.resource, *self.roles]
+        named += [column for _, column in self.counters]
+        return list(dict.fromkeys(c for c in named if c))
 
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
@@ -101,6 +114,7 @@ PRESETS: dict[str, ColumnMapping] = {
         resource="assigned_to",
         roles=("assignment_group", "contact_type", "priority"),
         na_values=("?",),
+        counters=(("reassignments", "reassignment_count"), ("reopens", "reopen_count")),
     ),
     "helpdesk": ColumnMapping(
         case=XES_CASE,
@@ -200,14 +214,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
         frame = _read_xes(path, limits)
         if mapping is not None:
             mapping = fit_standard_keys(mapping, list(frame.columns))
-            wanted = [
-                mapping.case,
-                mapping.activity,
-                mapping.timestamp,
-                mapping.resource,
-                *mapping.roles,
-            ]
-            wanted = list(dict.fromkeys(c for c in wanted if c))
+            wanted = mapping.columns()
             # checked here, against every key the file has, before the others are dropped
             check_columns(path, wanted, [str(c) for c in frame.columns], mapping.sep)
             frame = frame[wanted]
@@ -219,8 +226,7 @@ def read_raw(path: Path, mapping: ColumnMapping | None, limits: Limits | None = 
             raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
     if mapping is None:
         raise ValueError(f"{path}: a CSV log needs a column mapping or a preset")
-    wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
-    wanted = list(dict.fromkeys(c for c in wanted if c))
+    wanted = mapping.columns()
     present = csv_columns(path, mapping.sep, mapping.encoding, limits)
     check_columns(path, wanted, present, mapping.sep)
     check_unique(path, wanted, present)
@@ -385,8 +391,7 @@ def normalise(
     table = raw if isinstance(raw, pa.Table) else pa.Table.from_pandas(raw, preserve_index=False)
     if table.num_rows == 0:
         raise ValueError(f"{source}: the log has no events")
-    wanted = [mapping.case, mapping.activity, mapping.timestamp, mapping.resource, *mapping.roles]
-    check_columns(Path(source), [c for c in wanted if c], table.column_names, mapping.sep)
+    check_columns(Path(source), mapping.columns(), table.column_names, mapping.sep)
     case_codes, case_labels = _encode_checked(table, mapping.case, source)
     act_codes, act_labels = _encode_checked(table, mapping.activity, source)
     for label, column, codes in (
@@ -427,7 +432,39 @@ def normalise(
         events["resource"] = pd.Categorical.from_codes(np.full(len(events), -1), categories=[])
     for role in mapping.roles:
         events[ROLE_PREFIX + role] = categorical(*_encode_checked(table, role, source))
+    for attribute, column in mapping.counters:
+        counts = _counts(table.column(column), column, source, header_rows)
+        events[COUNTER_PREFIX + attribute] = counts if order is None else counts[order]
     return events
+
+
+def _counts(values: pa.ChunkedArray, column: str, source: str, header_rows: int) -> np.ndarray:
+    """A counter column as float64 (NaN where missing); ValueError naming the rows of a value
+    that is not a whole number of at least 0."""
+    text = pd.Series(_text(values).to_numpy(zero_copy_only=False), dtype=object)
+    numbers = pd.to_numeric(text.str.strip(), errors="coerce").to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = text.notna().to_numpy() & ~((numbers >= 0) & (numbers == np.floor(numbers)))
+    if bad.any():
+        shown = ", ".join(
+            f"row {r}: {text.iloc[r - 1 - header_rows]!r}" for r in _rows(bad, header_rows)
+        )
+        raise ValueError(
+            f"{source}: {int(bad.sum())} value(s) of counter column {column!r} are not whole "
+            f"numbers of 0 or more ({shown}); fix them or mark them missing"
+        )
+    return numbers
+
+
+def case_counters(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The event table without its counter columns, and the cases' counters (case_id and one
+    `attr:<name>` column each: the highest value on the case's events), None without any."""
+    named = [c for c in events.columns if c.startswith(COUNTER_PREFIX)]
+    if not named:
+        return events, None
+    per_case = events.groupby("case_id", observed=True, sort=False)[named].max().reset_index()
+    per_case = per_case.rename(columns={c: "attr:" + c[len(COUNTER_PREFIX) :] for c in named})
+    return events.drop(columns=named), per_case
 
 
 def formats_of(timestamp_format: str | tuple[str, ...] | list[str] | None) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from itsmreview.coverage.eventlog import (
     PRESETS,
     XES_DEFAULT,
     ColumnMapping,
+    case_counters,
     file_sha256,
     log_format,
     read_log,
@@ -223,9 +224,11 @@ def _import_file(
     existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
     if existing is not None:
         return ImportResult(existing, created=False)
+    events, counters = case_counters(events)
     return _store_log(
         session=session,
         events=events,
+        case_attributes=counters,
         mapping=used.to_dict(),
         mapping_hash=mapping_hash,
         sha=sha,

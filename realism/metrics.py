@@ -9,7 +9,10 @@ Definitions (issue 36):
   without a group are skipped);
 - wait-user: a case with at least one waiting-for-the-user status; its count per case is the
   number of times the case enters such a status (consecutive wait events count once);
-- cancel and reopen: a case with at least one such activity;
+- cancel and reopen: a case with at least one such activity; where a log has no reopen
+  activity but records a reopened case by its status (UCI: `Resolved` back to `Active`), a
+  reopening is also an event right after one of the `reopen_from` statuses that neither is one
+  of them nor closes the case;
 - closed with no reply (walk-away): a case in which a wait-user status is directly followed by
   a closing activity (the ticket closed while it waited for its user);
 - case length: events per case; activity distribution: the share of events per activity.
@@ -149,6 +152,16 @@ def status_entries(frame: pd.DataFrame, cases: pd.Index, activities) -> pd.Serie
     return entered.groupby(frame["case_id"]).sum().reindex(cases, fill_value=0).astype(int)
 
 
+def reopenings(frame: pd.DataFrame, cases: pd.Index, reopen, reopen_from, close) -> pd.Series:
+    """How often each case is reopened: entries into a `reopen` activity, plus events right
+    after a `reopen_from` status that are neither such a status nor a closing activity."""
+    left = frame.groupby("case_id", sort=False)["activity"].shift()
+    settled = set(reopen_from) | set(close)
+    back = left.isin(list(reopen_from)) & ~frame["activity"].isin(list(settled))
+    leaving = back.groupby(frame["case_id"]).sum().reindex(cases, fill_value=0).astype(int)
+    return status_entries(frame, cases, reopen) + leaving
+
+
 def case_table(
     events: pd.DataFrame,
     *,
@@ -156,6 +169,7 @@ def case_table(
     cancel=(),
     reopen=(),
     close=(),
+    reopen_from=(),
 ) -> pd.DataFrame:
     """One row per case (index: case id, sorted): `length`; with a group column
     `reassignments` and `ping_pong`; `wait_user_entries`, `wait_user`, `cancelled`,
@@ -171,7 +185,7 @@ def case_table(
     out["wait_user_entries"] = status_entries(frame, cases, wait_user)
     out["wait_user"] = out["wait_user_entries"] > 0
     out["cancelled"] = status_entries(frame, cases, cancel) > 0
-    out["reopened"] = status_entries(frame, cases, reopen) > 0
+    out["reopened"] = reopenings(frame, cases, reopen, reopen_from, close) > 0
     out["closed_waiting"] = closed_waiting(frame, cases, wait_user, close)
     return out
 
@@ -265,9 +279,10 @@ def _unavailable(cases: pd.DataFrame, present: set[str], names: dict) -> dict[st
         "close": ("closing activity", ("no_reply_closure_rate",)),
     }
     for key, (what, metrics) in kinds.items():
-        if present & set(names[key]):
+        looked_for = names[key] + (names.get("reopen_from", ()) if key == "reopen" else ())
+        if present & set(looked_for):
             continue
-        looked = f" ({', '.join(names[key])} never occurs)" if names[key] else ""
+        looked = f" ({', '.join(looked_for)} never occurs)" if looked_for else ""
         out |= dict.fromkeys(metrics, f"not available: the log has no {what}{looked}")
     if "wait_user_rate" in out:  # closed while waiting needs the waiting too
         out.setdefault("no_reply_closure_rate", out["wait_user_rate"])
@@ -291,6 +306,7 @@ def profile(
     cancel=(),
     reopen=(),
     close=(),
+    reopen_from=(),
     seed: int = SEED,
     resamples: int = RESAMPLES,
     splits: int = SPLITS,
@@ -304,6 +320,7 @@ def profile(
         "cancel": tuple(cancel),
         "reopen": tuple(reopen),
         "close": tuple(close),
+        "reopen_from": tuple(reopen_from),
     }
     cases = case_table(events, **names)
     counts = activity_counts(events).reindex(cases.index)  # the same row order as `cases`
@@ -481,6 +498,7 @@ def compare(
     cancel=(),
     reopen=(),
     close=(),
+    reopen_from=(),
     seed: int = SEED,
     resamples: int = RESAMPLES,
     splits: int = SPLITS,
@@ -502,6 +520,7 @@ def compare(
         "cancel": tuple(cancel),
         "reopen": tuple(reopen),
         "close": tuple(close),
+        "reopen_from": tuple(reopen_from),
     }
     real_cases, sim_cases = case_table(real, **names), case_table(simulated, **names)
     n, m = len(real_cases), len(sim_cases)

@@ -22,8 +22,9 @@ from itsmreview.storage import get_storage
 from sqlmodel import Session
 
 CASES_FILE = "cases.parquet"
-# counters some logs keep per case (BPI 2014's `# Reassignments`), beside the computed figure
-COUNTERS = {"reassignments_per_case": "attr:reassignments"}
+# counters some logs keep per case (BPI 2014's `# Reassignments`, UCI's `reassignment_count`
+# and `reopen_count`), beside the computed figure
+COUNTERS = {"reassignments_per_case": "attr:reassignments", "reopens_per_case": "attr:reopens"}
 
 
 def _log_events(log, vocab: Vocabulary) -> pd.DataFrame:
@@ -42,22 +43,104 @@ def _log_events(log, vocab: Vocabulary) -> pd.DataFrame:
     return table.rename(columns={ROLE_PREFIX + vocab.group: "group"} if vocab.group else {})
 
 
-def _counter_checks(log, events: pd.DataFrame) -> dict:
+MOST_FREQUENT_SHOWN = 8
+
+
+def parse_role(text: str) -> tuple[str, str]:
+    """`ATTRIBUTE=VALUE` as a pair; ValueError saying the form.
+
+    >>> parse_role("ST Level=L2"), parse_role(" assignment_group = Group 5 ")
+    (('ST Level', 'L2'), ('assignment_group', 'Group 5'))
+    """
+    attribute, equals, value = text.partition("=")
+    if not equals or not attribute.strip() or not value.strip():
+        raise ValueError(f"{text!r} is not ATTRIBUTE=VALUE, e.g. 'ST Level=2nd'")
+    return attribute.strip(), value.strip()
+
+
+def role_values(*, session: Session, log: str, actor=None, shown: int = 30) -> dict:
+    """Per role attribute of the newest version of log `log`, its `shown` most frequent
+    values as (value, cases it takes part in), most cases first: the choices of `role`.
+    Raises NotFound for an unknown log. With `actor`, leads only."""
+    if actor is not None:
+        require_role(actor, Role.lead)
+    found = latest_log(session=session, name=log)
+    if found is None:
+        raise NotFound(f"no log named {log!r}; known logs: {_known_logs(session)}")
+    roles = list((found.mapping or {}).get("roles") or [])
+    if not roles:
+        return {}
+    columns = ["case_id", *(ROLE_PREFIX + role for role in roles)]
+    frame = get_storage().read_table(found.events_path, EVENTS_FILE, columns=columns).to_pandas()
+    out = {}
+    for role in roles:
+        pairs = frame[["case_id", ROLE_PREFIX + role]].dropna().drop_duplicates()
+        counts = pairs[ROLE_PREFIX + role].astype(str).value_counts().head(shown)
+        out[role] = [(str(value), int(n)) for value, n in counts.items()]
+    return out
+
+
+def _cases_with_role(log, events: pd.DataFrame, role: tuple[str, str]) -> pd.DataFrame:
+    """The events of the cases in which role attribute `role[0]` takes the value `role[1]` on
+    some event (a team, a level that takes part). Raises InvalidInput for an attribute the
+    log does not have, or a value fewer than two cases have (naming its frequent values)."""
+    attribute, value = role
+    roles = list((log.mapping or {}).get("roles") or [])
+    if attribute not in roles:
+        shown = ", ".join(roles) or "none"
+        raise InvalidInput(
+            f"--role: {attribute!r} is not a role attribute of log {log.name!r} (it has: {shown})"
+        )
+    column = ROLE_PREFIX + attribute
+    table = get_storage().read_table(log.events_path, EVENTS_FILE, columns=["case_id", column])
+    frame = table.to_pandas()
+    values = frame[column].astype("string")
+    chosen = set(frame.loc[values == value, "case_id"].astype(str))
+    if len(chosen) < 2:
+        per_value = frame.assign(value=values).drop_duplicates(["case_id", "value"])
+        frequent = per_value["value"].value_counts().head(MOST_FREQUENT_SHOWN)
+        shown = ", ".join(f"{name} ({n:,} cases)" for name, n in frequent.items())
+        raise InvalidInput(
+            f"--role: {len(chosen)} case(s) of log {log.name!r} have {attribute} = {value!r}, "
+            f"fewer than two; its most frequent values: {shown}"
+        )
+    return events[events["case_id"].astype(str).isin(chosen)]
+
+
+def _role_dict(role: tuple[str, str] | None) -> dict | None:
+    return None if role is None else {"attribute": role[0], "value": role[1]}
+
+
+def _counter_checks(log, events: pd.DataFrame, vocab: Vocabulary) -> dict:
     """Each counter the log keeps per case (COUNTERS), its mean beside the computed one, and
-    the share of cases where the two agree; {} for a log without counters or groups."""
+    the share of cases where the two agree; {} for a log without counters. Reassignments need
+    the log's group attribute, reopenings its reopen activity or status."""
     storage = get_storage()
-    if "group" not in events or not storage.exists(log.events_path, CASES_FILE):
+    if not storage.exists(log.events_path, CASES_FILE):
         return {}
     names = storage.read_schema(log.events_path, CASES_FILE).names
+    frame = None
     out = {}
     for metric, column in COUNTERS.items():
         if column not in names:
             continue
+        if metric == "reassignments_per_case" and "group" not in events:
+            continue
+        if metric == "reopens_per_case" and not (vocab.reopen or vocab.reopen_from):
+            continue
         stored = storage.read_table(log.events_path, CASES_FILE, columns=["case_id", column])
         kept = stored.to_pandas().set_index("case_id")[column].dropna().astype(float)
         kept.index = kept.index.astype(str)
-        frame = metrics.ordered(events)
-        computed = metrics.reassignments(frame, pd.Index(kept.index)).astype(float)
+        frame = metrics.ordered(events) if frame is None else frame
+        kept = kept[kept.index.isin(set(frame["case_id"].astype(str)))]
+        cases = pd.Index(kept.index)
+        if metric == "reassignments_per_case":
+            computed = metrics.reassignments(frame, cases)
+        else:
+            computed = metrics.reopenings(
+                frame, cases, vocab.reopen, vocab.reopen_from, vocab.close
+            )
+        computed = computed.astype(float)
         out[metric] = {
             "attribute": column.removeprefix("attr:"),
             "cases": len(kept),
@@ -77,6 +160,7 @@ def log_profile(
     cancel: tuple[str, ...] | None = None,
     reopen: tuple[str, ...] | None = None,
     close: tuple[str, ...] | None = None,
+    role: tuple[str, str] | None = None,
     seed: int = metrics.SEED,
     splits: int = metrics.SPLITS,
     resamples: int = metrics.RESAMPLES,
@@ -84,6 +168,7 @@ def log_profile(
     """The behaviour profile of the newest version of log `name` (realism.metrics.profile)
     with the log's name, version and vocabulary, and its own counters checked where it keeps
     them. `group`, `wait_user`, `cancel` and `reopen` replace the names its preset gives.
+    With `role` (attribute, value), only the cases in which that role takes part.
     Raises NotFound for an unknown log (naming the known ones), ValueError for a group the log
     does not have or a log of fewer than two cases."""
     log = latest_log(session=session, name=name)
@@ -102,12 +187,15 @@ def log_profile(
         close=close,
     )
     events = _log_events(log, vocab)
+    if role is not None:
+        events = _cases_with_role(log, events, role)
     found = metrics.profile(
         events,
         wait_user=vocab.wait_user,
         cancel=vocab.cancel,
         reopen=vocab.reopen,
         close=vocab.close,
+        reopen_from=vocab.reopen_from,
         seed=seed,
         splits=splits,
         resamples=resamples,
@@ -117,9 +205,10 @@ def log_profile(
     return {
         "log": log.name,
         "version": log.version,
+        "role": _role_dict(role),
         "vocabulary": vocab.as_dict() | {"absent": sorted(set(named) - present)},
         **found,
-        "counter_checks": _counter_checks(log, events),
+        "counter_checks": _counter_checks(log, events, vocab),
     }
 
 
@@ -332,6 +421,7 @@ def measure_simulated(
         cancel=vocab.cancel,
         reopen=vocab.reopen,
         close=vocab.close,
+        reopen_from=vocab.reopen_from,
         seed=seed,
         splits=splits,
         resamples=resamples,
@@ -348,6 +438,7 @@ def simulator_report(
     spec: str | None = None,
     log: str | None = None,
     persona: str | None = None,
+    role: tuple[str, str] | None = None,
     seed: int = metrics.SEED,
     splits: int = metrics.SPLITS,
     resamples: int = metrics.RESAMPLES,
@@ -357,7 +448,9 @@ def simulator_report(
     variants the mapped tasks declare, else the whole log. Raises NotFound for an unknown
     simulator, spec or log; InvalidInput when a simulator has several specs and none is named.
     With `persona`, only the transcripts of that persona's tasks (and the variants those
-    declare); `personas` lists them all. With `actor`, leads only."""
+    declare); `personas` lists them all. With `role` (attribute, value), only the real cases
+    in which that role of the log takes part (an L2 persona beside the log's L2 cases). With
+    `actor`, leads only."""
     if actor is not None:
         require_role(actor, Role.lead)
     chosen = _chosen_spec(session, simulator, spec)
@@ -386,12 +479,17 @@ def simulator_report(
     versions = sorted({row[2] for row in mapped})
     keys = queries.declared_sequence_keys(session=session, version_ids=versions)
     events = _log_events(found_log, vocab)
+    recorded = set(events["activity"].astype(str).unique())
+    if role is not None:
+        events = _cases_with_role(found_log, events, role)
     real, scope = _real_scope(found_log, events, keys)
+    if role is not None:
+        scope = scope | {"role_cases": int(events["case_id"].nunique())}
     compared = measure_simulated(
         real,
         simulated,
         vocab=vocab,
-        log_activities=set(events["activity"].astype(str).unique()),
+        log_activities=recorded,
         seed=seed,
         splits=splits,
         resamples=resamples,
@@ -403,6 +501,7 @@ def simulator_report(
         "simulator": simulator,
         "persona": persona,
         "personas": personas,
+        "role": _role_dict(role),
         "spec": {"name": first.spec, "version": first.spec_version, "sha256": first.spec_sha256},
         "log": found_log.name,
         "log_version": found_log.version,

@@ -24,6 +24,8 @@ class Vocabulary:
     cancel: tuple[str, ...] = ()
     reopen: tuple[str, ...] = ()
     close: tuple[str, ...] = ()  # activities that close a case (resolve or close it)
+    # statuses whose leaving for an open one reopens the case, where no activity says so
+    reopen_from: tuple[str, ...] = ()
     source: str = "none"
 
     def as_dict(self) -> dict:
@@ -33,6 +35,7 @@ class Vocabulary:
             "cancel": list(self.cancel),
             "reopen": list(self.reopen),
             "close": list(self.close),
+            "reopen_from": list(self.reopen_from),
             "source": self.source,
         }
 
@@ -47,9 +50,13 @@ PRESET_VOCABULARIES = {
     ),
     # Rabobank: IncidentActivity_Type; no activity says the case waits for its user
     "bpi2014": Vocabulary(group="Assignment Group", reopen=("Reopen",), close=("Closed",)),
-    # ServiceNow (UCI): incident_state
+    # ServiceNow (UCI): incident_state; a reopened incident goes from Resolved back to Active
+    # (its `reopen_count` counts these)
     "uci-incidents": Vocabulary(
-        group="assignment_group", wait_user=("Awaiting User Info",), close=("Resolved", "Closed")
+        group="assignment_group",
+        wait_user=("Awaiting User Info",),
+        close=("Resolved", "Closed"),
+        reopen_from=("Resolved",),
     ),
     # Helpdesk: "Wait" does not say for whom, so no wait-user status
     "helpdesk": Vocabulary(group="workgroup"),
@@ -83,6 +90,8 @@ def vocabulary_for(
         vocab = replace(vocab, group=group)
     given = {"wait_user": wait_user, "cancel": cancel, "reopen": reopen, "close": close}
     given = {k: tuple(v) for k, v in given.items() if v is not None}
+    if "reopen" in given:  # the named activities replace the preset's definition whole
+        given["reopen_from"] = ()
     if given or group is not None:
         vocab = replace(
             vocab, **given, source=f"{vocab.source} and options".removeprefix("none and ")

@@ -33,6 +33,7 @@ LABELS = {
     "case_length": "case length (events)",
     "fitness": "fitness to the log's model",
 }
+COUNTER_LABELS = LABELS | {"reopens_per_case": "reopenings per case"}
 
 
 def _number(kind: str, value: float) -> str:
@@ -81,6 +82,13 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return [line(header), "  ".join("-" * w for w in widths), *map(line, rows)]
 
 
+def _role_line(role: dict, cases: int) -> str:
+    return (
+        f"real cases: the {cases:,} in which {shown(role['attribute'])} = "
+        f"{shown(role['value'])} takes part"
+    )
+
+
 def _echo_text(report: dict) -> None:
     vocab = report["vocabulary"]
     typer.echo(
@@ -90,13 +98,15 @@ def _echo_text(report: dict) -> None:
     )
     if vocab["absent"]:
         typer.echo(f"named but not in the log: {shown(', '.join(vocab['absent']))}")
+    if report.get("role"):
+        typer.echo(_role_line(report["role"], report["cases"]))
     typer.echo("")
     header = ("metric", "value", "95% interval", "noise floor")
     for line in _table(header, _rows(report)):
         typer.echo(line)
     for key, check in report["counter_checks"].items():
         typer.echo(
-            f"{LABELS[key]}: the log's own counter {check['attribute']!r} has mean "
+            f"{COUNTER_LABELS[key]}: the log's own counter {check['attribute']!r} has mean "
             f"{check['log_mean']:.3f} (computed {check['computed_mean']:.3f}; equal in "
             f"{check['equal_share']:.1%} of {check['cases']:,} cases)"
         )
@@ -140,6 +150,13 @@ def realism_report(
         bool,
         typer.Option("--by-persona", help="With --simulator: one report per persona."),
     ] = False,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            help="ATTRIBUTE=VALUE: only the real cases in which this role of the log takes part, "
+            "e.g. 'ST Level=2nd' (an L2 persona beside the log's second-line cases)."
+        ),
+    ] = None,
     group: Annotated[
         str | None,
         typer.Option(help="Role attribute holding the assignment group (default: the preset's)."),
@@ -164,8 +181,14 @@ def realism_report(
     """A log's behaviour (--log): ping-pong, waits for the user, reassignments, case length,
     cancel and reopen rates and the activity distribution, with 95% intervals and the noise
     floor of two random halves of its cases. A simulator (--simulator): the same figures for
-    its mapped transcripts beside the real cases, the gap with its interval and the floor."""
-    from itsmreview.realism.service import log_profile, simulator_report
+    its mapped transcripts beside the real cases, the gap with its interval and the floor.
+    --role limits the real cases to those a team or level of the log takes part in."""
+    from itsmreview.realism.service import log_profile, parse_role, simulator_report
+
+    try:
+        picked_role = parse_role(role) if role is not None else None
+    except ValueError as exc:
+        fail(f"--role: {exc}")
 
     if simulator is None and (spec is not None or persona is not None or by_persona):
         fail("--spec, --persona and --by-persona are for a simulator: give --simulator too")
@@ -185,10 +208,16 @@ def realism_report(
     with open_session() as session:
         if simulator is not None and by_persona:
             first = simulator_report(
-                session=session, simulator=simulator, spec=spec, log=log, seed=seed
+                session=session,
+                simulator=simulator,
+                spec=spec,
+                log=log,
+                seed=seed,
+                role=picked_role,
             )
             report = {
                 "simulator": simulator,
+                "role": first["role"],
                 "personas": {
                     name: simulator_report(
                         session=session,
@@ -197,6 +226,7 @@ def realism_report(
                         log=log,
                         seed=seed,
                         persona=name,
+                        role=picked_role,
                     )
                     for name in first["personas"]
                 },
@@ -209,6 +239,7 @@ def realism_report(
                 log=log,
                 seed=seed,
                 persona=persona,
+                role=picked_role,
             )
         else:
             report = log_profile(
@@ -219,6 +250,7 @@ def realism_report(
                 cancel=tuple(cancel) if cancel else None,
                 reopen=tuple(reopen) if reopen else None,
                 close=tuple(close) if close else None,
+                role=picked_role,
                 seed=seed,
             )
     if as_json:
@@ -256,6 +288,12 @@ def _echo_personas(report: dict) -> None:
             )
         )
     typer.echo(f"simulator {shown(report['simulator'])}, per persona of its tasks:")
+    if report.get("role"):
+        role = report["role"]
+        typer.echo(
+            f"real cases: those in which {shown(role['attribute'])} = {shown(role['value'])} "
+            "takes part"
+        )
     for line in _table(("persona", "simulated", "real cases", "beyond the floor"), rows):
         typer.echo(line)
 
@@ -314,6 +352,8 @@ def _echo_simulator(report: dict) -> None:
     )
     if report.get("persona"):
         typer.echo(f"the transcripts of persona {shown(report['persona'])}'s tasks only")
+    if report.get("role"):
+        typer.echo(_role_line(report["role"], report["real_scope"]["role_cases"]))
     typer.echo(f"against {shown(report['log'])} v{report['log_version']}: {real}")
     typer.echo(
         f"noise floor: the same figure between {report['floor_sample']:,} random real cases "

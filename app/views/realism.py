@@ -9,6 +9,7 @@ from itsmreview.errors import ItsmReviewError
 from itsmreview.realism.blind_tests import blind_reports, close_blind_test, create_blind_test
 from itsmreview.realism.service import (
     mapped_sequences,
+    role_values,
     simulator_report,
     simulators,
     transcript_messages,
@@ -51,14 +52,35 @@ if not found:
 choices = {f"{row['simulator']} · {row['spec']} v{row['spec_version']}": row for row in found}
 picked = choices[st.selectbox("Simulator and mapping spec", list(choices), key="realism-sim")]
 ALL = "All personas"
+WHOLE = "Every real case"
 try:
     report = cached(simulator_report)(user, simulator=picked["simulator"], spec=picked["spec"])
-    persona = st.selectbox(
+    left, right = st.columns(2)
+    persona = left.selectbox(
         "Transcripts of the tasks of", [ALL, *report["personas"]], key="realism-persona"
     )
-    if persona != ALL:
+    values = cached(role_values)(user, log=report["log"])
+    choices = {WHOLE: None} | {
+        f"{attribute} = {value} ({cases:,} cases)": (attribute, value)
+        for attribute, found in values.items()
+        for value, cases in found
+        if cases >= 2
+    }
+    role = choices[
+        right.selectbox(
+            "Real cases in which this role of the log takes part",
+            list(choices),
+            key="realism-role",
+            help="A team or level of the log: an L2 persona beside the log's L2 cases.",
+        )
+    ]
+    if persona != ALL or role is not None:
         report = cached(simulator_report)(
-            user, simulator=picked["simulator"], spec=picked["spec"], persona=persona
+            user,
+            simulator=picked["simulator"],
+            spec=picked["spec"],
+            persona=None if persona == ALL else persona,
+            role=role,
         )
 except (ItsmReviewError, ValueError) as exc:
     st.error(literal(str(exc)))
@@ -116,6 +138,11 @@ real = (
     if scope["kind"] == "declared variants"
     else f"all {report['real_cases']:,} real cases ({scope['reason']})"
 )
+if report["role"]:
+    real += (
+        f"; of the {scope['role_cases']:,} cases in which {report['role']['attribute']} = "
+        f"{report['role']['value']} takes part"
+    )
 beyond = int((table["Verdict"] == "beyond").sum())
 st.subheader(
     f"{beyond} of {int(table['Verdict'].isin(['inside', 'beyond']).sum())} figures beyond the floor"

@@ -1474,6 +1474,27 @@ def test_the_simulator_realism_page_sets_the_demo_simulator_against_its_log(demo
     assert not at.exception
 
 
+def test_the_simulator_realism_page_sets_a_simulator_against_a_role_of_the_log(demo_configured):
+    from itsmreview.db import session_scope
+    from itsmreview.realism.service import simulator_report
+
+    at = open_page(log_in("lead"), "realism")
+    box = at.selectbox(key="realism-role")
+    assert box.value == "Every real case"
+    [choice] = [o for o in box.options if o.startswith("ST Level = L3 (")]
+    box.set_value(choice).run()
+    assert not at.exception and not at.error
+    assert literal("cases in which ST Level = L3 takes part") in at.caption[0].value
+    with session_scope() as session:
+        expected = simulator_report(
+            session=session, simulator="hand-written demo", role=("ST Level", "L3")
+        )
+    table = at.dataframe[0].value.set_index("Metric")
+    length = expected["metrics"]["case_length"]
+    assert table.loc["Case length (events)", "Real"] == f"{length['real']['value']:.2f}"
+    assert literal(f"of the {expected['real_scope']['role_cases']:,} cases") in at.caption[0].value
+
+
 def test_the_simulator_realism_page_says_how_to_map_when_nothing_is_mapped(demo_configured):
     from itsmreview.db import session_scope
     from itsmreview.realism.models import MappedTranscript

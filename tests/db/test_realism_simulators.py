@@ -162,3 +162,22 @@ def test_a_simulator_per_persona_of_its_tasks(mapped):
     )
     both = run("realism", "report", "--persona", "x")
     assert both.exit_code == 1 and "give --simulator too" in both.output
+
+
+def test_a_simulator_against_the_cases_a_role_of_the_log_takes_part_in(mapped):
+    args = ("realism", "report", "--simulator", "never-waits", "--json")
+    report = json.loads(run(*args, "--role", "ST Level=L2").stdout)
+    profile = json.loads(
+        run("realism", "report", "--log", "small", "--role", "ST Level=L2", "--json").stdout
+    )
+    whole = json.loads(run(*args).stdout)
+    assert report["role"] == {"attribute": "ST Level", "value": "L2"}
+    assert report["real_scope"]["role_cases"] == report["real_cases"] == profile["cases"] < 300
+    wait = report["metrics"]["wait_user_rate"]
+    assert wait["real"]["value"] == profile["metrics"]["wait_user_rate"]["value"]
+    # the simulated side does not change with the role
+    assert wait["simulated"] == whole["metrics"]["wait_user_rate"]["simulated"]
+    assert whole["role"] is None
+    personas = json.loads(run(*args, "--by-persona", "--role", "ST Level=L2").stdout)
+    assert personas["role"] == report["role"]
+    assert all(one["role"] == report["role"] for one in personas["personas"].values())

@@ -33,6 +33,7 @@ MODULES = [
     "itsmreview.realism.vocabulary",
     "itsmreview.realism.mapping",
     "itsmreview.realism.blind",
+    "itsmreview.realism.service",
     "itsmreview.review.ratings.builtin_checks",
     "itsmreview.review.ratings.findings",
 ]
