@@ -54,7 +54,7 @@ def parse_role(text: str) -> tuple[str, str]:
     """
     attribute, equals, value = text.partition("=")
     if not equals or not attribute.strip() or not value.strip():
-        raise ValueError(f"{text!r} is not ATTRIBUTE=VALUE, e.g. 'ST Level=2nd'")
+        raise ValueError(f"{text!r} is not ATTRIBUTE=VALUE, e.g. 'ST Level=L2'")
     return attribute.strip(), value.strip()
 
 

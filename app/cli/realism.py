@@ -154,7 +154,7 @@ def realism_report(
         str | None,
         typer.Option(
             help="ATTRIBUTE=VALUE: only the real cases in which this role of the log takes part, "
-            "e.g. 'ST Level=2nd' (an L2 persona beside the log's second-line cases)."
+            "e.g. 'ST Level=L2' (an L2 persona beside the log's L2 cases)."
         ),
     ] = None,
     group: Annotated[
@@ -342,7 +342,8 @@ def _echo_simulator(report: dict) -> None:
             f"variant(s) the tasks declare"
         )
     else:
-        real = f"{report['real_cases']:,} real cases (the whole log: {scope['reason']})"
+        whole = "every case of the role" if report.get("role") else "the whole log"
+        real = f"{report['real_cases']:,} real cases ({whole}: {scope['reason']})"
     spec = report["spec"]
     typer.echo(
         f"simulator {shown(report['simulator'])}: {report['simulated_cases']:,} of "
