@@ -342,6 +342,25 @@ class Finding(SQLModel, table=True):
     decided_at: datetime | None = None
     decision_reason: str = Field(default="", sa_type=Text)
     created_at: datetime = Field(default_factory=utcnow)
+    # the later version of the task that fixes it, when one does (the fix trail)
+    fixed_in_version_id: int | None = Field(
+        default=None, foreign_key="task_versions.id", ondelete="SET NULL"
+    )
+
+
+class FindingVote(SQLModel, table=True):
+    """An expert's vote on whether someone else's finding stands; enough agreeing votes
+    settle it (review.ratings.findings.PANEL_QUORUM)."""
+
+    __tablename__ = "finding_votes"
+    __table_args__ = (UniqueConstraint("finding_id", "expert_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    finding_id: int = Field(foreign_key="findings.id", index=True, ondelete="CASCADE")
+    expert_id: int = Field(foreign_key="users.id")
+    stands: bool
+    reason: str = Field(default="", sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class DelphiRound(SQLModel, table=True):

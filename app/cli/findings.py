@@ -79,10 +79,57 @@ def findings_list(
         typer.echo("no findings")
     for f in found:
         where = "; ".join(anchor_text(a) for a in f["anchors"])
+        votes = f["votes"]
+        panel = (
+            f"; votes {votes['for']} for, {votes['against']} against" if any(votes.values()) else ""
+        )
+        fixed = f"; fixed in v{f['fixed_in']}" if f["fixed_in"] else ""
         typer.echo(
             f"{f['id']:>5} {f['state']:<9} {f['task']}@v{f['version']} {f['category']} "
-            f"({f['severity']}) by {f['author']}: {f['description']} [{where}]"
+            f"({f['severity']}) by {f['author']}: {f['description']} [{where}]{panel}{fixed}"
         )
+
+
+@findings_app.command("vote")
+@boundary
+def findings_vote(
+    finding: Annotated[int, typer.Argument(help="Finding id.")],
+    by: Annotated[str, typer.Option(help="Username of the expert who votes.")],
+    stands: Annotated[
+        bool, typer.Option("--stands/--does-not-stand", help="The finding stands, or it does not.")
+    ],
+    reason: Annotated[str, typer.Option(help="Why (needed against).")] = "",
+) -> None:
+    """An expert's vote on another's finding; three or more votes of which three quarters
+    agree settle it (confirmed or rejected by the panel); a lead decides a split panel."""
+    from itsmreview.accounts.service import find_user
+    from itsmreview.review.ratings.findings import vote_on_finding
+
+    ensure_schema()
+    with open_session() as session:
+        voter = find_user(session=session, username=by)
+        found = vote_on_finding(
+            session=session, actor=voter, finding_id=finding, stands=stands, reason=reason
+        )
+    votes = found["votes"]
+    settled = "" if found["state"] == "open" else f": the panel {found['state']} it"
+    typer.echo(f"finding {finding}: {votes['for']} for, {votes['against']} against{settled}")
+
+
+@findings_app.command("fix")
+@boundary
+def findings_fix(
+    finding: Annotated[int, typer.Argument(help="Finding id.")],
+    version: Annotated[int, typer.Option(help="The later version of the task that fixes it.")],
+) -> None:
+    """Link a finding to the version of its task that fixes it (the fix trail in exports)."""
+    from itsmreview.review.ratings.findings import link_fix
+
+    ensure_schema()
+    with open_session() as session:
+        fixed = link_fix(session=session, actor=operator(), finding_id=finding, version=version)
+        state = fixed.state
+    typer.echo(f"finding {finding} ({state}) is fixed in v{version}")
 
 
 @findings_app.command("decide")

@@ -21,6 +21,7 @@ from itsmreview.demo.taskset import build_task_set, load_specs
 from itsmreview.realism import blind_tests
 from itsmreview.realism import service as realism_service
 from itsmreview.realism.mapping import load_spec
+from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
 from itsmreview.review.ratings import findings
@@ -28,6 +29,7 @@ from itsmreview.review.ratings import queries as review_queries
 from itsmreview.review.ratings.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds import queries as rounds_queries
+from itsmreview.review.rounds.assignment import close_round
 from itsmreview.review.rounds.service import assign_round, create_round
 from itsmreview.review.rubrics.service import RubricDefinition, ensure_rubric, load_rubric
 from itsmreview.storage import get_storage
@@ -46,6 +48,12 @@ DEMO_TEAMS = (  # teams the demo's lead distils the 242 assignment groups into, 
     "Identity and access",
 )
 DEMO_ROUND = "Demo round 1"
+DEMO_DELPHI_ROUND = "Demo consensus round"
+# tasks the main round rated fully and sent back or split on, asked again in a finished Delphi
+# round; two experts start far from the panel on each (one alone would leave the middle half
+# of the answers together), so the revision has something to converge
+DELPHI_DISSENT = {0: (4, 2), 1: (1, 3), 2: (3, 0), 3: (0, 1)}  # task -> experts who start apart
+DELPHI_TASKS = tuple(DELPHI_DISSENT)
 DEMO_MAPPING = "demo-itsm"  # the packaged spec mapping the demo transcripts (realism/specs)
 DEMO_SIMULATOR = "hand-written demo"  # the backbone the demo transcripts name
 DEMO_BLIND_TEST = "Demo blind test"
@@ -213,6 +221,22 @@ def _demo_scores(
     return scores, verdict, flags, rng.randint(3, 5)
 
 
+def _submit(session: Session, expert: User, assignment_id: int, rating: tuple, comment: str):
+    """A demo rating, queued for the gate (the loader applies the round's queue at once)."""
+    scores, verdict, flags, confidence = rating
+    submit_rating(
+        session=session,
+        actor=expert,
+        assignment_id=assignment_id,
+        scores=scores,
+        verdict=verdict,
+        flags=flags,
+        confidence=confidence,
+        comment=comment,
+        recompute=False,
+    )
+
+
 def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
     rubric = ensure_rubric(load_rubric(), session=session)
     definition = RubricDefinition.model_validate(rubric.definition)
@@ -259,21 +283,94 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
                 expert_order[expert.id],
                 dissent=task_index == DEMO_DISSENT_TASK and assignment is to_rate[0],
             )
-            submit_rating(
-                session=session,
-                actor=expert,
-                assignment_id=assignment.id,
-                scores=scores,
-                verdict=verdict,
-                flags=flags,
-                confidence=confidence,
-                comment="" if verdict == "accept" else "Demo rating: see scores.",
-                recompute=False,
-            )
+            comment = "" if verdict == "accept" else "Demo rating: see scores."
+            _submit(session, expert, assignment.id, (scores, verdict, flags, confidence), comment)
             submitted += 1
     apply_queued_here(session=session, review_round=review_round, decide=False)
     recompute_statuses(session=session, round_name=review_round.id, actor_id=lead.id)
     return submitted
+
+
+def _delphi_revision(items: dict) -> tuple[dict[str, float], dict[str, str]]:
+    """A demo expert's revision: an answer two or more points from the panel's median, or a
+    point off on an item whose answers are still spread beyond the limit, moves to it."""
+    scores, reasons = {}, {}
+    for item, figures in items.items():
+        yours, median = figures["yours"], figures["median"]
+        far = abs(yours - median) > 1 or (figures["iqr"] > 1 and abs(yours - median) >= 1)
+        scores[item] = median if far else yours
+        if far:
+            reasons[item] = (
+                "The others' reading of the log variant convinced me: this wait is usual for "
+                "the team."
+            )
+    return scores, reasons
+
+
+def _seed_delphi(session: Session, users: dict[str, User], seed: int) -> None:
+    """A finished Delphi round on four tasks: the five experts' blind ratings (two of them far
+    from the panel on each task), a revision phase in which those experts move to the panel
+    with a reason, then the stop rule holds and the round is closed. Task statuses stay those
+    of the main round (the consensus is evidence, not a second gate)."""
+    rubric = ensure_rubric(load_rubric(), session=session)
+    definition = RubricDefinition.model_validate(rubric.definition)
+    specs = load_specs()
+    version_ids = [
+        latest_version(
+            session=session,
+            task_id=task_by_external_id(session=session, external_id=specs[i]["id"]).id,
+        ).id
+        for i in DELPHI_TASKS
+    ]
+    lead = users["lead"]
+    experts = [u for u in users.values() if u.role == Role.expert]
+    review_round = create_round(
+        session=session,
+        actor=lead,
+        name=DEMO_DELPHI_ROUND,
+        rubric=rubric,
+        task_version_ids=version_ids,
+        k=len(experts),
+    )
+    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+    consensus.start_delphi(
+        session=session, actor=lead, round_name=review_round.name, iqr_max=1.0, max_phases=3
+    )
+    order = {u.id: i for i, u in enumerate(experts)}
+    for task_index, version_id in zip(DELPHI_TASKS, version_ids, strict=True):
+        for assignment in rounds_queries.assignments_of_task(
+            session=session,
+            round_id=review_round.id,
+            task_version_id=version_id,
+            holding_only=False,
+        ):
+            expert = next(u for u in experts if u.id == assignment.expert_id)
+            index = order[expert.id]
+            scores, verdict, flags, confidence = _demo_scores(definition, seed, task_index, index)
+            apart = index in DELPHI_DISSENT[task_index]
+            if apart:  # reads the task as unrealistic: two points below, at least 1
+                scores = {k: max(1.0, v - 2) for k, v in scores.items()}
+                verdict = "revise"
+            comment = "The caller would not wait this long for a callback." if apart else ""
+            _submit(session, expert, assignment.id, (scores, verdict, flags, confidence), comment)
+    # the ratings reach the ledger and the round's counts; the round decides no status
+    apply_queued_here(session=session, review_round=review_round, decide=False)
+    name = review_round.name
+    stage = consensus.advance_phase(session=session, actor=lead, round_name=name)["stage"]
+    while stage != "closed":
+        for expert in experts:
+            for task in consensus.reveal(session=session, actor=expert, round_name=name)["tasks"]:
+                scores, reasons = _delphi_revision(task["items"])
+                consensus.revise(
+                    session=session,
+                    actor=expert,
+                    round_name=name,
+                    task_version_id=task["task_version_id"],
+                    scores=scores,
+                    reasons=reasons,
+                )
+        stage = consensus.advance_phase(session=session, actor=lead, round_name=name)["stage"]
+    close_round(session=session, actor=lead, round_name=review_round.name)
 
 
 PERSONAS = Path(__file__).parent / "personas.yaml"
@@ -334,7 +431,7 @@ DEMO_FINDINGS = (  # task, expert, category, severity, text, anchors, lead's dec
         "The second team answers two minutes after the handover; in the log a queued ticket "
         "waits hours before anyone picks it up.",
         ["turn:demo-l1-07-team-handoff-run-1:5", "step:2"],
-        (True, ""),
+        None,  # the panel confirms it (DEMO_PANEL_VOTES)
     ),
     (
         "demo-l1-06-reopened",
@@ -367,10 +464,21 @@ DEMO_FINDINGS = (  # task, expert, category, severity, text, anchors, lead's dec
 )
 
 
+# finding (by its place in DEMO_FINDINGS) -> the other experts' votes: the first is confirmed
+# by the panel, the last has one vote and waits for more on the others' rating pages
+DEMO_PANEL_VOTES = {
+    0: (("expert1", True), ("expert3", True), ("expert5", True)),
+    3: (("expert2", True),),
+}
+
+
 def _seed_findings(session: Session, users: dict[str, User]) -> None:
-    """Findings of the demo's experts on three tasks, with anchors; the lead confirms two
-    and rejects one, one stays open. Tasks the demo does not hold are left out."""
-    for task, expert, category, severity, text, anchors, decision in DEMO_FINDINGS:
+    """Findings of the demo's experts on three tasks, with anchors; the panel confirms one by
+    its votes, the lead confirms one and rejects one, one stays open with a vote. Tasks the
+    demo does not hold are left out."""
+    for index, (task, expert, category, severity, text, anchors, decision) in enumerate(
+        DEMO_FINDINGS
+    ):
         if task_by_external_id(session=session, external_id=task) is None:
             continue
         found = findings.add_finding(
@@ -382,6 +490,10 @@ def _seed_findings(session: Session, users: dict[str, User]) -> None:
             anchors=[findings.parse_anchor(a) for a in anchors],
             external_id=task,
         )
+        for voter, stands in DEMO_PANEL_VOTES.get(index, ()):
+            findings.vote_on_finding(
+                session=session, actor=users[voter], finding_id=found.id, stands=stands
+            )
         if decision is not None:
             findings.decide_finding(
                 session=session,
@@ -462,6 +574,9 @@ def load_demo(
     round_created = rounds_queries.round_by_name(session=session, name=DEMO_ROUND) is None
     if round_created:
         _seed_round(session, users, seed)
+    if rounds_queries.round_by_name(session=session, name=DEMO_DELPHI_ROUND) is None:
+        say("a finished consensus (Delphi) round")
+        _seed_delphi(session, users, seed)
     if not review_queries.any_persona_activity(session=session):
         _seed_completeness(session, users, log.name)
     say("simulator realism: the demo transcripts mapped to the demo log's events")

@@ -308,3 +308,55 @@ def finding_form(view: AssignmentView, user) -> None:
         ):
             announce("Finding reported; the panel decides whether it stands.")
             st.rerun()
+
+
+def findings_panel(view: AssignmentView, user) -> None:
+    """The open findings others reported on this task, each with the expert's vote: it
+    stands, or it does not (with a reason). Enough agreeing votes settle it."""
+    from itsmreview.db import session_scope
+    from itsmreview.review.ratings.findings import (
+        TAXONOMY,
+        anchor_text,
+        findings_to_vote,
+        vote_on_finding,
+    )
+
+    with session_scope() as session:
+        found = findings_to_vote(session=session, actor=user, task_version_id=view.version.id)
+    if not found:
+        return
+    with st.expander(f"Findings to judge ({len(found)})", expanded=True):
+        st.caption(
+            "Other experts found these wrong with the task. Does each stand? Three or more "
+            "votes of which three quarters agree settle it; a lead decides a split panel."
+        )
+        for finding in found:
+            label = TAXONOMY.get(finding["category"], (finding["category"],))[0]
+            where = "; ".join(anchor_text(a) for a in finding["anchors"])
+            st.markdown(
+                f"**{literal(label)}** ({finding['severity']}): "
+                f"{literal(finding['description'])}  \n*Where:* {literal(where)}"
+            )
+            key = f"vote-{finding['id']}"
+            reason = st.text_input("Why it does not stand (needed against)", key=f"{key}-why")
+            left, right = st.columns(2)
+            verdict = None
+            if left.button("It stands", key=f"{key}-yes"):
+                verdict = True
+            if right.button("It does not stand", key=f"{key}-no"):
+                verdict = False
+            if verdict is not None:
+                voted = perform(
+                    vote_on_finding,
+                    actor=user,
+                    finding_id=finding["id"],
+                    stands=verdict,
+                    reason=reason,
+                )
+                if voted is not FAILED:
+                    settled = voted["state"]
+                    announce(
+                        "Vote recorded."
+                        + ("" if settled == "open" else f" The panel has {settled} the finding.")
+                    )
+                    st.rerun()

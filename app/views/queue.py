@@ -16,6 +16,7 @@ from itsmreview.ui.rating import (
     RUBRIC_CONTAINER,
     SUBMIT_LABEL,
     finding_form,
+    findings_panel,
     proposal_form,
     rating_form,
     task_panel,
@@ -133,5 +134,6 @@ with right:
     variant_panel(view)
     rate(view, rows.loc[chosen, "round"])
     proposal_form(view, user)
+    findings_panel(view, user)
     finding_form(view, user)
 rubric_keys(RUBRIC_CONTAINER, submit=SUBMIT_LABEL, draft=DRAFT_LABEL, key=f"keys-{chosen}")

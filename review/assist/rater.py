@@ -39,6 +39,7 @@ from itsmreview.review.models import (
     RatingScore,
     RatingStatus,
     ReviewRound,
+    RoundStatus,
     Rubric,
     Verdict,
 )
@@ -588,6 +589,8 @@ def model_runs(
 
 
 def review_rounds(*, session: Session, actor: User) -> list[str]:
-    """Names of the rounds a model review can rate, newest first. Leads only."""
+    """Names of the rounds a model review can rate, open ones first, newest first. Leads
+    only."""
     require_role(actor, Role.lead)
-    return [r.name for r in reversed(gate_queries.list_rounds(session=session))]
+    newest_first = list(reversed(gate_queries.list_rounds(session=session)))
+    return [r.name for r in sorted(newest_first, key=lambda r: r.status != RoundStatus.open)]

@@ -8,7 +8,7 @@ from itsmreview.errors import NotFound
 from itsmreview.review.gate import agreement
 from itsmreview.review.gate.approval import TaskRatings
 from itsmreview.review.gate.queries import reads as gate_queries
-from itsmreview.review.models import ReviewRound, Rubric
+from itsmreview.review.models import ReviewRound, RoundStatus, Rubric
 from itsmreview.review.rubrics.service import RubricDefinition
 from sqlmodel import Session
 
@@ -33,8 +33,8 @@ def find_round(session: Session, name_or_id: str | int | None) -> ReviewRound:
     rounds = gate_queries.list_rounds(session=session)
     if not rounds:
         raise NotFound("no review round exists yet")
-    if name_or_id is None:
-        return rounds[-1]
+    if name_or_id is None:  # the newest open round, the one a lead works in; else the newest
+        return next((r for r in reversed(rounds) if r.status == RoundStatus.open), rounds[-1])
     for review_round in rounds:
         if review_round.name == name_or_id or review_round.id == name_or_id:
             return review_round

@@ -1,9 +1,11 @@
 """Machine checks itsmreview runs itself (issue 37), in the format of `checks import`:
 
 - `do-nothing`: would an agent that does nothing pass the verifier? It fails when the expected
-  end state is the initial one (no record change and, for tau-bench's ground truth, only
-  reading actions and no required reply); it warns when only replies are checked or when
-  no end state can be read; it passes when the verifier expects a change. A do-nothing agent
+  end state is the initial one (no record change, or every expected change already holds in
+  the state before the task: the declarative verifier run on the initial state; and for
+  tau-bench's ground truth, only reading actions and no required reply); it warns when only
+  replies are checked or when no end state can be read; it passes when the verifier expects a
+  change. A do-nothing agent
   passes 38% of tau-bench airline (the ABC checklist, arXiv 2507.02825).
 - `duplicate`: tasks whose instructions are the same (fail) or nearly the same (warn: word
   3-gram Jaccard similarity of at least the threshold, 0.8 by default), found among every
@@ -33,15 +35,58 @@ READING = re.compile(r"^(get|search|list|find|lookup|calculate|think|read|check|
 _WORDS = re.compile(r"\w+")
 
 
+def holds_initially(change: dict) -> bool:
+    """Whether an expected record change already holds in the initial state: the verifier's
+    check of that record, run on the state before the task (a changed record whose `before`
+    has every `after` value). An added or removed record never holds before the task.
+
+    >>> locked = {"change": "changed", "before": {"locked": True}}
+    >>> holds_initially(locked | {"after": {"locked": True}})
+    True
+    >>> holds_initially(locked | {"after": {"locked": False}})
+    False
+    >>> holds_initially({"change": "changed", "before": {}, "after": {"locked": False}})
+    False
+    """
+    if change.get("change") != "changed":
+        return False
+    before, after = change.get("before") or {}, change.get("after") or {}
+    return bool(after) and all(k in before and before[k] == v for k, v in after.items())
+
+
 def do_nothing(state: dict | None, ground_truth: str) -> tuple[str, str, dict]:
-    """(status, summary, details) of the do-nothing check for one task version."""
+    """(status, summary, details) of the do-nothing check for one task version. The expected
+    end state is the task's declarative verifier: it is run on the initial state (each
+    record change against its `before`); a verifier the initial state passes fails the
+    check. Verifier scripts are not run (they come from outside)."""
     state = state or {}
     changes, target = state.get("changes") or [], state.get("target") or {}
-    if changes or target:
+    if changes:
+        held = [c for c in changes if isinstance(c, dict) and holds_initially(c)]
+        details = {
+            "record_changes": len(changes),
+            "holding_initially": len(held),
+            "target_entities": len(target),
+        }
+        if len(held) == len(changes):
+            return (
+                "fail",
+                f"every expected record change ({len(changes)}) already holds in the initial "
+                "state: the verifier passes an agent that does nothing",
+                details,
+            )
         return (
             "pass",
-            f"the verifier expects {len(changes)} record change(s): doing nothing fails it",
-            {"record_changes": len(changes), "target_entities": len(target)},
+            f"{len(changes) - len(held)} of {len(changes)} expected record change(s) do not "
+            "hold in the initial state: doing nothing fails the verifier",
+            details,
+        )
+    if target:
+        return (
+            "pass",
+            f"the verifier expects an end state of {len(target)} entit(ies): doing nothing "
+            "fails it unless the initial state is that end state",
+            {"record_changes": 0, "target_entities": len(target)},
         )
     try:
         truth = json.loads(ground_truth) if ground_truth.strip().startswith("{") else {}

@@ -1,8 +1,11 @@
 """Findings (issue 37): what an expert or a lead found wrong with a task version, in a fixed
 taxonomy, with a severity and anchors to the evidence (a transcript turn, a step of a declared
-log variant, a case of the log, a task field, a record of the expected end state). A lead
-decides for the panel whether it stands; exports carry every finding in the task's audit
-record. Every finding and decision goes to the ledger with a digest of its content."""
+log variant, a case of the log, a task field, a record of the expected end state). The panel
+decides whether it stands: each other expert votes once, and PANEL_QUORUM votes of which at
+least PANEL_MAJORITY agree settle it; a lead decides the rest (a split panel, or at once).
+A later version of the task that fixes a finding is linked to it (the fix trail). Exports
+carry every finding in the task's audit record. Every finding, vote, decision and fix goes to
+the ledger, a finding with a digest of its content."""
 
 from datetime import datetime
 
@@ -40,6 +43,8 @@ TASK_FIELDS = ("title", "instruction", "environment", "ground_truth", "verifier"
 ANCHOR_KINDS = ("transcript_turn", "variant_step", "log_case", "task_field", "end_state")
 MAX_ANCHORS = 20
 MAX_TEXT = 4000
+PANEL_QUORUM = 3  # votes of other experts before the panel settles a finding by itself
+PANEL_MAJORITY = 3 / 4  # the share of those votes that must agree
 
 
 def parse_anchor(text: str) -> dict:
@@ -172,14 +177,12 @@ def add_finding(
     session.add(finding)
     session.flush()
     task = catalog_queries.task_of_version(session=session, task_version_id=target.id)
-    append_entry(
-        session=session,
-        artifact_type="finding",
-        artifact_id=str(finding.id),
-        action="add",
-        source_kind="expert",
-        actor_id=user.id,
-        payload={
+    _record(
+        session,
+        finding,
+        "add",
+        user,
+        {
             "task": f"{task.external_id}@v{target.version}",
             "category": category,
             "severity": severity,
@@ -187,6 +190,19 @@ def add_finding(
         },
     )
     return finding
+
+
+def _record(session: Session, finding: Finding, action: str, user: User, payload: dict) -> None:
+    """The ledger entry of what happened to a finding."""
+    append_entry(
+        session=session,
+        artifact_type="finding",
+        artifact_id=str(finding.id),
+        action=action,
+        source_kind="expert",
+        actor_id=user.id,
+        payload=payload,
+    )
 
 
 def finding_content(finding: Finding) -> dict:
@@ -223,14 +239,126 @@ def decide_finding(
         session.refresh(finding)
         raise Conflict(f"finding {finding_id} was {finding.state} already")
     session.refresh(finding)
-    append_entry(
+    _record(session, finding, finding.state, user, {"reason": finding.decision_reason})
+    return finding
+
+
+def settles(votes: list[bool]) -> str | None:
+    """The panel's decision from its votes (True: the finding stands), or None while it
+    has fewer than PANEL_QUORUM votes or no PANEL_MAJORITY agrees.
+
+    >>> settles([True, True]), settles([True, True, False]), settles([True, True, True, False])
+    (None, None, 'confirmed')
+    >>> settles([False, False, False]), settles([True, False, False, True])
+    ('rejected', None)
+    """
+    if len(votes) < PANEL_QUORUM:
+        return None
+    share = sum(votes) / len(votes)
+    if share >= PANEL_MAJORITY:
+        return "confirmed"
+    if 1 - share >= PANEL_MAJORITY:
+        return "rejected"
+    return None
+
+
+def vote_on_finding(
+    *, session: Session, actor: User, finding_id: int, stands: bool, reason: str = ""
+) -> dict:
+    """An expert's vote on whether another's open finding stands (a vote against needs a
+    reason). When the votes settle it (`settles`), the finding is confirmed or rejected by
+    the panel at once. Experts only, once per finding; the author does not vote. Returns the
+    finding's state and its votes for and against."""
+    user = require_role(actor, Role.expert)
+    finding = session.get(Finding, finding_id)
+    if finding is None:
+        raise NotFound(f"no finding {finding_id}")
+    if finding.author_id == user.id:
+        raise InvalidInput("you reported this finding: the other experts judge it")
+    reason = (reason or "").strip()
+    if not stands and not reason:
+        raise InvalidInput("say why you judge that the finding does not stand")
+    if not queries.add_finding_vote(
         session=session,
-        artifact_type="finding",
-        artifact_id=str(finding.id),
-        action=finding.state,
-        source_kind="expert",
-        actor_id=user.id,
-        payload={"reason": finding.decision_reason},
+        finding_id=finding.id,
+        expert_id=user.id,
+        stands=stands,
+        reason=reason[:MAX_TEXT],
+        at=utcnow(),
+    ):
+        session.refresh(finding)
+        if finding.state != "open":
+            raise Conflict(f"finding {finding_id} was {finding.state} already")
+        raise Conflict(f"you voted on finding {finding_id} already")
+    _record(session, finding, "vote", user, {"stands": stands, "reason": reason[:MAX_TEXT]})
+    votes = [v.stands for v in queries.finding_votes(session=session, finding_ids=[finding.id])]
+    decided = settles(votes)
+    tally = {"for": sum(votes), "against": len(votes) - sum(votes)}
+    if decided is not None and queries.settle_finding(
+        session=session,
+        finding_id=finding.id,
+        state=decided,
+        user_id=None,
+        at=utcnow(),
+        reason=f"the panel: {tally['for']} for, {tally['against']} against",
+    ):
+        session.refresh(finding)
+        _record(
+            session,
+            finding,
+            decided,
+            user,
+            {"reason": finding.decision_reason, "by": "panel", "votes": tally},
+        )
+    session.refresh(finding)
+    return {"id": finding.id, "state": finding.state, "votes": tally}
+
+
+def findings_to_vote(*, session: Session, actor: User, task_version_id: int) -> list[dict]:
+    """The open findings on a task version the expert may still vote on (another's, not
+    voted yet): id, category, severity, description, anchors. Experts only."""
+    user = require_role(actor, Role.expert)
+    return [
+        {
+            "id": f.id,
+            "category": f.category,
+            "severity": f.severity,
+            "description": f.description,
+            "anchors": f.anchors,
+        }
+        for f in queries.findings_to_vote(
+            session=session, task_version_id=task_version_id, expert_id=user.id
+        )
+    ]
+
+
+def link_fix(*, session: Session, actor: User, finding_id: int, version: int) -> Finding:
+    """Record that `version` of the finding's task fixes it (a later version; the finding
+    not rejected). Leads only, once per finding."""
+    user = require_role(actor, Role.lead)
+    finding = session.get(Finding, finding_id)
+    if finding is None:
+        raise NotFound(f"no finding {finding_id}")
+    if finding.state == "rejected":
+        raise InvalidInput(f"finding {finding_id} was rejected: there is nothing to fix")
+    found_on = session.get(TaskVersion, finding.task_version_id)
+    task = catalog_queries.task_of_version(session=session, task_version_id=found_on.id)
+    fixing = catalog_queries.version_of(session=session, task_id=task.id, version=version)
+    if fixing is None or version <= found_on.version:
+        raise InvalidInput(
+            f"the fix is a later version of {task.external_id} than v{found_on.version}, "
+            f"the version the finding is on; v{version} is "
+            + ("not one of its versions" if fixing is None else "not later")
+        )
+    if not queries.mark_fixed(session=session, finding_id=finding.id, version_id=fixing.id):
+        raise Conflict(f"finding {finding_id} is linked to its fix already")
+    session.refresh(finding)
+    _record(
+        session,
+        finding,
+        "fix",
+        user,
+        {"task": task.external_id, "found_on": found_on.version, "fixed_in": version},
     )
     return finding
 
@@ -238,8 +366,18 @@ def decide_finding(
 def list_findings(
     *, session: Session, actor: User, external_id: str | None = None, state: str | None = None
 ) -> list[dict]:
-    """Findings (of one task, in one state), oldest first. Experts and leads."""
+    """Findings (of one task, in one state), oldest first, with the panel's votes for and
+    against and the version that fixes each (None while none does). Experts and leads."""
     require_role(actor, Role.expert, Role.lead)
+    rows = queries.findings_listed(session=session, external_id=external_id, state=state)
+    votes: dict[int, list[bool]] = {}
+    for vote in queries.finding_votes(session=session, finding_ids=[f.id for f, *_ in rows]):
+        votes.setdefault(vote.finding_id, []).append(vote.stands)
+    fixes = {
+        f.fixed_in_version_id: session.get(TaskVersion, f.fixed_in_version_id).version
+        for f, *_ in rows
+        if f.fixed_in_version_id is not None
+    }
     return [
         {
             "id": f.id,
@@ -252,11 +390,14 @@ def list_findings(
             "state": f.state,
             "author": author,
             "decision_reason": f.decision_reason,
+            "votes": {
+                "for": sum(votes.get(f.id, [])),
+                "against": len(votes.get(f.id, [])) - sum(votes.get(f.id, [])),
+            },
+            "fixed_in": fixes.get(f.fixed_in_version_id),
             "created_at": _iso(f.created_at),
         }
-        for f, task, number, author in queries.findings_listed(
-            session=session, external_id=external_id, state=state
-        )
+        for f, task, number, author in rows
     ]
 
 

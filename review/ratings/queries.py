@@ -18,6 +18,7 @@ from itsmreview.review.models import (
     AssignmentStatus,
     CompletenessReview,
     Finding,
+    FindingVote,
     GatePending,
     MachineCheck,
     PersonaActivity,
@@ -53,8 +54,9 @@ if TYPE_CHECKING:
 
 
 def expert_rounds(*, session: Session, expert_id: int) -> list[tuple[str, str]]:
-    """(name, status) of the rounds an expert can work in or has worked in, newest first:
-    open rounds open to every expert or naming them, and rounds where they hold a place."""
+    """(name, status) of the rounds an expert can work in or has worked in, open ones first,
+    newest first: open rounds open to every expert or naming them, and rounds where they hold
+    a place."""
     named = select(RoundExpert.id).where(RoundExpert.round_id == ReviewRound.id)
     member = exists(named.where(RoundExpert.expert_id == expert_id))
     held = exists(
@@ -68,7 +70,11 @@ def expert_rounds(*, session: Session, expert_id: int) -> list[tuple[str, str]]:
     rows = session.exec(
         select(ReviewRound.name, ReviewRound.status)
         .where(admitted | held)
-        .order_by(ReviewRound.created_at.desc(), ReviewRound.id.desc())
+        .order_by(
+            case((ReviewRound.status == RoundStatus.open, 0), else_=1),
+            ReviewRound.created_at.desc(),
+            ReviewRound.id.desc(),
+        )
     ).all()
     return [(name, str(status)) for name, status in rows]
 
@@ -628,3 +634,63 @@ def settle_finding(
         .values(state=state, decided_by_id=user_id, decided_at=at, decision_reason=reason)
     )
     return done.rowcount == 1
+
+
+def add_finding_vote(
+    *, session: Session, finding_id: int, expert_id: int, stands: bool, reason: str, at
+) -> bool:
+    """An expert's vote on a finding still open, in one statement; False when the expert
+    voted on it already or it is decided."""
+    # correlate(None): the subqueries read their own tables, never the insert's target
+    still_open = exists(
+        select(Finding.id).where(Finding.id == finding_id, Finding.state == "open").correlate(None)
+    )
+    voted = exists(
+        select(FindingVote.id)
+        .where(FindingVote.finding_id == finding_id, FindingVote.expert_id == expert_id)
+        .correlate(None)
+    )
+    values = select(
+        literal(finding_id), literal(expert_id), literal(stands), literal(reason), literal(at)
+    ).where(still_open, ~voted)
+    added = session.exec(
+        insert(FindingVote)
+        .from_select(["finding_id", "expert_id", "stands", "reason", "created_at"], values)
+        .returning(FindingVote.id)  # psycopg reports no row count for INSERT ... SELECT
+    )
+    return added.first() is not None
+
+
+def finding_votes(*, session: Session, finding_ids: list[int]) -> list[FindingVote]:
+    """The votes on these findings, oldest first."""
+    if not finding_ids:
+        return []
+    query = select(FindingVote).where(in_ids(session, FindingVote.finding_id, finding_ids))
+    return list(session.exec(query.order_by(FindingVote.id)).all())
+
+
+def mark_fixed(*, session: Session, finding_id: int, version_id: int) -> bool:
+    """Link a finding to the version that fixes it; False when it is linked already."""
+    done = session.exec(
+        update(Finding)
+        .where(Finding.id == finding_id, Finding.fixed_in_version_id.is_(None))
+        .values(fixed_in_version_id=version_id)
+    )
+    return done.rowcount == 1
+
+
+def findings_to_vote(*, session: Session, task_version_id: int, expert_id: int) -> list[Finding]:
+    """The open findings on a task version that the expert neither reported nor voted on,
+    oldest first."""
+    voted = exists(
+        select(FindingVote.id).where(
+            FindingVote.finding_id == Finding.id, FindingVote.expert_id == expert_id
+        )
+    )
+    query = select(Finding).where(
+        Finding.task_version_id == task_version_id,
+        Finding.state == "open",
+        Finding.author_id != expert_id,
+        ~voted,
+    )
+    return list(session.exec(query.order_by(Finding.id)).all())

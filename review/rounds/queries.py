@@ -14,6 +14,7 @@ from itsmreview.review.models import (
     AssignmentStatus,
     ReviewRound,
     RoundExpert,
+    RoundStatus,
     RoundTask,
     Rubric,
 )
@@ -233,9 +234,13 @@ def newest_round(*, session: Session, name: str | None = None) -> ReviewRound | 
     return session.exec(rounds.where(ReviewRound.name == name).limit(1)).first()
 
 
+# the round an unnamed claim or page means: the newest open one, else the newest
+_OPEN_FIRST = case((ReviewRound.status == RoundStatus.open, 0), else_=1)
+
+
 @lru_cache(maxsize=1)
 def _newest_round():
-    return select(ReviewRound).order_by(ReviewRound.created_at.desc()).limit(1)
+    return select(ReviewRound).order_by(_OPEN_FIRST, ReviewRound.created_at.desc()).limit(1)
 
 
 def claim_context(*, session: Session, expert_id: int, now, round_name: str | None = None):
@@ -296,7 +301,7 @@ def _claim_context(postgres: bool, named: bool):
     if named:
         query = query.where(ReviewRound.name == bindparam("name"))
     else:
-        query = query.order_by(ReviewRound.created_at.desc())
+        query = query.order_by(_OPEN_FIRST, ReviewRound.created_at.desc())
     return query.with_for_update(read=True, of=User) if postgres else query
 
 

@@ -699,7 +699,8 @@ def test_an_expert_in_two_rounds_rates_on_in_the_round_they_chose(demo_configure
         ).id
     at = log_in("expert1")
     round_box = next(b for b in at.selectbox if b.label == "Round")
-    assert round_box.options == ["Round 2", "Demo round 1"]
+    # open rounds first; the demo's finished consensus round last, for the expert's record
+    assert round_box.options == ["Round 2", "Demo round 1", "Demo consensus round"]
     assert round_box.value == "Demo round 1"  # where the expert's open work is
     for radio in at.radio:
         radio.set_value(radio.options[-1])
@@ -1079,18 +1080,63 @@ def _expert_holding(external_id: str) -> str:
     from itsmreview.accounts.models import User
     from itsmreview.catalog.models import Task, TaskVersion
     from itsmreview.db import session_scope
-    from itsmreview.review.models import Assignment
+    from itsmreview.review.models import Assignment, ReviewRound
     from sqlmodel import select
 
-    with session_scope() as session:
+    with session_scope() as session:  # in the round experts work in, not the finished one
         return session.exec(
             select(User.username)
             .join(Assignment, Assignment.expert_id == User.id)
+            .join(ReviewRound, ReviewRound.id == Assignment.round_id)
+            .where(ReviewRound.name == "Demo round 1")
             .join(TaskVersion, TaskVersion.id == Assignment.task_version_id)
             .join(Task, Task.id == TaskVersion.task_id)
             .where(Task.external_id == external_id)
             .order_by(User.username)
         ).first()
+
+
+def test_experts_judge_anothers_finding_on_the_rating_page_and_the_panel_settles_it(
+    demo_configured,
+):
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.ratings.findings import list_findings
+
+    task = "demo-l1-03-vpn-wait-user"  # its finding is open, with one vote (expert2's)
+
+    def judge(username: str, stands: bool, reason: str = "") -> AppTest:
+        at = log_in(username)
+        at.query_params["task"] = task
+        open_page(at, "queue")
+        panel = next(e for e in at.expander if e.label.startswith("Findings to judge"))
+        assert panel.label == "Findings to judge (1)"
+        assert any("Missing fallbacks" in m.value for m in at.markdown)
+        if reason:
+            next(t for t in at.text_input if str(t.key).endswith("-why")).input(reason)
+        label = "It stands" if stands else "It does not stand"
+        at.button(key=next(b.key for b in at.button if b.label == label)).click().run()
+        assert not at.exception
+        return at
+
+    def finding() -> dict:
+        with session_scope() as session:
+            lead = user_by_username(session=session, username="lead")
+            [found] = list_findings(session=session, actor=lead, external_id=task)
+        return found
+
+    at = judge("expert1", False)  # against needs a reason: nothing recorded
+    assert [e.value for e in at.error] == [
+        literal("say why you judge that the finding does not stand")
+    ]
+    assert finding()["votes"] == {"for": 1, "against": 0}
+    at = judge("expert1", True)
+    assert not at.error and toasts(at) == ["Vote recorded."]
+    assert not any(e.label.startswith("Findings to judge") for e in at.expander)  # voted
+    at = judge("expert3", True)
+    assert toasts(at) == ["Vote recorded. The panel has confirmed the finding."]
+    settled = finding()
+    assert settled["state"] == "confirmed" and settled["votes"] == {"for": 3, "against": 0}
 
 
 def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
@@ -1298,7 +1344,9 @@ def test_a_lead_opens_a_round_over_a_filter_from_the_rounds_page(demo_configured
     assert titles(at) == ["Review rounds"]
     listed = at.dataframe[0].value
     assert "Demo round 1" in set(listed["Round"])
-    assert set(listed["Closed (UTC)"]) == {"-"}  # no round closed: a dash, not None
+    closed = dict(zip(listed["Round"], listed["Closed (UTC)"], strict=True))
+    assert closed["Demo round 1"] == "-"  # not closed: a dash, not None
+    assert closed["Demo consensus round"][:2] == "20"  # the demo's finished Delphi round
     form = at.session_state["rounds-form"]
     status = at.multiselect(key=f"rounds-status-{form}")
     persona = at.multiselect(key=f"rounds-persona-{form}")
@@ -1408,7 +1456,7 @@ def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_co
     from itsmreview.catalog.service import import_tasks
     from itsmreview.catalog.task_list import task_filters
     from itsmreview.db import session_scope
-    from itsmreview.review.models import Rating
+    from itsmreview.review.models import Rating, ReviewRound
     from itsmreview.review.rounds.service import open_round
     from itsmreview.review.rubrics.service import load_rubric
     from itsmreview.review.scorevector import unpack
@@ -1448,7 +1496,9 @@ def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_co
     assert not at.error, [e.value for e in at.error]
     with session_scope() as session:
         [rating] = session.exec(
-            select(Rating).where(Rating.status == "submitted", Rating.round_id == 2)
+            select(Rating)
+            .join(ReviewRound, ReviewRound.id == Rating.round_id)
+            .where(Rating.status == "submitted", ReviewRound.name == "Practice only")
         ).all()
         keys = [d.key for d in load_rubric().dimensions]
         vector = unpack([rating.score_vector], len(keys))[0]

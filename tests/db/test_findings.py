@@ -133,3 +133,120 @@ def test_the_demo_export_carries_audit_records_that_verify_checks(demo_configure
     refused = run("export", "verify", str(out))
     assert refused.exit_code == 1
     assert "differs from its ledger entry" in " ".join(refused.output.split())
+
+
+def _experts(*names):
+    with session_scope() as session:
+        return [
+            create_user(session=session, username=n, role="expert", password="pw-123456")[0]
+            for n in names
+        ]
+
+
+def _vote(expert, finding_id, stands, reason=""):
+    from itsmreview.review.ratings.findings import vote_on_finding
+
+    with session_scope() as session:
+        return vote_on_finding(
+            session=session, actor=expert, finding_id=finding_id, stands=stands, reason=reason
+        )
+
+
+def _ledger(tmp_path, finding_id):
+    assert run("ledger", "export", str(tmp_path / "ledger.jsonl")).exit_code == 0
+    lines = (tmp_path / "ledger.jsonl").read_text().splitlines()
+    return [
+        (e["action"], e["payload"])
+        for e in map(json.loads, lines)
+        if e["artifact_type"] == "finding" and e["artifact_id"] == str(finding_id)
+    ]
+
+
+def test_the_panel_confirms_a_finding_when_three_quarters_of_its_votes_agree(people, tmp_path):
+    from itsmreview.errors import Conflict
+
+    a, b, c, d, e = _experts("v1", "v2", "v3", "v4", "v5")
+    finding_id, _ = _add(people["expert"])
+    with pytest.raises(InvalidInput, match="you reported this finding"):
+        _vote(people["expert"], finding_id, True)
+    with pytest.raises(InvalidInput, match="say why you judge"):
+        _vote(a, finding_id, False)
+    assert _vote(a, finding_id, True) == {
+        "id": finding_id,
+        "state": "open",
+        "votes": {"for": 1, "against": 0},
+    }
+    with pytest.raises(Conflict, match="voted on finding .* already"):
+        _vote(a, finding_id, False, "changed my mind")
+    assert _vote(b, finding_id, False, "the caller does wait in turn 4")["state"] == "open"
+    assert _vote(c, finding_id, True)["state"] == "open"  # 2 of 3: not three quarters
+    settled = _vote(d, finding_id, True)
+    assert settled == {"id": finding_id, "state": "confirmed", "votes": {"for": 3, "against": 1}}
+    with pytest.raises(Conflict, match="confirmed already"):
+        _vote(e, finding_id, True)
+    with session_scope() as session:
+        [listed] = list_findings(session=session, actor=people["lead"], external_id="waits-6")
+    assert listed["state"] == "confirmed" and listed["votes"] == {"for": 3, "against": 1}
+    assert listed["decision_reason"] == "the panel: 3 for, 1 against"
+    actions = _ledger(tmp_path, finding_id)
+    assert [a for a, _ in actions] == ["add", "vote", "vote", "vote", "vote", "confirmed"]
+    assert actions[2][1] == {"stands": False, "reason": "the caller does wait in turn 4"}
+    assert actions[-1][1]["by"] == "panel" and actions[-1][1]["votes"] == {"for": 3, "against": 1}
+    assert run("ledger", "verify").exit_code == 0
+
+
+def test_a_split_panel_leaves_the_finding_to_a_lead_and_the_panel_may_reject(people):
+    a, b, c, d = _experts("w1", "w2", "w3", "w4")
+    split, _ = _add(people["expert"])
+    _vote(a, split, True)
+    _vote(b, split, False, "not in this log")
+    _vote(c, split, True)
+    assert _vote(d, split, False, "the variant shows the wait")["state"] == "open"  # 2 of 4
+    with session_scope() as session:
+        decided = decide_finding(
+            session=session, actor=people["lead"], finding_id=split, confirm=True
+        )
+        assert decided.state == "confirmed"
+    rejected, _ = _add(people["expert"], description="The instruction hides the account id.")
+    for expert in (a, b, c):
+        outcome = _vote(expert, rejected, False, "the id is in the instruction")
+    assert outcome["state"] == "rejected" and outcome["votes"] == {"for": 0, "against": 3}
+
+
+def test_a_later_version_is_linked_as_the_fix_of_a_finding(people, tmp_path):
+    from itsmreview.errors import Conflict
+    from itsmreview.review.ratings.findings import link_fix
+
+    finding_id, _ = _add(people["expert"])
+    lead = people["lead"]
+    with session_scope() as session, pytest.raises(InvalidInput, match="not one of its versions"):
+        link_fix(session=session, actor=lead, finding_id=finding_id, version=2)
+    bundle = tmp_path / "v2.json"
+    revised = {
+        "id": "waits-6",
+        "title": "waits-6",
+        "persona": "L1 service desk agent",
+        "track": "simulated-actors",
+        "instruction": "Handle the incident; the caller waits for a callback.",
+        "source": {"log": "small"},
+    }
+    bundle.write_text(json.dumps({"tasks": [revised]}))
+    assert run("tasks", "import", str(bundle)).exit_code == 0
+    with session_scope() as session, pytest.raises(InvalidInput, match="not later"):
+        link_fix(session=session, actor=lead, finding_id=finding_id, version=1)
+    with session_scope() as session, pytest.raises(PermissionDenied):
+        link_fix(session=session, actor=people["expert"], finding_id=finding_id, version=2)
+    result = run("findings", "fix", str(finding_id), "--version", "2")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"finding {finding_id} (open) is fixed in v2"
+    again = run("findings", "fix", str(finding_id), "--version", "2")
+    assert again.exit_code != 0 and "linked to its fix already" in again.output
+    [listed] = json.loads(run("findings", "list", "--task", "waits-6", "--json").stdout)
+    assert listed["fixed_in"] == 2 and listed["version"] == 1
+    assert "fixed in v2" in run("findings", "list", "--task", "waits-6").stdout
+    assert _ledger(tmp_path, finding_id)[-1] == (
+        "fix",
+        {"task": "waits-6", "found_on": 1, "fixed_in": 2},
+    )
+    with session_scope() as session, pytest.raises(Conflict):
+        link_fix(session=session, actor=lead, finding_id=finding_id, version=2)

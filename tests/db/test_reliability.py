@@ -32,14 +32,17 @@ def demo(session, tmp_path):
     }
 
 
-def _persona_fit_matrix(session):
-    """Independent of the code under test: the raters x tasks matrix of the current submitted
-    persona_fit scores, straight from the rating tables, and the rater ids (rows)."""
+def _persona_fit_matrix(session, round_id: int):
+    """Independent of the code under test: the raters x tasks matrix of the round's current
+    submitted persona_fit scores, straight from the rating tables, and the rater ids (rows)."""
     rows = session.exec(
         select(Rating.expert_id, Rating.task_version_id, RatingScore.value)
         .join(RatingScore, RatingScore.rating_id == Rating.id)
         .where(
-            RatingScore.dimension == "persona_fit", Rating.is_current, Rating.status == "submitted"
+            RatingScore.dimension == "persona_fit",
+            Rating.is_current,
+            Rating.status == "submitted",
+            Rating.round_id == round_id,
         )
     ).all()
     raters = sorted({r[0] for r in rows})
@@ -53,7 +56,7 @@ def _persona_fit_matrix(session):
 def test_round_alpha_equals_the_package_on_the_stored_ratings(session, demo):
     review_round, items = round_agreement(session=session, actor=demo["lead"], bootstrap=200)
     by_item = {i.item: i for i in items}
-    matrix, _ = _persona_fit_matrix(session)
+    matrix, _ = _persona_fit_matrix(session, review_round.id)
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     result = by_item["persona_fit"].alpha
     assert result.value == pytest.approx(expected)
@@ -191,8 +194,11 @@ def test_alpha_over_time_ends_at_the_round_alpha(session, demo):
     from itsmreview.review.gate.item_agreement import alpha_over_time
     from itsmreview.review.models import Rating
 
+    review_round, _ = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
     ratings = session.exec(
-        select(Rating).where(Rating.status == "submitted").order_by(Rating.id)
+        select(Rating)
+        .where(Rating.status == "submitted", Rating.round_id == review_round.id)
+        .order_by(Rating.id)
     ).all()
     for rating in ratings[: len(ratings) // 2]:
         rating.submitted_at = rating.submitted_at - timedelta(days=2)
@@ -210,16 +216,20 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     from itsmreview.accounts.service import create_user
     from itsmreview.review.models import Assignment, Rating, RatingScore
 
-    _, before = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
+    review_round, before = round_agreement(session=session, actor=demo["lead"], bootstrap=0)
     statuses = {t.external_id: t.status for t in session.exec(select(Task)).all()}
     model, _ = create_user(
         session=session, username="judge-model", role="expert", password="model-pass-1"
     )
     rated = session.exec(
-        select(Rating).where(Rating.status == "submitted", Rating.rater_kind == "human")
+        select(Rating).where(
+            Rating.status == "submitted",
+            Rating.rater_kind == "human",
+            Rating.round_id == review_round.id,
+        )
     ).all()
     versions = sorted({r.task_version_id for r in rated})
-    round_id = rated[0].round_id
+    round_id = review_round.id
     for index, version in enumerate(versions):
         assignment = Assignment(
             round_id=round_id, task_version_id=version, expert_id=model.id, status="model"
@@ -248,7 +258,7 @@ def test_model_raters_are_reported_apart_and_never_gate(session, demo):
     fit_before = next(i for i in before if i.item == "persona_fit")
     fit = next(i for i in after if i.item == "persona_fit")
     assert fit.alpha.value == fit_before.alpha.value  # humans only
-    matrix, raters = _persona_fit_matrix(session)
+    matrix, raters = _persona_fit_matrix(session, round_id)
     both = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
     assert fit.models["humans_and_models"]["alpha"] == pytest.approx(both)
     assert fit.models["humans"]["alpha"] == pytest.approx(fit.alpha.value)

@@ -12,6 +12,26 @@ from itsmreview.review.ratings import builtin_checks as checks
     ("state", "truth", "status"),
     [
         ({"changes": [{"entity": "incident", "change": "added"}]}, "", "pass"),
+        # the verifier run on the initial state: a change that already holds passes it
+        (
+            {
+                "changes": [
+                    {"entity": "user", "change": "changed", "before": {"a": 1}, "after": {"a": 1}}
+                ]
+            },
+            "",
+            "fail",
+        ),
+        (
+            {
+                "changes": [
+                    {"entity": "user", "change": "changed", "before": {"a": 1}, "after": {"a": 1}},
+                    {"entity": "user", "change": "changed", "before": {"a": 1}, "after": {"a": 2}},
+                ]
+            },
+            "",
+            "pass",
+        ),
         ({"target": {"incident": []}}, "", "pass"),
         (None, '{"actions": [{"name": "update_reservation_flights"}], "outputs": []}', "pass"),
         (None, '{"actions": [{"name": "get_user_details"}], "outputs": ["327"]}', "warn"),
