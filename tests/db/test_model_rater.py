@@ -227,9 +227,7 @@ def test_a_resumed_review_never_asks_about_a_rated_task_again(keyed):
     assert len(asked) == len(set(asked))  # no task asked twice
     with session_scope() as session:  # the round reviewed (the demo has a closed one too)
         tasks = session.exec(
-            select(func.count())
-            .select_from(RoundTask)
-            .where(RoundTask.round_id == first.round_id)
+            select(func.count()).select_from(RoundTask).where(RoundTask.round_id == first.round_id)
         ).one()
     assert second.rated == tasks - 3
     third = _review(lead)
