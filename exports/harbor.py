@@ -8,7 +8,9 @@ stored task folders with `[task].name` set to the task's Harbor name (kept when 
 `org/name`, else `ORG/<task id>`), shell scripts executable, and only Harbor's own fields in
 `dataset.toml`, in the layout Harbor's `to_toml` writes (so `harbor sync` leaves it as it
 is). What only itsmreview needs (task ids, versions, content hashes, the licence) goes to the
-sidecar `itsmreview.json`.
+sidecar `itsmreview.json`. Each task's audit summary (exports.audit.summary) goes into its
+`task.toml` as the table `[metadata.itsmreview_audit]`: Harbor's `TaskConfig.metadata` is a
+free table, which Harbor loads and keeps.
 """
 
 import hashlib
@@ -22,6 +24,7 @@ from itsmreview.exports.bundle import Staging, canonical
 
 ROOT = "tasks/harbor"
 SIDECAR = "itsmreview.json"
+AUDIT_TABLE = "itsmreview_audit"  # [metadata.itsmreview_audit] of each task.toml
 PART = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*")  # one side of Harbor's ORG_NAME_PATTERN
 EXECUTABLE_DIRS = ("tests/", "solution/", "environment/")
 
@@ -139,6 +142,64 @@ def named_toml(text: str, name: str, *, where: str) -> str:
     return edited
 
 
+def _toml_value(value) -> str:
+    """A TOML value of a summary: an integer, a string or a list of strings (JSON's forms
+    are TOML's for these)."""
+    if isinstance(value, bool) or not isinstance(value, int | str | list):
+        raise TypeError(f"no TOML form for {value!r} here")
+    return str(value) if isinstance(value, int) else json.dumps(value, ensure_ascii=False)
+
+
+def audited_toml(text: str, audit: dict, *, where: str) -> str:
+    r"""`text` (a task.toml) with the table `[metadata.itsmreview_audit]` set to `audit` (its
+    null values left out: TOML has none), replacing one written before, everything else as
+    written. Raises FormatError when the file defines `metadata` in a way this cannot extend
+    (an inline table, dotted keys).
+
+    >>> print(audited_toml('[task]\nname = "itsm/x"\n', {"findings": 1, "fixed_since": None,
+    ...     "failed_checks": ["structure"]}, where="t"), end="")
+    [task]
+    name = "itsm/x"
+    <BLANKLINE>
+    [metadata.itsmreview_audit]
+    failed_checks = ["structure"]
+    findings = 1
+    """
+    table = {k: v for k, v in audit.items() if v is not None}
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(f"{where}: its task.toml is invalid TOML ({exc})") from None
+    lines = text.splitlines(keepends=True)
+    header = re.compile(rf"\s*\[\s*metadata\s*\.\s*{AUDIT_TABLE}\s*\]\s*(#.*)?$")
+    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+    if start is not None:  # an export imported again: its old summary goes
+        end = next(
+            (i for i in range(start + 1, len(lines)) if re.match(r"\s*\[", lines[i])), len(lines)
+        )
+        del lines[start:end]
+    kept = "".join(lines).rstrip("\n")
+    body = "".join(f"{key} = {_toml_value(table[key])}\n" for key in sorted(table))
+    edited = (kept + "\n\n" if kept else "") + f"[metadata.{AUDIT_TABLE}]\n" + body
+    metadata = before.get("metadata", {})
+    expected = (
+        dict(before, metadata=dict(metadata, **{AUDIT_TABLE: table}))
+        if isinstance(metadata, dict)
+        else None
+    )
+    try:
+        after = tomllib.loads(edited)
+    except tomllib.TOMLDecodeError:
+        after = None
+    if after is None or after != expected:
+        raise FormatError(
+            f"{where}: cannot add the table [metadata.{AUDIT_TABLE}] to its task.toml (its "
+            "metadata is written inline or with dotted keys); write it as a [metadata] table "
+            "and re-import the task"
+        )
+    return edited
+
+
 def write(
     tasks: list[dict],
     records: list[dict],
@@ -149,8 +210,9 @@ def write(
     description: str,
     license: dict,
 ) -> int:
-    """Write the Harbor tasks' folders under tasks/harbor/, their dataset.toml and the
-    sidecar itsmreview.json; returns how many. Names stored in a task that would leave the
+    """Write the Harbor tasks' folders under tasks/harbor/ (each record's `audit` summary,
+    when it has one, in its task.toml's [metadata.itsmreview_audit]), their dataset.toml and
+    the sidecar itsmreview.json; returns how many. Names stored in a task that would leave the
     folder, and two tasks with one Harbor name, are refused (FormatError)."""
     chosen = [
         (t, r) for t, r in zip(tasks, records, strict=True) if t.get(ORIGINAL_FORMAT) == "harbor"
@@ -160,7 +222,7 @@ def write(
     root = staging.path(f"{ROOT}/dataset.toml").parent
     names: dict[str, str] = {}
     renamed = []
-    for task, _ in chosen:
+    for task, record in chosen:
         name = harbor_name(task, org)
         if name in names:
             raise FormatError(
@@ -170,7 +232,10 @@ def write(
         names[name] = task["id"]
         where = f"task {task['id']!r}"
         original = dict(task[ORIGINAL])
-        original["task.toml"] = named_toml(original["task.toml"], name, where=where)
+        toml = named_toml(original["task.toml"], name, where=where)
+        if record.get("audit") is not None:
+            toml = audited_toml(toml, record["audit"], where=where)
+        original["task.toml"] = toml
         renamed.append((dict(task, **{ORIGINAL: original}), name))
     per_folder: dict[str, list[tuple[str, str]]] = {}
     for target, text in planned_files([t for t, _ in renamed], root):

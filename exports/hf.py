@@ -3,7 +3,8 @@
 `task_summary`), and `evidence/` (a copy of the export's evidence; `evidence/ratings.jsonl` is
 config `ratings`), so pushing the folder to the Hub keeps the evidence with the tasks. Nested
 task parts (transcripts, provenance, roles) are JSON text, so every row has the same columns
-and types. Text from outside (names, personas, log names) is escaped in the card's body."""
+and types; so are the `audit_*` columns, each task's audit summary (exports.audit.summary).
+Text from outside (names, personas, log names) is escaped in the card's body."""
 
 import json
 import re
@@ -38,6 +39,32 @@ FIELDS = {
     "state_json": "JSON: the verifier's expected end state (record changes, preserve, actions)",
     "alternatives_json": "JSON: other acceptable end states",
 }
+AUDIT_PREFIX = "audit_"
+# each task's audit summary (exports.audit.summary), one column a key, the same type in every row
+AUDIT_FIELDS = {
+    "sha256": "sha256 of the task's line in `evidence/audit.jsonl` (without its line break)",
+    "findings": "findings of the experts on this version and earlier ones",
+    "findings_open": "of them, not decided by the panel",
+    "findings_confirmed": "of them, confirmed by the panel",
+    "findings_rejected": "of them, rejected by the panel",
+    "findings_major": "of them, of severity major",
+    "findings_minor": "of them, of severity minor",
+    "confirmed_categories": "categories of the confirmed findings (`findings categories`)",
+    "fixed_since": "the version the newest earlier findings were made on (null if none)",
+    "fixed_fields": "fields changed since that version (`expected end state` among them)",
+    "failed_checks": "machine checks whose newest result is fail or error",
+    "consensus_phases": "Delphi phases the task went through (0 outside a Delphi round)",
+    "consensus_changed": "answers changed after phase 1 of the Delphi round",
+}
+NO_AUDIT = {
+    **{key: 0 for key in AUDIT_FIELDS},
+    "sha256": "",
+    "confirmed_categories": [],
+    "fixed_since": None,
+    "fixed_fields": [],
+    "failed_checks": [],
+}
+FIELDS.update({f"{AUDIT_PREFIX}{key}": text for key, text in AUDIT_FIELDS.items()})
 
 
 def row(task: dict, record: dict) -> dict:
@@ -66,6 +93,7 @@ def row(task: dict, record: dict) -> dict:
         "user_type": task.get("user_type"),
         "state_json": json.dumps(task.get("state") or {}, ensure_ascii=False),
         "alternatives_json": json.dumps(task.get("alternatives") or [], ensure_ascii=False),
+        **{f"{AUDIT_PREFIX}{k}": v for k, v in (record.get("audit") or NO_AUDIT).items()},
     }
 
 
@@ -305,6 +333,12 @@ Krippendorff's alpha per rubric dimension, with bootstrap 95% intervals:
 Per task:
 
 {_summary_lines(summary, dimensions, summary_total)}
+
+Each task's audit summary is in its `audit_*` columns: findings by state and severity, the
+categories of confirmed ones, the fields fixed since the version they were made on, failed
+machine checks and the Delphi consensus trail; `audit_sha256` is the sha256 of the task's line in
+`evidence/audit.jsonl`, which holds the findings with their anchors and each fixed field's value
+before and after.
 
 The approval gate and each task's decision with its reasons, the ratings, adjudications,
 coverage, rubrics and the ledger slice are in this folder's `evidence/`; the export's

@@ -475,14 +475,18 @@ def _evidence_head(session: Session) -> dict | None:
 def _write_files(
     staging: Staging, plan: Plan, *, session: Session, actor: User, report: Progress
 ) -> tuple[dict, list[dict]]:
-    """Every file but the manifest, step by step (the steps are in exports.writing): tasks
-    in each format, ratings with agreement and the gate's decisions, the rest of evidence/,
-    the ledger slice and the Hugging Face folder. Returns the counts and the rubrics for
+    """Every file but the manifest, step by step (the steps are in exports.writing): the
+    audit record (first: each format carries each task's summary of it), tasks in each
+    format, ratings with agreement and the gate's decisions, the rest of evidence/, the
+    ledger slice and the Hugging Face folder. Returns the counts and the rubrics for
     the manifest."""
     chosen = plan.chosen
     versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
+    report("reading the audit record", 0.11)
+    audit = writing.read_audit(session=session, chosen=chosen, versions=versions, actor=actor)
+    writing.write_audit(staging, audit)
     counts, personas = writing.write_tasks(
-        staging, plan, session=session, batch=TASK_BATCH, report=report
+        staging, plan, session=session, batch=TASK_BATCH, report=report, audits=audit.summaries
     )
     report("reading ratings", 0.4)
     batches = writing.rating_batches(chosen, RATING_BATCH)
@@ -508,9 +512,6 @@ def _write_files(
     )
     if plan.realism is not None:
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
-    finding_ids = writing.write_audit(
-        staging, session=session, chosen=chosen, versions=versions, actor=actor
-    )
     report("reading the ledger", 0.75)
     ledger_entries = writing.write_ledger_slice(
         staging,
@@ -519,7 +520,8 @@ def _write_files(
         rating_ids=rated.rating_ids,
         logs=by_log,
         agents={**raters.names, **raters.leads},
-        findings=finding_ids,
+        findings=audit.finding_ids,
+        fixed_from=audit.fixed_from,
     )
     if "hf" in plan.formats:
         report("writing the Hugging Face folder", 0.85)
@@ -537,7 +539,7 @@ def _write_files(
         raters=len(raters.names),
         adjudications=len(raters.adjudications),
         ledger_entries=ledger_entries,
-        findings=len(finding_ids),
+        findings=len(audit.finding_ids),
     )
     rubrics = [
         {"name": r.name, "version": r.version, "content_hash": r.content_hash}
@@ -553,8 +555,8 @@ def verify_export(out: Path | str) -> VerifyReport:
     if report.ok:
         try:
             problems = verify_audit(Path(out))
-        except (OSError, ValueError) as exc:
-            problems = [f"{AUDIT_FILE}: unreadable ({exc})"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            problems = [f"{AUDIT_FILE}: unreadable ({exc!r})"]
         if problems:
             report.problem = "; ".join(problems[:10])
     return report

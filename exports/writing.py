@@ -93,12 +93,30 @@ class RatingsWritten:
     rating_ids: set[int]
 
 
+@dataclass
+class AuditRecord:
+    """The export's audit record (exports.audit), computed before the tasks are written so
+    that each format carries each task's summary."""
+
+    jsonl: str  # evidence/audit.jsonl
+    markdown: str  # AUDIT.md
+    summaries: dict[tuple[str, int], dict]  # (task, version) -> exports.audit.summary
+    finding_ids: set[str]  # findings whose ledger entries the slice carries
+    fixed_from: set[str]  # "task@vN" of the versions fixes start from (their ledger entries)
+
+
 def write_tasks(
-    staging: Staging, plan: Plan, *, session: Session, batch: int, report: Report
+    staging: Staging,
+    plan: Plan,
+    *,
+    session: Session,
+    batch: int,
+    report: Report,
+    audits: dict[tuple[str, int], dict] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """The tasks in each format: native and Hugging Face rows `batch` versions at a time,
-    the Harbor and tau2 folders at the end. Returns the counts written and the Hugging Face
-    rows per persona."""
+    the Harbor and tau2 folders at the end, each task with its summary from `audits` in its
+    export record. Returns the counts written and the Hugging Face rows per persona."""
     chosen, formats = plan.chosen, plan.formats
     report("writing tasks", 0.12)
     counts = {"tasks": len(chosen.pairs)}
@@ -115,6 +133,9 @@ def write_tasks(
         )
         for start in range(0, len(chosen.pairs), batch):
             natives, records = _native_tasks(session, chosen.pairs[start : start + batch])
+            if audits is not None:
+                for t, r in zip(natives, records, strict=True):
+                    r["audit"] = audits[(t["id"], r["version"])]
             if native_out is not None:
                 native_out.write(
                     jsonl(
@@ -132,13 +153,14 @@ def write_tasks(
                 if kind == "harbor" and "harbor" in formats:
                     harbor_tasks.append((t, r))
                 elif kind == "tau2" and "tau2" in formats:
-                    tau2_tasks.append(t)
+                    tau2_tasks.append((t, r))
             report("writing tasks", 0.12 + 0.25 * min(1, (start + batch) / len(chosen.pairs)))
     if "harbor" in formats:
         counts["harbor"] = _write_harbor(staging, plan, harbor_tasks)
     if "tau2" in formats:
         counts["tau2"] = len(tau2_tasks)
-        for path, text in tau2.render(tau2_tasks).items():
+        rendered = tau2.render([t for t, _ in tau2_tasks], [r for _, r in tau2_tasks])
+        for path, text in rendered.items():
             staging.write_text(path, text)
     return counts, personas
 
@@ -437,11 +459,10 @@ def _decision_row(version: tuple[str, int], decision) -> dict:
     }
 
 
-def write_audit(
-    staging: Staging, *, session: Session, chosen: Selection, versions: dict, actor: User
-) -> set[str]:
-    """evidence/audit.jsonl and AUDIT.md (exports.audit); returns the ids of the findings
-    they hold, whose ledger entries the ledger slice then carries."""
+def read_audit(*, session: Session, chosen: Selection, versions: dict, actor: User) -> AuditRecord:
+    """The audit record of the chosen versions (exports.audit): findings, the fix of each
+    task with findings on earlier versions (its field diff since the newest such version),
+    machine checks and Delphi trails; with AUDIT.md and each task's summary."""
     found = ratings_queries.findings_of_tasks(
         session=session, version_ids=[version.id for _, version in chosen.pairs]
     )
@@ -449,15 +470,23 @@ def write_audit(
     found = [(f, t, v) for f, t, v in found if v <= exported[t]]  # not findings on later ones
     finders = evidence.pseudonyms({f.author_id for f, _, _ in found}, "finder")
     records = [audit.finding_record(f, t, v, finders[f.author_id]) for f, t, v in found]
-    earlier = {t for f, t, v in found if v < exported[t]}
+    rated: dict[str, int] = {}  # task -> the newest earlier version with findings
+    for _, t, v in found:
+        if v < exported[t]:
+            rated[t] = max(v, rated.get(t, 0))
     previous = {}
     for task, version in chosen.pairs:
-        if task.external_id in earlier and version.version > 1:
+        if task.external_id in rated:
             after = session.get(TaskVersion, version.id)
             before = catalog_queries.version_of(
-                session=session, task_id=after.task_id, version=version.version - 1
+                session=session, task_id=after.task_id, version=rated[task.external_id]
             )
-            previous[task.external_id] = audit.changed_fields(before, after)
+            previous[task.external_id] = {
+                "since": before.version,
+                "from_content_hash": before.content_hash,
+                "to_content_hash": after.content_hash,
+                "changes": audit.field_diff(before, after),
+            }
     checks: dict[tuple[str, int], list[dict]] = {}
     for check in review_queries.checks_of_versions(
         session=session, task_version_ids=list(versions)
@@ -479,9 +508,20 @@ def write_audit(
     rows = audit.audit_records(
         [(t.external_id, v.version) for t, v in chosen.pairs], records, previous, checks, trails
     )
-    staging.write_text(audit.AUDIT_FILE, jsonl(rows))
-    staging.write_text(audit.AUDIT_MD, audit.audit_markdown(rows, TAXONOMY))
-    return {str(f.id) for f, _, _ in found}
+    text, summaries = audit.summaries(rows)
+    return AuditRecord(
+        text,
+        audit.audit_markdown(rows, TAXONOMY),
+        summaries,
+        {str(f.id) for f, _, _ in found},
+        {f"{task}@v{fix['since']}" for task, fix in previous.items()},
+    )
+
+
+def write_audit(staging: Staging, record: AuditRecord) -> None:
+    """evidence/audit.jsonl and AUDIT.md."""
+    staging.write_text(audit.AUDIT_FILE, record.jsonl)
+    staging.write_text(audit.AUDIT_MD, record.markdown)
 
 
 def write_ledger_slice(
@@ -493,12 +533,15 @@ def write_ledger_slice(
     logs: dict,
     agents: dict[int | None, str],
     findings: set[str] = frozenset(),
+    fixed_from: set[str] = frozenset(),
 ) -> int:
     """evidence/ledger.jsonl and evidence/ledger.prov.json: the entries of the exported task
-    versions, their ratings, rounds and source logs, streamed from the ledger."""
+    versions (and of `fixed_from`, the versions the audit's fixes start from), their ratings,
+    rounds and source logs, and the `findings`, streamed from the ledger."""
     wanted = {
         "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
-        | {t.external_id for t, _ in chosen.pairs},
+        | {t.external_id for t, _ in chosen.pairs}
+        | set(fixed_from),
         "review_round": {r.name for r in chosen.rounds},
         "finding": findings,
     }

@@ -205,6 +205,14 @@ def test_a_delphi_round_converges_after_one_revision(panel, tmp_path):
     assert {a["phase"] for r in records for a in r["consensus"]} == {1, 2}
     assert not any(e.username in json.dumps(records) for e in experts)
     assert "## Consensus (Delphi)" in (out / "AUDIT.md").read_text()
+    # and each task's summary beside it: the phases, and its answers changed in phase 2 (the
+    # gate approves d2 alone, whose answers stayed; d1's changed ones are in the unit tests)
+    native = [json.loads(x) for x in (out / "tasks/native.jsonl").read_text().splitlines()]
+    summaries = {t["id"]: t["itsmreview"]["audit"] for t in native}
+    assert {s["consensus_phases"] for s in summaries.values()} == {2}
+    assert {t: s["consensus_changed"] for t, s in summaries.items()} == {
+        t: sum(r["changed"] for r in moved if r["task"] == t) for t in summaries
+    }
     assert run("export", "verify", str(out)).exit_code == 0
 
 

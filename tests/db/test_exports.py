@@ -4,6 +4,7 @@ gives the same bytes, `export verify` names every changed, missing or extra file
 
 import json
 import os
+import tomllib
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,7 +79,11 @@ def test_only_approved_versions_are_exported_with_their_evidence(reviewed):
     assert 'name = "itsmreview/harbor-reset"' in toml and 'digest = "sha256:' in toml
     assert "path =" not in toml
     task_toml = (out / "tasks/harbor/harbor-reset/task.toml").read_text()
-    assert task_toml == '[task]\nname = "itsmreview/harbor-reset"\n'
+    # the stored task.toml with its name set, and the task's audit summary under [metadata]
+    assert task_toml.startswith(
+        '[task]\nname = "itsmreview/harbor-reset"\n\n[metadata.itsmreview_audit]\n'
+    )
+    assert tomllib.loads(task_toml)["metadata"]["itsmreview_audit"]["findings"] == 0
     sidecar = json.loads((out / "tasks/harbor/itsmreview.json").read_text())
     assert [(t["id"], t["name"], t["version"]) for t in sidecar["tasks"]] == [
         ("harbor-reset", "itsmreview/harbor-reset", 1)

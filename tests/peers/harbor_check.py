@@ -3,8 +3,9 @@
     python harbor_check.py EXPORT/tasks/harbor
 
 Prints one JSON object: the dataset's name, each task's name, Harbor's content hash of its
-folder beside the digest in dataset.toml, the task's instruction, the modes of its scripts,
-whether `DatasetManifest.to_toml()` reproduces dataset.toml byte for byte, and what
+folder beside the digest in dataset.toml, the task's instruction and `metadata` (as Harbor's
+TaskConfig reads it), the modes of its scripts, whether `DatasetManifest.to_toml()`
+reproduces dataset.toml byte for byte, and what
 `harbor sync` (`sync_dataset`, on a copy) changes. Exits 1 with the error when Harbor refuses
 anything. Written against harbor 0.25 (tests/db/test_export_peers.py runs it).
 """
@@ -44,6 +45,7 @@ def check(root: Path) -> dict:
                 "digest": ref.digest,
                 "harbor_digest": f"sha256:{content_hash}",
                 "instruction": task.instruction,
+                "metadata": task.config.metadata,
                 "files": [f.relative_to(folder.resolve()).as_posix() for f in files],
                 "modes": {
                     p.relative_to(folder).as_posix(): oct(p.stat().st_mode & 0o777)

@@ -36,6 +36,9 @@ MODULES = [
     "itsmreview.realism.service",
     "itsmreview.review.ratings.builtin_checks",
     "itsmreview.review.ratings.findings",
+    "itsmreview.exports.audit",
+    "itsmreview.exports.harbor",
+    "itsmreview.exports.hf",
 ]
 
 
