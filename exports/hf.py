@@ -65,6 +65,50 @@ NO_AUDIT = {
     "failed_checks": [],
 }
 FIELDS.update({f"{AUDIT_PREFIX}{key}": text for key, text in AUDIT_FIELDS.items()})
+# The type of each column of config `default`, declared in the card (`dataset_info`): without
+# it `datasets` types a column by the first block of rows it reads, and a column that is null
+# or an empty list all through that block (no fix yet, no tags) refuses a later value.
+STRING, INT = "string", "int64"
+STRINGS, STRING_LISTS = [STRING], [[STRING]]
+FEATURES = {
+    **dict.fromkeys(FIELDS, STRING),
+    "version": INT,
+    "tags": STRINGS,
+    "variants": STRING_LISTS,
+    "case_ids": STRINGS,
+    **{
+        f"{AUDIT_PREFIX}{key}": INT
+        for key in AUDIT_FIELDS
+        if key.startswith(("findings", "consensus"))
+    },
+    f"{AUDIT_PREFIX}fixed_since": INT,
+    f"{AUDIT_PREFIX}confirmed_categories": STRINGS,
+    f"{AUDIT_PREFIX}fixed_fields": STRINGS,
+    f"{AUDIT_PREFIX}failed_checks": STRINGS,
+}
+
+
+def features_yaml(features: dict) -> str:
+    """The card's `features` list of a config: `dtype` for a value, `sequence` for a list
+    (the form every `datasets` since 3 reads).
+
+    >>> print(features_yaml({"id": "string", "variants": [["string"]]}), end="")
+      - name: id
+        dtype: string
+      - name: variants
+        sequence:
+          sequence: string
+    """
+
+    def kind(value, indent: str) -> str:
+        if isinstance(value, list):
+            inner = value[0]
+            if isinstance(inner, list):
+                return f"{indent}sequence:\n" + kind(inner, indent + "  ")
+            return f"{indent}sequence: {inner}\n"
+        return f"{indent}dtype: {value}\n"
+
+    return "".join(f"  - name: {name}\n" + kind(value, "    ") for name, value in features.items())
 
 
 def row(task: dict, record: dict) -> dict:
@@ -260,7 +304,10 @@ configs:
   data_files:
   - split: train
     path: evidence/ratings.jsonl
----
+dataset_info:
+- config_name: default
+  features:
+{features_yaml(FEATURES)}---
 """
 
 

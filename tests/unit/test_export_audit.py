@@ -172,3 +172,56 @@ def test_tau2_tasks_stay_as_imported_and_the_audit_goes_beside_them():
     assert (entry["id"], entry["tau2_id"], entry["version"]) == ("tau2-7", "7", 3)
     assert entry["audit"] == summary
     assert set(tau2.render([task])) == {tau2.PATH}
+
+
+def test_datasets_reads_the_declared_types_past_its_first_block(tmp_path, monkeypatch):
+    """A column null or empty in the first block of rows `datasets` reads (10 MiB) would be
+    typed null and refuse a later value; the card declares every column's type instead."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    filler = "Check the CMDB record. " * 700  # 16 KB a row: 700 rows pass one block
+    rows = []
+    for n in range(700):
+        late = n >= 650
+        summary = audit.summary(
+            _record(fixed_since=2 if late else None, findings=[], earlier_findings=[]), "ef"
+        )
+        task = {
+            "id": f"t{n:03d}",
+            "title": "t",
+            "persona": "p",
+            "track": "single-agent",
+            "instruction": filler,
+            "tags": ["iam"] if late else [],
+            "difficulty": "hard" if late else None,
+        }
+        rows.append(
+            hf.row(
+                task, {"version": 1, "content_hash": "h", "decision": "approved", "audit": summary}
+            )
+        )
+    assert all(list(row) == list(hf.FEATURES) for row in rows)
+    folder = tmp_path / "hf"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data/train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "README.md").write_text(
+        hf.card(
+            name="n",
+            count=len(rows),
+            personas={"p": len(rows)},
+            license={"spdx": "MIT"},
+            logs=[],
+            agreement={},
+            summary=[],
+            dimensions=[],
+        )
+    )
+    train = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "c"))["train"]
+    assert train.features["audit_fixed_since"].dtype == "int64"
+    assert train[0]["audit_fixed_since"] is None and train[699]["audit_fixed_since"] == 2
+    assert train[0]["tags"] == [] and train[699]["tags"] == ["iam"]
+    assert train[699]["difficulty"] == "hard" and train[699]["audit_failed_checks"] == [
+        "do-nothing",
+        "reproducibility",
+    ]
