@@ -28,7 +28,15 @@ DIFF_LIMIT = 4000  # characters of a fix's unified diff
 BAD_CHECKS = ("fail", "error")
 
 
-def finding_record(finding, task: str, version: int, pseudonym: str) -> dict:
+def finding_record(
+    finding,
+    task: str,
+    version: int,
+    pseudonym: str,
+    *,
+    votes: dict | None = None,
+    fixed_in: int | None = None,
+) -> dict:
     content = {
         "category": finding.category,
         "severity": finding.severity,
@@ -43,6 +51,8 @@ def finding_record(finding, task: str, version: int, pseudonym: str) -> dict:
         "state": finding.state,
         "decision_reason": finding.decision_reason,
         "found_by": pseudonym,
+        "votes": votes or {"for": 0, "against": 0},
+        "fixed_in": fixed_in,
         "content_sha256": content_digest(content),
     }
 
@@ -268,15 +278,25 @@ def audit_markdown(records: list[dict], taxonomy: dict[str, tuple[str, str]]) ->
         for f in record["findings"]:
             if f["state"] == "confirmed":
                 label = taxonomy.get(f["category"], (f["category"], ""))[0]
+                votes = f.get("votes") or {}
+                panel = (
+                    f" (the panel's votes: {votes['for']} for, {votes['against']} against)"
+                    if votes.get("for") or votes.get("against")
+                    else ""
+                )
                 lines.append(
                     f"- **{record['task']}** v{record['version']}: {label} ({f['severity']}): "
-                    f"{_one_line(f['description'])}"
+                    f"{_one_line(f['description'])}{panel}"
                 )
     for record in fixed:
+        linked = [
+            f"#{f['id']}" for f in record["earlier_findings"] if f.get("fixed_in") is not None
+        ]
         lines.append(
             f"- **{record['task']}** v{record['version']}: fixed after "
             f"{len(record['earlier_findings'])} finding(s) on earlier versions "
             f"(since v{record['fixed_since']}; changed: {', '.join(record['fixed_fields'])})"
+            + (f"; a lead linked {', '.join(linked)} to the fix" if linked else "")
         )
     if fixed:
         lines += ["", "## Fixes", ""]

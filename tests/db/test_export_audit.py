@@ -328,3 +328,29 @@ def test_the_demo_exports_its_findings_beside_each_task(demo_configured, tmp_pat
     refused = CliRunner().invoke(app, ["export", "verify", str(out)])
     assert refused.exit_code == 1
     assert "task demo-l1-06-reopened v1 differs from its line" in " ".join(refused.output.split())
+
+
+def test_a_findings_votes_and_its_linked_fix_reach_the_audit_record(fixed):
+    from itsmreview.review.ratings.findings import link_fix, list_findings, vote_on_finding
+
+    with session_scope() as session:
+        lead = session.merge(fixed["lead"])
+        found = {f["task"]: f["id"] for f in list_findings(session=session, actor=lead)}
+        link_fix(session=session, actor=lead, finding_id=found["native-a"], version=3)
+        voter = session.exec(select(User).where(User.username == "e3")).one()
+        vote_on_finding(session=session, actor=voter, finding_id=found["native-b"], stands=True)
+    out = fixed["tmp"] / "set"
+    fixed["export"](out)
+    records = _lines(out / "evidence/audit.jsonl")
+    [earlier] = records["native-a"][0]["earlier_findings"]
+    assert earlier["fixed_in"] == 3 and earlier["votes"] == {"for": 0, "against": 0}
+    [open_one] = records["native-b"][0]["findings"]
+    assert open_one["votes"] == {"for": 1, "against": 0} and open_one["fixed_in"] is None
+    markdown = (out / "AUDIT.md").read_text()
+    assert f"a lead linked #{found['native-a']} to the fix" in markdown
+    assert CliRunner().invoke(app, ["export", "verify", str(out)]).exit_code == 0
+    # the vote and the fix are in the ledger slice beside the finding
+    ledger = [json.loads(line) for line in (out / "evidence/ledger.jsonl").read_text().splitlines()]
+    actions = {(e["artifact_id"], e["action"]) for e in ledger if e["artifact_type"] == "finding"}
+    assert (str(found["native-a"]), "fix") in actions
+    assert (str(found["native-b"]), "vote") in actions
