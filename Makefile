@@ -77,6 +77,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/bpi2014.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/imports.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/realism.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/delphi.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
