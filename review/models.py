@@ -401,7 +401,7 @@ class DelphiAnswer(SQLModel, table=True):
     __tablename__ = "delphi_answers"
     __table_args__ = (
         UniqueConstraint("round_id", "task_version_id", "expert_id", "phase", "item"),
-        Index("ix_delphi_answers_round_phase", "round_id", "phase"),
+        Index("ix_delphi_answers_round_phase_expert", "round_id", "phase", "expert_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -8,7 +8,8 @@ what) beside their own, and keeps or changes each answer; a change needs a reaso
 change and revision goes to the ledger. Items that do not converge are left for the lead's
 adjudication."""
 
-from collections import Counter
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,12 @@ from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
 from itsmreview.review.consensus import queries
 from itsmreview.review.gate.agreement import alpha
-from itsmreview.review.gate.concordance import interquartile_range, kendalls_w, share_changed
+from itsmreview.review.gate.concordance import (
+    column_percentiles,
+    interquartile_ranges,
+    kendalls_w,
+    share_changed,
+)
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.models import DelphiRound, RoundStatus
 from sqlmodel import Session
@@ -92,11 +98,11 @@ def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
     over the experts who answered every task; and the tasks x items not converged."""
     out, open_items = {}, []
     for item, rows in answers.groupby("item", sort=True):
-        matrix = rows.pivot_table(
-            index="expert_id", columns="task_version_id", values="score", aggfunc="first"
-        )
-        found = alpha(matrix.to_numpy(dtype=float), "interval")
-        spreads = rows.groupby("task_version_id")["score"].apply(interquartile_range)
+        # experts x tasks; one answer a cell (the table's unique key, per phase)
+        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
+        values = matrix.to_numpy(dtype=float)
+        found = alpha(values, "interval")
+        spreads = pd.Series(interquartile_ranges(values), index=matrix.columns)
         complete = matrix.dropna(axis=0, how="any")
         w = None
         if complete.shape[0] >= 2 and complete.shape[1] >= 2:
@@ -142,31 +148,18 @@ def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
         raise Conflict(f"the Delphi round {review_round.name!r} is closed")
     phase = delphi.phase
     if phase == 1:
-        blind = queries.blind_scores(session=session, round_id=review_round.id)
-        if blind.empty:
+        experts = queries.keep_blind_scores(session=session, round_id=review_round.id)
+        if not experts:
             raise InvalidInput(
                 f"round {review_round.name!r} has no submitted rating yet: phase 1 is the "
                 "experts' blind rating"
             )
-        rows = [
-            {
-                "round_id": review_round.id,
-                "task_version_id": int(r.task_version_id),
-                "expert_id": int(r.expert_id),
-                "phase": 1,
-                "item": r.item,
-                "score": float(r.score),
-            }
-            for r in blind.itertuples()
-        ]
-        queries.add_answers(session=session, rows=rows)
-        experts = sorted({int(e) for e in blind["expert_id"]})
         order = np.random.default_rng(review_round.id).permutation(len(experts))
         names = {experts[i]: f"Panelist {n}" for n, i in enumerate(order, start=1)}
         queries.add_pseudonyms(session=session, round_id=review_round.id, names=names)
     else:
-        _carry_forward(session, review_round.id, phase)
-    answers = queries.answers_frame(session=session, round_id=review_round.id, phase=phase)
+        queries.carry_forward(session=session, round_id=review_round.id, phase=phase)
+    answers = queries.answer_scores(session=session, round_id=review_round.id, phase=phase)
     figures = _phase_figures(answers, delphi)
     stop, why = _stops(figures, delphi, phase)
     to_phase, to_stage = (phase, "closed") if stop else (phase + 1, "revising")
@@ -191,26 +184,63 @@ def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
     return result
 
 
-def _carry_forward(session: Session, round_id: int, phase: int) -> None:
-    """Answers of the phase before for every (task, expert) who did not revise in `phase`:
-    kept as they were (unchanged), so that each phase holds the whole panel."""
-    before = queries.answers_frame(session=session, round_id=round_id, phase=phase - 1)
-    now = queries.answers_frame(session=session, round_id=round_id, phase=phase)
-    done = set(zip(now["task_version_id"], now["expert_id"], strict=True))
-    rows = [
-        {
-            "round_id": round_id,
-            "task_version_id": int(r.task_version_id),
-            "expert_id": int(r.expert_id),
-            "phase": phase,
-            "item": r.item,
-            "score": float(r.score),
-        }
-        for r in before.itertuples()
-        if (r.task_version_id, r.expert_id) not in done
-    ]
-    if rows:
-        queries.add_answers(session=session, rows=rows)
+_PANELS: OrderedDict[tuple, dict] = OrderedDict()
+_PANELS_LOCK = threading.Lock()  # a server's sessions are threads of one process
+PANELS_KEPT = 8
+
+
+def _panel(session: Session, round_id: int, delphi: DelphiRound) -> dict:
+    """The panel's answers of the phase before the current revision phase, summed up per task
+    and item (median, quartiles, every answer as counts), and the tasks' names. Those answers
+    no longer change once the phase is revising (a phase change writes them and moves the
+    round on in one transaction), so the summary is computed once per process and phase,
+    keyed also on the database and the round's start: a page rerun then reads only the
+    expert's own state."""
+    phase = delphi.phase - 1
+    key = (str(session.get_bind().url), round_id, delphi.started_at, phase)
+    with _PANELS_LOCK:
+        if key in _PANELS:
+            _PANELS.move_to_end(key)
+            return _PANELS[key]
+    scores = queries.answer_scores(session=session, round_id=round_id, phase=phase)
+    counts = scores.groupby(["task_version_id", "item", "score"], sort=True).size()
+    answers: dict[tuple, dict] = {}
+    for (version_id, item, score), n in counts.items():
+        answers.setdefault((int(version_id), item), {})[float(score)] = int(n)
+    figures = {}
+    for item, rows in scores.groupby("item", sort=True):
+        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
+        # numpy's percentiles of each task's answers, as `interquartile_range`
+        quartiles = column_percentiles(matrix.to_numpy(dtype=float), [25, 50, 75])
+        for version_id, (q1, median, q3) in zip(matrix.columns, quartiles.T, strict=True):
+            figures[(int(version_id), item)] = {
+                "median": float(median),
+                "q1": float(q1),
+                "q3": float(q3),
+                "iqr": float(q3 - q1),
+                "answers": answers[(int(version_id), item)],
+            }
+    by_expert: dict[int, dict[int, list]] = {}  # expert -> task -> [(item, score)], sorted
+    ordered = scores.sort_values(["expert_id", "task_version_id", "item"])
+    for expert_id, version_id, item, score in zip(
+        ordered["expert_id"].tolist(),
+        ordered["task_version_id"].tolist(),
+        ordered["item"].tolist(),
+        ordered["score"].tolist(),
+        strict=True,
+    ):
+        by_expert.setdefault(expert_id, {}).setdefault(version_id, []).append((item, score))
+    ids = sorted({int(v) for v in scores["task_version_id"].unique()})
+    found = {
+        "by_expert": by_expert,
+        "figures": figures,
+        "tasks": queries.task_names(session=session, ids=ids),
+    }
+    with _PANELS_LOCK:
+        _PANELS[key] = found
+        while len(_PANELS) > PANELS_KEPT:
+            _PANELS.popitem(last=False)
+    return found
 
 
 def reveal(*, session: Session, actor: User, round_name: str) -> dict:
@@ -226,46 +256,33 @@ def reveal(*, session: Session, actor: User, round_name: str) -> dict:
             "stage": delphi.stage,
             "tasks": [],
         }
-    answers = queries.answers_frame(
-        session=session, round_id=review_round.id, phase=delphi.phase - 1
-    )
-    mine = answers[answers["expert_id"] == user.id]
-    revised = set(  # the tasks the expert answered in this phase already: one read
-        queries.answers_frame(
-            session=session, round_id=review_round.id, phase=delphi.phase, expert_id=user.id
-        )["task_version_id"]
+    panel = _panel(session, review_round.id, delphi)
+    mine = panel["by_expert"].get(user.id, {})
+    revised = queries.answered_tasks(
+        session=session, round_id=review_round.id, phase=delphi.phase, expert_id=user.id
     )
     names = queries.pseudonyms_of(session=session, round_id=review_round.id)
-    comments = queries.blind_scores(session=session, round_id=review_round.id)
-    tasks = []
-    for version_id, own in mine.groupby("task_version_id", sort=True):
-        panel = answers[answers["task_version_id"] == version_id]
-        said = comments[(comments["task_version_id"] == version_id) & (comments["comment"] != "")]
-        notes = sorted(
-            {
-                (names.get(int(e), "Panelist"), c)
-                for e, c in zip(said["expert_id"], said["comment"], strict=True)
-            }
+    said: dict[int, set] = {}
+    comments = queries.blind_comments(session=session, round_id=review_round.id)
+    for version_id, expert_id, comment in comments.itertuples(index=False):
+        said.setdefault(int(version_id), set()).add(
+            (names.get(int(expert_id), "Panelist"), comment)
         )
-        items = {}
-        for item, row in own.set_index("item").iterrows():
-            scores = panel.loc[panel["item"] == item, "score"].astype(float)
-            q1, median, q3 = (float(x) for x in np.percentile(scores, [25, 50, 75]))
-            items[item] = {
-                "yours": float(row["score"]),
-                "median": median,
-                "q1": q1,
-                "q3": q3,
-                "iqr": q3 - q1,
-                "answers": dict(sorted(Counter(float(s) for s in scores).items())),
-            }
+    tasks = []
+    figures, titles = panel["figures"], panel["tasks"]
+    for version_id, own in mine.items():
+        items = {item: {"yours": score, **figures[(version_id, item)]} for item, score in own}
+        for found in items.values():
+            found["answers"] = dict(found["answers"])  # the caller's own copy
         tasks.append(
             {
-                "task_version_id": int(version_id),
-                "task": own["task"].iloc[0],
+                "task_version_id": version_id,
+                "task": titles[version_id],
                 "items": items,
-                "comments": [{"by": by, "comment": c} for by, c in notes],
-                "revised": int(version_id) in revised,
+                "comments": [
+                    {"by": by, "comment": c} for by, c in sorted(said.get(version_id, ()))
+                ],
+                "revised": version_id in revised,
             }
         )
     return {
@@ -293,11 +310,14 @@ def revise(
     review_round, delphi = _delphi(session, round_name)
     if delphi.stage != "revising":
         raise Conflict(f"the Delphi round {review_round.name!r} is not in a revision phase")
-    before = queries.answers_frame(
-        session=session, round_id=review_round.id, phase=delphi.phase - 1
+    previous = queries.own_answers(
+        session=session,
+        round_id=review_round.id,
+        task_version_id=task_version_id,
+        expert_id=user.id,
+        phase=delphi.phase - 1,
     )
-    own = before[(before["task_version_id"] == task_version_id) & (before["expert_id"] == user.id)]
-    if own.empty:
+    if not previous:
         raise NotFound("you gave no answer on this task in the phase before")
     if queries.revised(
         session=session,
@@ -308,7 +328,6 @@ def revise(
     ):
         raise Conflict(f"you answered this task in phase {delphi.phase} already")
     reasons = reasons or {}
-    previous = dict(zip(own["item"], own["score"].astype(float), strict=True))
     missing = sorted(set(previous) - set(scores))
     if missing:
         raise InvalidInput(f"give an answer (kept or changed) on every item: {', '.join(missing)}")
@@ -357,7 +376,7 @@ def delphi_report(*, session: Session, actor: User, round_name: str) -> dict:
     where the round stands. Leads only."""
     require_role(actor, Role.lead)
     review_round, delphi = _delphi(session, round_name)
-    answers = queries.answers_frame(session=session, round_id=review_round.id)
+    answers = queries.answer_scores(session=session, round_id=review_round.id)
     phases = []
     for phase, rows in answers.groupby("phase", sort=True):
         figures = _phase_figures(rows, delphi)
@@ -419,9 +438,8 @@ def rounds_to_revise(*, session: Session, actor: User) -> list[str]:
     for round_id, delphi in queries.delphi_rounds(session=session).items():
         if delphi.stage != "revising":
             continue
-        answers = queries.answers_frame(
+        if queries.answered(
             session=session, round_id=round_id, phase=delphi.phase - 1, expert_id=user.id
-        )
-        if not answers.empty:
+        ):
             out.append(find_round(session, round_id).name)
     return sorted(out)

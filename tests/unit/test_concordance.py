@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from itsmreview.review.gate.concordance import (
+    column_percentiles,
     interquartile_range,
+    interquartile_ranges,
     item_summary,
     kendalls_w,
     share_changed,
@@ -226,6 +228,25 @@ def test_iqr_by_hand():
 def test_iqr_needs_a_value(values):
     with pytest.raises(ValueError, match="at least one value"):
         interquartile_range(values)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_iqr_per_column_is_interquartile_range_of_each_column_to_the_bit(seed):
+    # what a Delphi phase's figures take per task: raters x tasks, some answers missing
+    rng = np.random.default_rng(500 + seed)
+    matrix = rng.normal(3, 1.2, size=(2 + 3 * seed, 400)).round(1 + seed % 2)
+    matrix[rng.random(matrix.shape) < 0.25 * (seed % 3)] = np.nan
+    matrix[0, np.isnan(matrix).all(axis=0)] = 3.0  # every column holds a value
+    found = interquartile_ranges(matrix)
+    assert found.tolist() == [interquartile_range(column) for column in matrix.T]
+    quartiles = column_percentiles(matrix, [25, 50, 75])
+    expected = [np.percentile(c[~np.isnan(c)], [25, 50, 75]).tolist() for c in matrix.T]
+    assert quartiles.T.tolist() == expected
+
+
+def test_iqr_per_column_needs_a_value_in_every_column():
+    with pytest.raises(ValueError, match="column 1 has no value"):
+        interquartile_ranges([[1.0, float("nan")], [2.0, float("nan")]])
 
 
 # --- item summary -----------------------------------------------------------------------------
