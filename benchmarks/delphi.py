@@ -15,8 +15,9 @@ state. Each group then runs in a fresh process, medians of `--repeats` warm runs
 the first, cold run of the process shown apart:
 
 - phase change: `advance_phase` ending phase 1 and ending phase 2, each run on a fresh copy
-  of the state before, committed; baseline: reading the 100,000 blind scores and writing them
-  as answers in bare statements (the data every phase change moves at least once);
+  of the state before, committed; baseline: one bare INSERT ... SELECT of the 100,000 blind
+  scores into the answers and one read of them back through the driver (the least a phase
+  change that keeps each phase's answers does);
 - reveal: the Consensus page as expert e1 sees it in phase 2, rendered by Streamlit's AppTest
   (server time of a rerun), and inside it the service calls it makes (`rounds_to_revise`,
   `reveal`); baseline: the same page when no round waits for the expert (the closed round):
