@@ -23,7 +23,7 @@ from itsmreview.review.gate import service as gate_service
 from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.ratings import queries as ratings_queries
-from itsmreview.review.ratings.findings import TAXONOMY
+from itsmreview.review.ratings.findings import TAXONOMY, panel_and_fixes
 from itsmreview.review.repair import queries as review_queries
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rubrics.service import RubricDefinition
@@ -469,26 +469,9 @@ def read_audit(*, session: Session, chosen: Selection, versions: dict, actor: Us
     exported = {task.external_id: version.version for task, version in chosen.pairs}
     found = [(f, t, v) for f, t, v in found if v <= exported[t]]  # not findings on later ones
     finders = evidence.pseudonyms({f.author_id for f, _, _ in found}, "finder")
-    votes: dict[int, list[bool]] = {}
-    for vote in ratings_queries.finding_votes(
-        session=session, finding_ids=[f.id for f, _, _ in found]
-    ):
-        votes.setdefault(vote.finding_id, []).append(vote.stands)
-    fixes = {
-        f.id: session.get(TaskVersion, f.fixed_in_version_id).version
-        for f, _, _ in found
-        if f.fixed_in_version_id is not None
-    }
+    panel = panel_and_fixes(session=session, findings=[f for f, _, _ in found])
     records = [
-        audit.finding_record(
-            f,
-            t,
-            v,
-            finders[f.author_id],
-            votes={"for": sum(votes.get(f.id, [])), "against": votes.get(f.id, []).count(False)},
-            fixed_in=fixes.get(f.id),
-        )
-        for f, t, v in found
+        audit.finding_record(f, t, v, finders[f.author_id], **panel[f.id]) for f, t, v in found
     ]
     rated: dict[str, int] = {}  # task -> the newest earlier version with findings
     for _, t, v in found:

@@ -2,7 +2,7 @@
 
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import frame_of, utcnow
+from itsmreview.db import frame_of, in_ids, utcnow
 from itsmreview.review.models import (
     DelphiAnswer,
     DelphiPseudonym,
@@ -231,7 +231,7 @@ def task_names(*, session: Session, ids: list[int]) -> dict[int, str]:
     query = (
         select(TaskVersion.id, Task.external_id)
         .join(Task, Task.id == TaskVersion.task_id)
-        .where(TaskVersion.id.in_(ids))
+        .where(in_ids(session, TaskVersion.id, ids))  # one parameter, whatever the count
     )
     return {int(v): name for v, name in session.exec(query).all()}
 

@@ -363,6 +363,24 @@ def link_fix(*, session: Session, actor: User, finding_id: int, version: int) ->
     return finding
 
 
+def panel_and_fixes(*, session: Session, findings: list[Finding]) -> dict[int, dict]:
+    """Per finding id: `votes` (for and against) and `fixed_in` (the number of the version
+    linked as its fix, or None), in two reads whatever the number of findings."""
+    votes: dict[int, list[bool]] = {f.id: [] for f in findings}
+    for vote in queries.finding_votes(session=session, finding_ids=list(votes)):
+        votes[vote.finding_id].append(vote.stands)
+    numbers = queries.version_numbers(
+        session=session, ids=[f.fixed_in_version_id for f in findings if f.fixed_in_version_id]
+    )
+    return {
+        f.id: {
+            "votes": {"for": sum(votes[f.id]), "against": votes[f.id].count(False)},
+            "fixed_in": numbers.get(f.fixed_in_version_id),
+        }
+        for f in findings
+    }
+
+
 def list_findings(
     *, session: Session, actor: User, external_id: str | None = None, state: str | None = None
 ) -> list[dict]:
@@ -370,14 +388,7 @@ def list_findings(
     against and the version that fixes each (None while none does). Experts and leads."""
     require_role(actor, Role.expert, Role.lead)
     rows = queries.findings_listed(session=session, external_id=external_id, state=state)
-    votes: dict[int, list[bool]] = {}
-    for vote in queries.finding_votes(session=session, finding_ids=[f.id for f, *_ in rows]):
-        votes.setdefault(vote.finding_id, []).append(vote.stands)
-    fixes = {
-        f.fixed_in_version_id: session.get(TaskVersion, f.fixed_in_version_id).version
-        for f, *_ in rows
-        if f.fixed_in_version_id is not None
-    }
+    panel = panel_and_fixes(session=session, findings=[f for f, *_ in rows])
     return [
         {
             "id": f.id,
@@ -390,11 +401,7 @@ def list_findings(
             "state": f.state,
             "author": author,
             "decision_reason": f.decision_reason,
-            "votes": {
-                "for": sum(votes.get(f.id, [])),
-                "against": len(votes.get(f.id, [])) - sum(votes.get(f.id, [])),
-            },
-            "fixed_in": fixes.get(f.fixed_in_version_id),
+            **panel[f.id],
             "created_at": _iso(f.created_at),
         }
         for f, task, number, author in rows

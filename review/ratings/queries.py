@@ -694,3 +694,11 @@ def findings_to_vote(*, session: Session, task_version_id: int, expert_id: int) 
         ~voted,
     )
     return list(session.exec(query.order_by(Finding.id)).all())
+
+
+def version_numbers(*, session: Session, ids: list[int]) -> dict[int, int]:
+    """Task version id -> its version number."""
+    if not ids:
+        return {}
+    query = select(TaskVersion.id, TaskVersion.version).where(in_ids(session, TaskVersion.id, ids))
+    return dict(session.exec(query).all())
