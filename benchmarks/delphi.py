@@ -15,9 +15,8 @@ state. Each group then runs in a fresh process, medians of `--repeats` warm runs
 the first, cold run of the process shown apart:
 
 - phase change: `advance_phase` ending phase 1 and ending phase 2, each run on a fresh copy
-  of the state before, committed; baseline: one bare INSERT ... SELECT of the 100,000 blind
-  scores into the answers and one read of them back through the driver (the least a phase
-  change that keeps each phase's answers does);
+  of the state before, committed; baseline: the same by bare SQL (lock the round's Delphi
+  row, count the task items whose stored spread is beyond the limit, move the phase);
 - reveal: the Consensus page as expert e1 sees it in phase 2, rendered by Streamlit's AppTest
   (server time of a rerun), and inside it the service calls it makes (`rounds_to_revise`,
   `reveal`); baseline: the same page when no round waits for the expert (the closed round):
@@ -302,12 +301,13 @@ def revise_in_bulk(session, phase: int, seed: int, move: float) -> dict:
     import numpy as np
     from itsmreview.ledger.service import append_entry, chain_at_commit
     from itsmreview.review.consensus import queries
+    from itsmreview.review.consensus.service import answers_of_phase, refresh_spreads
     from itsmreview.review.models import DelphiAnswer
     from sqlalchemy import insert
 
     chain_at_commit(session)
     rng = np.random.default_rng(seed)
-    before = queries.answers_frame(session=session, round_id=1, phase=phase - 1)
+    before = answers_of_phase(session, 1, phase - 1)
     median = before.groupby(["task_version_id", "item"])["score"].median()
     before = before.join(median.rename("median"), on=["task_version_id", "item"])
     last_tasks = set(sorted(before["task_version_id"].unique())[-LEFT:])
@@ -350,6 +350,12 @@ def revise_in_bulk(session, phase: int, seed: int, move: float) -> dict:
         )
     for start in range(0, len(rows), 20_000):
         session.execute(insert(DelphiAnswer.__table__), rows[start : start + 20_000])
+    # the spreads each `revise` keeps current, for every task revised
+    refresh_spreads(
+        session,
+        queries.delphi_of(session=session, round_id=1),
+        sorted({r["task_version_id"] for r in rows}),
+    )
     return {"answered": answered, "changed": changed, "rows": len(rows)}
 
 
@@ -481,7 +487,6 @@ def _as_lead(session):
 
 
 def group_phase(phase1: str, phase2: str, repeats: int) -> dict:
-    import pandas as pd
     from itsmreview.db import session_scope
     from itsmreview.review.consensus.service import advance_phase
     from sqlalchemy import text
@@ -496,35 +501,26 @@ def group_phase(phase1: str, phase2: str, repeats: int) -> dict:
             return time.perf_counter() - start
 
     def floor(engine) -> float:
-        # the least a phase change that keeps the phase's answers does: one bare INSERT ...
-        # SELECT of the blind scores, and one read of them back for the figures
+        # the least a phase change does: lock the round's Delphi row, count the task items
+        # beyond the limit, move the phase, commit (bare SQL, no ledger entry)
         start = time.perf_counter()
         with session_scope(engine) as session:
+            lock = "" if engine.dialect.name == "sqlite" else " FOR UPDATE"
+            session.execute(text(f"SELECT phase FROM delphi_rounds WHERE round_id = 1{lock}"))
             session.execute(
-                text(
-                    "INSERT INTO delphi_answers (round_id, task_version_id, expert_id, phase, "
-                    "item, score, changed, reason, created_at) SELECT r.round_id, "
-                    "r.task_version_id, r.expert_id, 1, s.dimension, s.value, :no, '', :now "
-                    "FROM ratings r JOIN rating_scores s ON s.rating_id = r.id "
-                    "WHERE r.round_id = 1 AND r.is_current AND s.value IS NOT NULL"
-                ),
-                {"no": False, "now": datetime.now(UTC)},
-            )
-            result = session.connection().exec_driver_sql(
-                "SELECT task_version_id, expert_id, phase, item, score FROM delphi_answers "
-                "WHERE round_id = 1 AND phase = 1"
-            )  # the driver's rows as they come, no row object each
-            pd.DataFrame.from_records(result.cursor.fetchall(), columns=list(result.keys()))
+                text("SELECT count(*) FROM delphi_spreads WHERE round_id = 1 AND iqr > 1")
+            ).scalar()
+            session.execute(text("UPDATE delphi_rounds SET phase = phase + 1 WHERE round_id = 1"))
         return time.perf_counter() - start
 
     return {
-        "baseline: keep the blind scores as answers and read them (bare SQL)": _median(
+        "baseline: lock, count the spreads beyond the limit, move (bare SQL)": _median(
             _timed_on_copies(phase1, floor, repeats, "delphi_floor")
         ),
         "advance_phase, end of phase 1 (blind -> revising)": _median(
             _timed_on_copies(phase1, advance, repeats, "delphi_adv1")
         ),
-        "advance_phase, end of phase 2 (carry forward -> revising)": _median(
+        "advance_phase, end of phase 2 (-> revising)": _median(
             _timed_on_copies(phase2, advance, repeats, "delphi_adv2")
         ),
         "peak_mb": peak_mb(),
@@ -583,7 +579,7 @@ def group_revise(phase2: str, repeats: int) -> dict:
     from itsmreview.db import create_db_engine, session_scope
     from itsmreview.review.consensus import queries
     from itsmreview.review.consensus.service import revise
-    from itsmreview.review.models import DelphiAnswer
+    from itsmreview.review.models import DelphiAnswer, Rating, RatingScore
     from sqlalchemy import insert, select
 
     url = copy_database(phase2, "delphi_revise")
@@ -591,7 +587,7 @@ def group_revise(phase2: str, repeats: int) -> dict:
     try:
         with session_scope(engine) as session:
             expert = user_by_username(session=session, username="e1")
-            mine = queries.answers_frame(session=session, round_id=1, phase=1, expert_id=expert.id)
+            mine = queries.blind_scores(session=session, round_id=1, expert_id=expert.id)
         tasks = sorted(mine["task_version_id"].unique())[-LEFT:]
         own = {
             v: dict(zip(r["item"], r["score"], strict=True))
@@ -619,12 +615,14 @@ def group_revise(phase2: str, repeats: int) -> dict:
         for version in tasks[repeats + 1 : 2 * (repeats + 1)]:
             start = time.perf_counter()
             with session_scope(engine) as session:
-                previous = session.execute(
-                    select(DelphiAnswer.item, DelphiAnswer.score).where(
-                        DelphiAnswer.round_id == 1,
-                        DelphiAnswer.task_version_id == int(version),
-                        DelphiAnswer.expert_id == expert.id,
-                        DelphiAnswer.phase == 1,
+                previous = session.execute(  # phase 1's answers: the expert's rating
+                    select(RatingScore.dimension, RatingScore.value)
+                    .join(Rating, Rating.id == RatingScore.rating_id)
+                    .where(
+                        Rating.round_id == 1,
+                        Rating.task_version_id == int(version),
+                        Rating.expert_id == expert.id,
+                        Rating.is_current,
                     )
                 ).all()
                 when = datetime.now(UTC)

@@ -377,6 +377,9 @@ class DelphiRound(SQLModel, table=True):
     w_min: float | None = None
     max_phases: int = 3
     started_at: datetime = Field(default_factory=utcnow)
+    # whether delphi_spreads holds every answered task item (rounds from before migration
+    # 0029 have none until their next phase change or revision builds them)
+    spreads_built: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
 
 
 class DelphiPseudonym(SQLModel, table=True):
@@ -395,8 +398,11 @@ class DelphiPseudonym(SQLModel, table=True):
 
 
 class DelphiAnswer(SQLModel, table=True):
-    """An expert's answer on one rubric item of one task in one phase of a Delphi round;
-    phase 1 holds the blind ratings, later phases the revisions (a change gives a reason)."""
+    """An expert's answer on one rubric item of one task in a revision phase of a Delphi
+    round, kept or changed (a change gives a reason). Phase 1's answers are the round's
+    submitted blind ratings, frozen once phase 1 ends (rounds from before migration 0029 hold
+    a copy of them here as phase 1); an expert who does not revise a task in a phase keeps
+    their answers of the phase before."""
 
     __tablename__ = "delphi_answers"
     __table_args__ = (
@@ -414,3 +420,17 @@ class DelphiAnswer(SQLModel, table=True):
     changed: bool = False
     reason: str = Field(default="", sa_type=Text)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class DelphiSpread(SQLModel, table=True):
+    """The interquartile range of the panel's latest answers on one item of one task of a
+    Delphi round, kept current by the gate's work in phase 1 and by each revision after: a
+    phase change counts the items beyond the stop rule's limit instead of reading every
+    answer."""
+
+    __tablename__ = "delphi_spreads"
+
+    round_id: int = Field(foreign_key="review_rounds.id", primary_key=True, ondelete="CASCADE")
+    task_version_id: int = Field(foreign_key="task_versions.id", primary_key=True)
+    item: str = Field(sa_type=String(64), primary_key=True)
+    iqr: float

@@ -360,8 +360,9 @@ def round_phase(
     name: Annotated[str, typer.Argument(help="Round name.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """End the Delphi round's current phase: keep its answers, check the stop rule, and
-    either close the consensus or open the next phase for revisions."""
+    """End the Delphi round's current phase: check the stop rule, then either close the
+    consensus (the tasks that converged are decided on the panel's final answers) or open the
+    next phase for revisions."""
     from itsmreview.review.consensus.service import advance_phase
 
     ensure_schema()
@@ -371,10 +372,14 @@ def round_phase(
         echo_json(result)
         return
     if result["stage"] == "closed":
+        settled = result["settled"]
         typer.echo(
             f"{name}: phase {result['ended_phase']} ended; consensus closed: "
-            f"{result['stopped_because']} ({result['not_converged']} task item(s) left to "
-            "adjudicate)"
+            f"{result['stopped_because']}. {settled['decided']} task(s) decided by the "
+            f"consensus; left to a lead's adjudication: {settled['not_converged']} not "
+            f"converged ({result['not_converged']} task item(s)), "
+            f"{settled['held_by_the_gate']} held by the gate (conflicting verdicts, a blocking "
+            "flag, or agreement too low)"
         )
     else:
         typer.echo(

@@ -310,8 +310,8 @@ def _delphi_revision(items: dict) -> tuple[dict[str, float], dict[str, str]]:
 def _seed_delphi(session: Session, users: dict[str, User], seed: int) -> None:
     """A finished Delphi round on four tasks: the five experts' blind ratings (two of them far
     from the panel on each task), a revision phase in which those experts move to the panel
-    with a reason, then the stop rule holds and the round is closed. Task statuses stay those
-    of the main round (the consensus is evidence, not a second gate)."""
+    with a reason, then the stop rule holds and the round is closed: the consensus decides the
+    tasks that converged and the gate does not hold (recorded as the lead's adjudications)."""
     rubric = ensure_rubric(load_rubric(), session=session)
     definition = RubricDefinition.model_validate(rubric.definition)
     specs = load_specs()
@@ -353,7 +353,7 @@ def _seed_delphi(session: Session, users: dict[str, User], seed: int) -> None:
                 verdict = "revise"
             comment = "The caller would not wait this long for a callback." if apart else ""
             _submit(session, expert, assignment.id, (scores, verdict, flags, confidence), comment)
-    # the ratings reach the ledger and the round's counts; the round decides no status
+    # the ratings reach the ledger and the round's counts; statuses wait for the consensus
     apply_queued_here(session=session, review_round=review_round, decide=False)
     name = review_round.name
     stage = consensus.advance_phase(session=session, actor=lead, round_name=name)["stage"]

@@ -1,8 +1,7 @@
 """Reads and writes of Delphi rounds (the only module of consensus that builds queries)."""
 
-from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import frame_of, in_ids, utcnow
+from itsmreview.db import frame_of, in_ids
 from itsmreview.review.models import (
     DelphiAnswer,
     DelphiPseudonym,
@@ -11,7 +10,7 @@ from itsmreview.review.models import (
     RatingScore,
     RatingStatus,
 )
-from sqlalchemy import exists, literal, update
+from sqlalchemy import update
 from sqlmodel import Session, select
 
 
@@ -24,32 +23,21 @@ def delphi_rounds(*, session: Session) -> dict[int, DelphiRound]:
     return {d.round_id: d for d in session.exec(select(DelphiRound)).all()}
 
 
-def answers_frame(
-    *, session: Session, round_id: int, phase: int | None = None, expert_id: int | None = None
-):
-    """Answers of the round (of one phase, of one expert): task_version_id, task, expert_id,
-    phase, item, score, changed, reason."""
-    query = (
-        select(
-            DelphiAnswer.task_version_id,
-            Task.external_id.label("task"),
-            DelphiAnswer.expert_id,
-            DelphiAnswer.phase,
-            DelphiAnswer.item,
-            DelphiAnswer.score,
-            DelphiAnswer.changed,
-            DelphiAnswer.reason,
-        )
-        .join(TaskVersion, TaskVersion.id == DelphiAnswer.task_version_id)
-        .join(Task, Task.id == TaskVersion.task_id)
-        .where(DelphiAnswer.round_id == round_id)
-        .order_by(DelphiAnswer.phase, Task.external_id, DelphiAnswer.expert_id, DelphiAnswer.item)
-    )
-    if phase is not None:
-        query = query.where(DelphiAnswer.phase == phase)
-    if expert_id is not None:
-        query = query.where(DelphiAnswer.expert_id == expert_id)
-    return frame_of(session, query)
+def _fetch(session: Session, query, columns: list[str]):
+    """The query's rows as a frame, read from the driver's rows without a row object each:
+    the figures of a phase read 100,000 of them."""
+    import pandas as pd
+
+    result = session.connection().execute(query)
+    try:
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
+BLIND = ["task_version_id", "expert_id", "item", "score"]
+REVISIONS = ["task_version_id", "expert_id", "phase", "item", "score", "changed", "reason"]
 
 
 def _blind_filter(round_id: int):
@@ -59,6 +47,81 @@ def _blind_filter(round_id: int):
         Rating.status == RatingStatus.submitted,
         Rating.rater_kind == "human",
         RatingScore.value.is_not(None),
+    )
+
+
+def _stored_blind(session: Session, round_id: int) -> bool:
+    """Whether the round holds a copy of its blind answers as phase 1 (started before
+    migration 0029, whose phase change copied them)."""
+    query = select(DelphiAnswer.id).where(
+        DelphiAnswer.round_id == round_id, DelphiAnswer.phase == 1
+    )
+    return session.exec(query.limit(1)).first() is not None
+
+
+def blind_scores(
+    *,
+    session: Session,
+    round_id: int,
+    task_version_id: int | None = None,
+    expert_id: int | None = None,
+):
+    """Phase 1's answers (of one task, of one expert): the scores of the round's current
+    submitted human ratings, frozen once phase 1 ends (a copy for rounds from before
+    migration 0029). A frame: task_version_id, expert_id, item, score; unordered."""
+    if _stored_blind(session, round_id):
+        query = select(
+            DelphiAnswer.task_version_id,
+            DelphiAnswer.expert_id,
+            DelphiAnswer.item,
+            DelphiAnswer.score,
+        ).where(DelphiAnswer.round_id == round_id, DelphiAnswer.phase == 1)
+        task, expert = DelphiAnswer.task_version_id, DelphiAnswer.expert_id
+    else:
+        query = (
+            select(
+                Rating.task_version_id, Rating.expert_id, RatingScore.dimension, RatingScore.value
+            )
+            .join(RatingScore, RatingScore.rating_id == Rating.id)
+            .where(*_blind_filter(round_id))
+        )
+        task, expert = Rating.task_version_id, Rating.expert_id
+    if task_version_id is not None:
+        query = query.where(task == task_version_id)
+    if expert_id is not None:
+        query = query.where(expert == expert_id)
+    frame = _fetch(session, query, BLIND)
+    return frame.astype({"task_version_id": "int64", "expert_id": "int64", "score": "float64"})
+
+
+def revisions(
+    *,
+    session: Session,
+    round_id: int,
+    up_to: int | None = None,
+    task_version_id: int | None = None,
+    expert_id: int | None = None,
+):
+    """The answers given in the round's revision phases (up to a phase; of one task, of one
+    expert): task_version_id, expert_id, phase, item, score, changed, reason; unordered."""
+    query = select(*(getattr(DelphiAnswer, c) for c in REVISIONS)).where(
+        DelphiAnswer.round_id == round_id, DelphiAnswer.phase > 1
+    )
+    if up_to is not None:
+        query = query.where(DelphiAnswer.phase <= up_to)
+    if task_version_id is not None:
+        query = query.where(DelphiAnswer.task_version_id == task_version_id)
+    if expert_id is not None:
+        query = query.where(DelphiAnswer.expert_id == expert_id)
+    frame = _fetch(session, query, REVISIONS)
+    return frame.astype(
+        {
+            "task_version_id": "int64",
+            "expert_id": "int64",
+            "phase": "int64",
+            "score": "float64",
+            "changed": "bool",
+        }
     )
 
 
@@ -79,135 +142,31 @@ def blind_comments(*, session: Session, round_id: int):
     return frame_of(session, query)
 
 
-def keep_blind_scores(*, session: Session, round_id: int) -> list[int]:
-    """Phase 1's answers: every score of the round's current submitted human ratings stored as
-    it was, in one INSERT ... SELECT. Returns the experts who answered (none: nothing kept)."""
-    experts = select(Rating.expert_id).join(RatingScore, RatingScore.rating_id == Rating.id)
-    found = session.exec(
-        experts.where(*_blind_filter(round_id)).distinct().order_by(Rating.expert_id)
-    ).all()
-    if not found:
-        return []
-    scores = select(
-        literal(round_id),
-        Rating.task_version_id,
-        Rating.expert_id,
-        literal(1),
-        RatingScore.dimension,
-        RatingScore.value,
-        *_constants(),
-    ).join(RatingScore, RatingScore.rating_id == Rating.id)
-    session.exec(
-        _insert_answers().from_select(_ANSWER_COLUMNS, scores.where(*_blind_filter(round_id)))
-    )
-    return [int(e) for e in found]
-
-
-_ANSWER_COLUMNS = (
-    "round_id",
-    "task_version_id",
-    "expert_id",
-    "phase",
-    "item",
-    "score",
-    "changed",
-    "reason",
-    "created_at",
-)
-
-
-def _constants():
-    """changed, reason and created_at of answers kept as they were."""
-    columns = DelphiAnswer.__table__.c
+def _rated(round_id: int):
     return (
-        literal(False, columns.changed.type),
-        literal("", columns.reason.type),
-        literal(utcnow(), columns.created_at.type),
+        Rating.round_id == round_id,
+        Rating.is_current,
+        Rating.status == RatingStatus.submitted,
+        Rating.rater_kind == "human",
     )
 
 
-def _insert_answers():
-    from sqlalchemy import insert
-
-    return insert(DelphiAnswer)
-
-
-def carry_forward(*, session: Session, round_id: int, phase: int) -> None:
-    """Copy into `phase`, unchanged, the answers of the phase before of every (task, expert)
-    without an answer in `phase`: one INSERT ... SELECT."""
-    later = DelphiAnswer.__table__.alias("later")
-    before = DelphiAnswer.__table__.alias("before")
-    answered = exists().where(
-        later.c.round_id == round_id,
-        later.c.phase == phase,
-        later.c.task_version_id == before.c.task_version_id,
-        later.c.expert_id == before.c.expert_id,
-    )
-    rows = select(
-        before.c.round_id,
-        before.c.task_version_id,
-        before.c.expert_id,
-        literal(phase),
-        before.c.item,
-        before.c.score,
-        *_constants(),
-    ).where(before.c.round_id == round_id, before.c.phase == phase - 1, ~answered)
-    session.exec(_insert_answers().from_select(_ANSWER_COLUMNS, rows))
+def blind_experts(*, session: Session, round_id: int) -> list[int]:
+    """The experts with a submitted rating in the round, by id."""
+    query = select(Rating.expert_id).where(*_rated(round_id)).distinct().order_by(Rating.expert_id)
+    return [int(e) for e in session.exec(query).all()]
 
 
-def answer_scores(*, session: Session, round_id: int, phase: int | None = None):
-    """The scores of the round's answers (of one phase): task_version_id, expert_id, phase,
-    item, score (a frame, unordered), read from the driver's rows without a row object each:
-    the figures of a phase read 100,000 of them."""
-    import pandas as pd
-
-    query = select(
-        DelphiAnswer.task_version_id,
-        DelphiAnswer.expert_id,
-        DelphiAnswer.phase,
-        DelphiAnswer.item,
-        DelphiAnswer.score,
-    ).where(DelphiAnswer.round_id == round_id)
-    if phase is not None:
-        query = query.where(DelphiAnswer.phase == phase)
-    result = session.connection().execute(query)
-    try:
-        rows = result.cursor.fetchall()
-    finally:
-        result.close()
-    frame = pd.DataFrame.from_records(
-        rows, columns=["task_version_id", "expert_id", "phase", "item", "score"]
-    )
-    return frame.astype(
-        {"task_version_id": "int64", "expert_id": "int64", "phase": "int64", "score": "float64"}
-    )
-
-
-def own_answers(
-    *, session: Session, round_id: int, task_version_id: int, expert_id: int, phase: int
-) -> dict[str, float]:
-    """Item -> score of one expert's answers on one task in one phase, by item."""
-    query = (
-        select(DelphiAnswer.item, DelphiAnswer.score)
-        .where(
-            DelphiAnswer.round_id == round_id,
-            DelphiAnswer.task_version_id == task_version_id,
-            DelphiAnswer.expert_id == expert_id,
-            DelphiAnswer.phase == phase,
-        )
-        .order_by(DelphiAnswer.item)
-    )
-    return {item: float(score) for item, score in session.exec(query).all()}
-
-
-def answered(*, session: Session, round_id: int, phase: int, expert_id: int) -> bool:
-    """Whether the expert has an answer in this phase of the round."""
-    query = select(DelphiAnswer.id).where(
-        DelphiAnswer.round_id == round_id,
-        DelphiAnswer.phase == phase,
-        DelphiAnswer.expert_id == expert_id,
-    )
+def rated_blind(*, session: Session, round_id: int, expert_id: int) -> bool:
+    """Whether the expert has a submitted rating in the round."""
+    query = select(Rating.id).where(*_rated(round_id), Rating.expert_id == expert_id)
     return session.exec(query.limit(1)).first() is not None
+
+
+def mark_spreads_built(*, session: Session, round_id: int) -> None:
+    session.exec(
+        update(DelphiRound).where(DelphiRound.round_id == round_id).values(spreads_built=True)
+    )
 
 
 def answered_tasks(*, session: Session, round_id: int, phase: int, expert_id: int) -> set[int]:
@@ -270,12 +229,6 @@ def move_phase(
         .values(phase=to_phase, stage=to_stage)
     )
     return done.rowcount == 1
-
-
-def usernames(*, session: Session, ids: list[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    return dict(session.exec(select(User.id, User.username).where(User.id.in_(ids))).all())
 
 
 def revised(

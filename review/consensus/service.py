@@ -1,15 +1,20 @@
-"""Delphi rounds (issue 37). Phase 1 is the round's blind rating, as any round's. Moving to the
-next phase keeps every expert's answers of the phase (phase 1: their submitted scores, the
-unbiased estimate, stored as they were), then checks the stop rule set in advance: every
-task's answers on every item within the IQR limit (and Kendall's W at least its minimum, when
-set), or the last phase allowed. Until it holds, each expert sees per task and item the panel's
-anonymous answers (median, quartiles, every answer, comments under pseudonyms, never who said
-what) beside their own, and keeps or changes each answer; a change needs a reason. Every phase
-change and revision goes to the ledger. Items that do not converge are left for the lead's
-adjudication."""
+"""Delphi rounds (issue 37). Phase 1 is the round's blind rating, as any round's; its
+submitted ratings are phase 1's answers (the unbiased estimate), frozen once it ends: the
+round then takes no rating. Each later phase holds the answers experts gave in it, kept or
+changed; an expert who does not revise a task keeps their answers of the phase before, so a
+phase's answers are each expert's latest up to it. Ending a phase checks the stop rule set in
+advance: every task's answers on every item within the IQR limit (and Kendall's W at least its
+minimum, when set), or the last phase allowed. The check counts stored spreads (each task
+item's IQR, kept current by the gate's work in phase 1 and by each revision), so a phase
+change reads no answer unless a W rule needs them. Until it holds, each expert sees per task
+and item the panel's anonymous answers (median, quartiles, every answer, comments under
+pseudonyms, never who said what) beside their own, and keeps or changes each answer; a change
+needs a reason. Every phase change and revision goes to the ledger. Items that do not converge
+are left for the lead's adjudication."""
 
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -19,14 +24,21 @@ from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.ledger.service import append_entry
 from itsmreview.review.consensus import queries
 from itsmreview.review.gate.agreement import alpha
+from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.concordance import (
     column_percentiles,
     interquartile_ranges,
     kendalls_w,
     share_changed,
 )
-from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.gate.queries import pending as pending_queries
+from itsmreview.review.gate.queries import reads as gate_queries
+from itsmreview.review.gate.queries import spreads as spread_queries
+from itsmreview.review.gate.round_data import find_round, task_ratings
+from itsmreview.review.gate.service import current_gate, recompute_statuses
+from itsmreview.review.gate.work import apply_queued_here
 from itsmreview.review.models import DelphiRound, RoundStatus
+from itsmreview.review.repair.adjudication import record_adjudications
 from sqlmodel import Session
 
 STAGES = ("rating", "revising", "closed")
@@ -73,6 +85,7 @@ def start_delphi(
     )
     session.add(delphi)
     session.flush()
+    _build_spreads(session, review_round.id, delphi)  # of the ratings in before the start
     _record(session, user, review_round.name, "start", _rule(delphi))
     return delphi
 
@@ -93,6 +106,73 @@ def _record(session: Session, user: User, name: str, action: str, payload: dict)
     )
 
 
+def answers_at(blind: pd.DataFrame, revised: pd.DataFrame, phase: int) -> pd.DataFrame:
+    """Each expert's latest answer on each task item up to `phase` (phase 1's answers, then
+    each revision phase's in turn): task_version_id, expert_id, phase (= `phase`), item,
+    score."""
+    later = revised[revised["phase"] <= phase]
+    if later.empty:
+        return blind[BLIND].assign(phase=phase)
+    both = pd.concat([blind[BLIND].assign(phase=1), later[[*BLIND, "phase"]]], ignore_index=True)
+    latest = both.sort_values("phase", kind="stable").drop_duplicates(
+        ["task_version_id", "expert_id", "item"], keep="last"
+    )
+    return latest.assign(phase=phase)
+
+
+BLIND = ["task_version_id", "expert_id", "item", "score"]
+
+
+def _spreads(answers: pd.DataFrame) -> dict[tuple[int, str], float]:
+    """(task version id, item) -> the IQR of its answers."""
+    out = {}
+    for item, rows in answers.groupby("item", sort=True):
+        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
+        ranges = interquartile_ranges(matrix.to_numpy(dtype=float))
+        out.update({(int(t), item): float(r) for t, r in zip(matrix.columns, ranges, strict=True)})
+    return out
+
+
+def answers_of_phase(session: Session, round_id: int, phase: int, task: int | None = None):
+    """`answers_at` `phase` of the round (of one task), read from the database."""
+    blind = queries.blind_scores(session=session, round_id=round_id, task_version_id=task)
+    revised = queries.revisions(
+        session=session, round_id=round_id, up_to=phase, task_version_id=task
+    )
+    return answers_at(blind, revised, phase)
+
+
+def _build_spreads(session: Session, round_id: int, delphi: DelphiRound) -> None:
+    """Every task item's spread from the answers as they stand (a round's start, or a round
+    from before migration 0029 at its next phase change or revision)."""
+    answers = answers_of_phase(session, round_id, delphi.phase)
+    spread_queries.clear_spreads(session=session, round_id=round_id)
+    found = _spreads(answers)
+    spread_queries.replace_spreads(
+        session=session,
+        round_id=round_id,
+        tasks=sorted({t for t, _ in found}),
+        spreads=found,
+    )
+    queries.mark_spreads_built(session=session, round_id=round_id)
+    delphi.spreads_built = True
+
+
+def refresh_spreads(session: Session, delphi: DelphiRound, tasks: list[int]) -> None:
+    """These tasks' spreads as their answers stand in the current phase (after revisions)."""
+    if not delphi.spreads_built:
+        _build_spreads(session, delphi.round_id, delphi)
+        return
+    if len(tasks) == 1:
+        answers = answers_of_phase(session, delphi.round_id, delphi.phase, tasks[0])
+    else:
+        answers = answers_of_phase(session, delphi.round_id, delphi.phase)
+        answers = answers[answers["task_version_id"].isin(tasks)]
+    spread_queries.replace_spreads(
+        session=session, round_id=delphi.round_id, tasks=tasks, spreads=_spreads(answers)
+    )
+
+
 def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
     """Per item: alpha, the median and share-within-limit of the per-task IQRs, Kendall's W
     over the experts who answered every task; and the tasks x items not converged."""
@@ -103,11 +183,6 @@ def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
         values = matrix.to_numpy(dtype=float)
         found = alpha(values, "interval")
         spreads = pd.Series(interquartile_ranges(values), index=matrix.columns)
-        complete = matrix.dropna(axis=0, how="any")
-        w = None
-        if complete.shape[0] >= 2 and complete.shape[1] >= 2:
-            value = kendalls_w(complete.to_numpy(dtype=float)).w
-            w = None if np.isnan(value) else round(float(value), 6)
         wide = spreads[spreads > delphi.iqr_max]
         open_items += [(int(t), item) for t in wide.index]
         out[item] = {
@@ -115,53 +190,71 @@ def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
             "alpha_reason": found.reason,
             "median_iqr": round(float(spreads.median()), 6),
             "within_iqr": round(float((spreads <= delphi.iqr_max).mean()), 6),
-            "kendalls_w": w,
+            "kendalls_w": _item_w(matrix),
             "tasks": int(spreads.size),
         }
     return {"items": out, "not_converged": open_items}
 
 
-def _stops(figures: dict, delphi: DelphiRound, phase: int) -> tuple[bool, str]:
-    if not figures["not_converged"] and (
-        delphi.w_min is None
-        or all(
-            f["kendalls_w"] is not None and f["kendalls_w"] >= delphi.w_min
-            for f in figures["items"].values()
-        )
-    ):
+def _item_w(matrix: pd.DataFrame) -> float | None:
+    """Kendall's W of one item (experts x tasks) over the experts who answered every task."""
+    complete = matrix.dropna(axis=0, how="any")
+    if complete.shape[0] < 2 or complete.shape[1] < 2:
+        return None
+    value = kendalls_w(complete.to_numpy(dtype=float)).w
+    return None if np.isnan(value) else round(float(value), 6)
+
+
+def _w_holds(session: Session, round_id: int, delphi: DelphiRound) -> bool:
+    """Whether every item's Kendall's W over the phase's answers reaches the rule's minimum
+    (reads every answer of the phase)."""
+    answers = answers_of_phase(session, round_id, delphi.phase)
+    for _, rows in answers.groupby("item", sort=True):
+        w = _item_w(rows.pivot(index="expert_id", columns="task_version_id", values="score"))
+        if w is None or w < delphi.w_min:
+            return False
+    return True
+
+
+def _stops(session: Session, round_id: int, delphi: DelphiRound, wide: int) -> tuple[bool, str]:
+    if wide == 0 and (delphi.w_min is None or _w_holds(session, round_id, delphi)):
         return True, "every answer within the IQR limit" + (
             f" and Kendall's W at least {delphi.w_min}" if delphi.w_min is not None else ""
         )
-    if phase >= delphi.max_phases:
+    if delphi.phase >= delphi.max_phases:
         return True, f"the last phase allowed ({delphi.max_phases})"
     return False, ""
 
 
 def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
-    """End the current phase: keep its answers, check the stop rule, then close the Delphi
-    round or open the next phase for revisions. Leads only. Raises Conflict when the round
-    is closed already or another lead moved it meanwhile, InvalidInput when phase 1 has no
-    submitted rating yet."""
+    """End the current phase: check the stop rule, then close the Delphi round or open the
+    next phase for revisions. Ending phase 1 applies the gate work its ratings still wait
+    for, freezes them as phase 1's answers (the round takes no rating after) and gives the
+    panel its pseudonyms. Leads only. Raises Conflict when the round is closed already or
+    another lead moved it meanwhile, InvalidInput when phase 1 has no submitted rating yet."""
     user = require_role(actor, Role.lead)
     review_round, delphi = _delphi(session, round_name, lock=True)
     if delphi.stage == "closed":
         raise Conflict(f"the Delphi round {review_round.name!r} is closed")
     phase = delphi.phase
     if phase == 1:
-        experts = queries.keep_blind_scores(session=session, round_id=review_round.id)
+        experts = queries.blind_experts(session=session, round_id=review_round.id)
         if not experts:
             raise InvalidInput(
                 f"round {review_round.name!r} has no submitted rating yet: phase 1 is the "
                 "experts' blind rating"
             )
+        if pending_queries.pending_count(session=session, round_id=review_round.id):
+            apply_queued_here(session=session, review_round=review_round)  # their spreads
         order = np.random.default_rng(review_round.id).permutation(len(experts))
         names = {experts[i]: f"Panelist {n}" for n, i in enumerate(order, start=1)}
         queries.add_pseudonyms(session=session, round_id=review_round.id, names=names)
-    else:
-        queries.carry_forward(session=session, round_id=review_round.id, phase=phase)
-    answers = queries.answer_scores(session=session, round_id=review_round.id, phase=phase)
-    figures = _phase_figures(answers, delphi)
-    stop, why = _stops(figures, delphi, phase)
+    if not delphi.spreads_built:
+        _build_spreads(session, review_round.id, delphi)
+    wide = spread_queries.wide_count(
+        session=session, round_id=review_round.id, iqr_max=delphi.iqr_max
+    )
+    stop, why = _stops(session, review_round.id, delphi, wide)
     to_phase, to_stage = (phase, "closed") if stop else (phase + 1, "revising")
     if not queries.move_phase(
         session=session,
@@ -178,10 +271,82 @@ def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
         "phase": to_phase,
         "stage": to_stage,
         "stopped_because": why or None,
-        "not_converged": len(figures["not_converged"]),
+        "not_converged": wide,
     }
+    if stop:
+        result["settled"] = _settle(session, user, review_round, delphi)
     _record(session, user, review_round.name, "phase", result)
     return result
+
+
+VERDICT_OF_STATUS = {"approved": "accept", "needs_revision": "revise", "rejected": "reject"}
+
+
+def _settle(session: Session, user: User, review_round, delphi: DelphiRound) -> dict:
+    """The consensus decides the round's tasks whose answers converged: the gate's rules
+    (k, verdicts from the blind ratings, blocking flags, medians of the gating items, machine
+    checks) read the panel's final answers and their alpha, and the closing lead records
+    each decision with its reason, as an adjudication. A task with an item beyond the IQR
+    limit, or already adjudicated, or that the gate still holds (pending), is left to the
+    lead. Returns how many tasks were decided, how many did not converge and how many the
+    gate holds (adjudication: conflicting verdicts or a blocking flag; pending)."""
+    config, rubric = current_gate(session=session, round_name=review_round.id)
+    answers = answers_of_phase(session, review_round.id, delphi.phase)
+    wide = spread_queries.wide_tasks(
+        session=session, round_id=review_round.id, iqr_max=delphi.iqr_max
+    )
+    alphas = {}
+    for item in config.gating_dimensions:
+        rows = answers[answers["item"] == item]
+        if rows.empty:  # the item does not apply to these tasks: it has no say
+            alphas[item] = None
+            continue
+        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
+        alphas[item] = alpha(matrix.to_numpy(dtype=float), rubric.dimension(item).level).value
+    blind = task_ratings(
+        gate_queries.current_ratings_wide(session=session, round_id=review_round.id),
+        pd.DataFrame({"rating_id": [], "dimension": [], "value": []}),
+    )
+    final: dict[int, dict[str, list[float]]] = {}
+    for task, item, score in zip(
+        answers["task_version_id"].tolist(),
+        answers["item"].tolist(),
+        answers["score"].tolist(),
+        strict=True,
+    ):
+        final.setdefault(int(task), {}).setdefault(item, []).append(float(score))
+    adjudicated = gate_queries.adjudications_of_round(session=session, round_id=review_round.id)
+    failed = gate_queries.failed_checks(session=session, round_id=review_round.id)
+    rule = replace(config, disagreement_range=float("inf"))  # convergence is the IQR rule
+    decisions, wide_left, held = {}, 0, 0
+    for task, scores in sorted(final.items()):
+        if task in adjudicated:
+            continue
+        if task in wide:
+            wide_left += 1
+            continue
+        rated = blind.get(task, TaskRatings({}, [], []))
+        found = decide(
+            TaskRatings(scores, rated.verdicts, rated.flags),
+            rule,
+            alphas,
+            None,
+            failed.get(task, ()),
+        )
+        if found.status not in VERDICT_OF_STATUS:
+            held += 1
+            continue
+        decisions[task] = (
+            VERDICT_OF_STATUS[found.status],
+            f"Delphi consensus of round {review_round.name!r} after phase {delphi.phase}: "
+            + "; ".join(found.reasons),
+        )
+    if decisions:
+        record_adjudications(
+            session=session, actor=user, review_round=review_round, decisions=decisions
+        )
+        recompute_statuses(session=session, round_name=review_round.id, actor_id=user.id)
+    return {"decided": len(decisions), "not_converged": wide_left, "held_by_the_gate": held}
 
 
 _PANELS: OrderedDict[tuple, dict] = OrderedDict()
@@ -192,17 +357,17 @@ PANELS_KEPT = 8
 def _panel(session: Session, round_id: int, delphi: DelphiRound) -> dict:
     """The panel's answers of the phase before the current revision phase, summed up per task
     and item (median, quartiles, every answer as counts), and the tasks' names. Those answers
-    no longer change once the phase is revising (a phase change writes them and moves the
-    round on in one transaction), so the summary is computed once per process and phase,
-    keyed also on the database and the round's start: a page rerun then reads only the
-    expert's own state."""
+    no longer change once the phase is revising (a phase change ends them and moves the
+    round on in one transaction; phase 1's ratings are frozen), so the summary is computed
+    once per process and phase, keyed also on the database and the round's start: a page
+    rerun then reads only the expert's own state."""
     phase = delphi.phase - 1
     key = (str(session.get_bind().url), round_id, delphi.started_at, phase)
     with _PANELS_LOCK:
         if key in _PANELS:
             _PANELS.move_to_end(key)
             return _PANELS[key]
-    scores = queries.answer_scores(session=session, round_id=round_id, phase=phase)
+    scores = answers_of_phase(session, round_id, phase)
     counts = scores.groupby(["task_version_id", "item", "score"], sort=True).size()
     answers: dict[tuple, dict] = {}
     for (version_id, item, score), n in counts.items():
@@ -294,6 +459,17 @@ def reveal(*, session: Session, actor: User, round_name: str) -> dict:
     }
 
 
+def _own_answers(
+    session: Session, round_id: int, task_version_id: int, expert_id: int, phase: int
+) -> dict[str, float]:
+    """Item -> the expert's latest answer on one task up to `phase`."""
+    mine = {"round_id": round_id, "task_version_id": task_version_id, "expert_id": expert_id}
+    blind = queries.blind_scores(session=session, **mine)
+    revised = queries.revisions(session=session, up_to=phase, **mine)
+    latest = answers_at(blind, revised, phase).sort_values("item")
+    return dict(zip(latest["item"], latest["score"].astype(float), strict=True))
+
+
 def revise(
     *,
     session: Session,
@@ -310,13 +486,7 @@ def revise(
     review_round, delphi = _delphi(session, round_name)
     if delphi.stage != "revising":
         raise Conflict(f"the Delphi round {review_round.name!r} is not in a revision phase")
-    previous = queries.own_answers(
-        session=session,
-        round_id=review_round.id,
-        task_version_id=task_version_id,
-        expert_id=user.id,
-        phase=delphi.phase - 1,
-    )
+    previous = _own_answers(session, review_round.id, task_version_id, user.id, delphi.phase - 1)
     if not previous:
         raise NotFound("you gave no answer on this task in the phase before")
     if queries.revised(
@@ -352,6 +522,7 @@ def revise(
             }
         )
     queries.add_answers(session=session, rows=rows)
+    refresh_spreads(session, delphi, [task_version_id])
     _record(
         session,
         user,
@@ -370,26 +541,33 @@ def revise(
     return changed
 
 
+def _ended_phase(delphi: DelphiRound) -> int:
+    """The round's last ended phase (0 while phase 1 is rated)."""
+    return delphi.phase if delphi.stage == "closed" else delphi.phase - 1
+
+
 def delphi_report(*, session: Session, actor: User, round_name: str) -> dict:
     """Per phase: the figures of each item (alpha, IQR, Kendall's W), the share of answers
     changed from the phase before, and the tasks x items not converged; the stop rule and
-    where the round stands. Leads only."""
+    where the round stands (a phase under way with the answers so far). Leads only."""
     require_role(actor, Role.lead)
     review_round, delphi = _delphi(session, round_name)
-    answers = queries.answer_scores(session=session, round_id=review_round.id)
-    phases = []
-    for phase, rows in answers.groupby("phase", sort=True):
+    blind = queries.blind_scores(session=session, round_id=review_round.id)
+    revised = queries.revisions(session=session, round_id=review_round.id)
+    phases, earlier = [], None
+    for phase in range(1, delphi.phase + 1) if not blind.empty else ():
+        rows = answers_at(blind, revised, phase)
         figures = _phase_figures(rows, delphi)
-        entry = {"phase": int(phase), "answers": len(rows), **figures}
+        entry = {"phase": phase, "answers": len(rows), **figures}
         entry["not_converged"] = [
             {"task_version_id": t, "item": i} for t, i in figures["not_converged"]
         ]
-        if phase > 1:
-            earlier = answers[answers["phase"] == phase - 1]
+        if earlier is not None:
             change = share_changed(_long(earlier), _long(rows))
             entry["changed_share"] = None if np.isnan(change.share) else round(change.share, 6)
             entry["changed"] = change.changed
         phases.append(entry)
+        earlier = rows
     return {
         "round": review_round.name,
         "mode": "delphi",
@@ -410,24 +588,57 @@ def _long(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+KEY = ["task_version_id", "expert_id"]
+
+
 def revision_trail(*, session: Session, actor: User, round_name: str) -> list[dict]:
     """Every answer of every phase, with the expert's pseudonym (never the name), whether it
-    changed and why: the consensus trail an export carries. Leads only."""
+    changed and why: the consensus trail an export carries. In an ended phase an expert who
+    did not revise a task keeps their answers: listed as kept. Leads only."""
     require_role(actor, Role.lead)
-    review_round, _ = _delphi(session, round_name)
+    review_round, delphi = _delphi(session, round_name)
+    if delphi.phase == 1 and delphi.stage == "rating":
+        return []  # phase 1 is under way: its answers are not the consensus' yet
     names = queries.pseudonyms_of(session=session, round_id=review_round.id)
-    answers = queries.answers_frame(session=session, round_id=review_round.id)
+    blind = queries.blind_scores(session=session, round_id=review_round.id)
+    revised = queries.revisions(session=session, round_id=review_round.id)
+    kept = {"changed": False, "reason": ""}
+    parts = [blind.assign(phase=1, **kept)]
+    latest = blind
+    for phase in range(2, delphi.phase + 1):
+        given = revised[revised["phase"] == phase]
+        if phase <= _ended_phase(delphi):
+            said = pd.MultiIndex.from_frame(given[KEY])
+            carried = latest[~pd.MultiIndex.from_frame(latest[KEY]).isin(said)]
+            parts.append(carried.assign(phase=phase, **kept))
+        parts.append(given)
+        latest = answers_at(latest, given, phase)
+    trail = pd.concat(parts, ignore_index=True)
+    titles = queries.task_names(
+        session=session, ids=sorted({int(v) for v in trail["task_version_id"]})
+    )
+    trail["task"] = trail["task_version_id"].map(titles)
+    trail = trail.sort_values(["phase", "task", "expert_id", "item"], kind="stable")
     return [
         {
-            "task": r.task,
-            "panelist": names.get(int(r.expert_id), "Panelist"),
-            "phase": int(r.phase),
-            "item": r.item,
-            "score": float(r.score),
-            "changed": bool(r.changed),
-            "reason": r.reason,
+            "task": task,
+            "panelist": names.get(int(expert), "Panelist"),
+            "phase": int(phase),
+            "item": item,
+            "score": float(score),
+            "changed": bool(changed),
+            "reason": reason,
         }
-        for r in answers.itertuples()
+        for task, expert, phase, item, score, changed, reason in zip(
+            trail["task"],
+            trail["expert_id"],
+            trail["phase"],
+            trail["item"],
+            trail["score"],
+            trail["changed"],
+            trail["reason"],
+            strict=True,
+        )
     ]
 
 
@@ -438,8 +649,6 @@ def rounds_to_revise(*, session: Session, actor: User) -> list[str]:
     for round_id, delphi in queries.delphi_rounds(session=session).items():
         if delphi.stage != "revising":
             continue
-        if queries.answered(
-            session=session, round_id=round_id, phase=delphi.phase - 1, expert_id=user.id
-        ):
+        if queries.rated_blind(session=session, round_id=round_id, expert_id=user.id):
             out.append(find_round(session, round_id).name)
     return sorted(out)

@@ -114,6 +114,16 @@ def interquartile_range(values) -> float:
     return float(q3 - q1)
 
 
+def spread_of_counts(counts: dict[float, int]) -> float:
+    """`interquartile_range` of the values a count profile ({value: how many}) stands for.
+
+    >>> spread_of_counts({1.0: 1, 4.0: 1, 5.0: 2})
+    1.75
+    """
+    values = np.repeat(np.fromiter(counts, dtype=float), np.fromiter(counts.values(), dtype=int))
+    return interquartile_range(values)
+
+
 def column_percentiles(values, q) -> np.ndarray:
     """Per column of a 2-D array (raters x units), the percentiles `q` (0-100) of its values,
     NaN left out, by numpy's default (linear) method and to the last bit, for every column at

@@ -28,7 +28,9 @@ from itsmreview.ledger.service import append_entry, chain_at_commit
 from itsmreview.review.commitments import rating_content
 from itsmreview.review.gate import cache as gatecache
 from itsmreview.review.gate.approval import Decision, weak_dimensions
+from itsmreview.review.gate.concordance import spread_of_counts
 from itsmreview.review.gate.queries import pending as pending_queries
+from itsmreview.review.gate.queries import spreads as spread_queries
 from itsmreview.review.gate.service import (
     decide_tasks,
     gate_config,
@@ -108,6 +110,7 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         changes=list(changes.values()),
         dimensions=config.gating_dimensions,
     )
+    _keep_blind_spreads(session, review_round.id, changes)
     decisions: dict[int, Decision] = {}
     # a task's decision reads the alpha of the gating dimensions its ratings have: any
     # dimension that turns weak or strong may change tasks anywhere in the round
@@ -127,6 +130,22 @@ def _apply(session: Session, review_round: ReviewRound, decide: bool = True) -> 
         )
     pending_queries.delete_batch(session=session, round_id=review_round.id)
     return decisions
+
+
+def _keep_blind_spreads(session: Session, round_id: int, changes: dict) -> None:
+    """In a Delphi round's blind phase, each changed task's spread per item from its counts
+    after the batch (the consensus' phase change counts them)."""
+    if not changes or not spread_queries.collects_blind_spreads(session=session, round_id=round_id):
+        return
+    spreads = {
+        (task, item): spread_of_counts(counts)
+        for task, (_, after) in changes.items()
+        for item, counts in after.items()
+        if counts
+    }
+    spread_queries.replace_spreads(
+        session=session, round_id=round_id, tasks=list(changes), spreads=spreads
+    )
 
 
 def _hold_changed(session: Session, review_round: ReviewRound, rubric) -> list[tuple]:

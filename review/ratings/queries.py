@@ -17,6 +17,7 @@ from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
     CompletenessReview,
+    DelphiRound,
     Finding,
     FindingVote,
     GatePending,
@@ -163,7 +164,8 @@ def submit_context(*, session: Session, assignment_id: int):
     round's rubric, and the id, status, revision and rater kind of each of the assignment's
     draft and current rating (one row each; one row of None when it has neither), then the
     assignment's expert's row as the commit's session check reads it (id, username, active,
-    role, session_epoch). The assignment's row stays locked until the transaction ends: two
+    role, session_epoch), and the stage of its round's Delphi run (None outside one). The
+    assignment's row stays locked until the transaction ends: two
     submits of one assignment take turns; on PostgreSQL the expert's row is share-locked as
     long. Empty when the assignment does not exist."""
     postgres = session.get_bind().dialect.name == "postgresql"
@@ -188,9 +190,11 @@ def _submit_context(postgres: bool):
             User.active,
             User.role,
             User.session_epoch,
+            DelphiRound.stage,
         )
         .join(ReviewRound, ReviewRound.id == Assignment.round_id)
         .join(Rubric, Rubric.id == ReviewRound.rubric_id)
+        .outerjoin(DelphiRound, DelphiRound.round_id == ReviewRound.id)
         .outerjoin(
             Rating,
             (Rating.assignment_id == Assignment.id)

@@ -12,6 +12,7 @@ from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import chain_at_commit
 from itsmreview.review.commitments import rating_content
 from itsmreview.review.gate import work as gatework
+from itsmreview.review.gate.queries import spreads as spread_queries
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
@@ -179,6 +180,8 @@ def submit_rating(
     acting.share_locked(session, acting.ActingRow(*rows[0][7:12]))  # its expert's row
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
+    if rows[0][12] is not None:  # a Delphi round: its blind phase may have ended meanwhile
+        _still_blind(session, review_round)
     definition = definition_by_id(
         session=session, rubric_id=review_round.rubric_id, content_hash=rubric_hash
     )
@@ -232,6 +235,16 @@ def submit_rating(
         woken=wake is not None,
     )
     return rating
+
+
+def _still_blind(session: Session, review_round: ReviewRound) -> None:
+    """Refuse a rating once the Delphi round's blind phase has ended: its ratings are phase
+    1's answers, the panel has seen them; answers change on the Consensus page now."""
+    if spread_queries.blind_phase_over(session=session, round_id=review_round.id):
+        raise Conflict(
+            f"round {review_round.name!r} is a Delphi round past its blind phase: ratings "
+            "are closed; revise your answers on the Consensus page"
+        )
 
 
 def _keep_in_step(session: Session, model, ident: int, **values) -> None:

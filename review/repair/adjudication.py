@@ -7,7 +7,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger.chain import content_digest
-from itsmreview.ledger.service import append_entry
+from itsmreview.ledger.service import append_entries
 from itsmreview.review.commitments import adjudication_content
 from itsmreview.review.gate.approval import Decision, TaskRatings, decide
 from itsmreview.review.gate.queries import pending as pending_queries
@@ -64,28 +64,11 @@ def adjudicate(
         session=session, round_id=review_round.id
     ):
         raise NotFound(f"task version {task_version_id} is not in round {review_round.name!r}")
-    adjudication = Adjudication(
-        round_id=review_round.id,
-        task_version_id=task_version_id,
-        lead_id=actor.id,
-        decision=decision,
-        reason=reason.strip(),
-    )
-    session.add(adjudication)
-    session.flush()
-    append_entry(
+    record_adjudications(
         session=session,
-        artifact_type="adjudication",
-        artifact_id=str(adjudication.id),
-        action="adjudicate",
-        source_kind="expert",
-        actor_id=actor.id,
-        reference=f"round {review_round.name}",
-        payload={
-            "task_version_id": task_version_id,
-            "decision": str(decision),
-            "content_sha256": content_digest(adjudication_content(adjudication)),
-        },
+        actor=actor,
+        review_round=review_round,
+        decisions={task_version_id: (decision, reason.strip())},
     )
     config, rubric = current_gate(session=session, round_name=review_round.id)
     return redecide_task(
@@ -95,6 +78,49 @@ def adjudicate(
         config=config,
         alphas=gating_alphas(session=session, review_round=review_round, rubric=rubric),
         actor_id=actor.id,
+    )
+
+
+def record_adjudications(
+    *,
+    session: Session,
+    actor: User,
+    review_round: ReviewRound,
+    decisions: dict[int, tuple[Verdict, str]],
+) -> None:
+    """Store a lead's decisions (task version id -> (decision, reason)) on tasks of the
+    round, each with its ledger entry committing to its content; the caller re-decides the
+    tasks. In bulk: a round's whole consensus is one call."""
+    rows = [
+        Adjudication(
+            round_id=review_round.id,
+            task_version_id=task,
+            lead_id=actor.id,
+            decision=Verdict(decision),
+            reason=reason,
+        )
+        for task, (decision, reason) in decisions.items()
+    ]
+    session.add_all(rows)
+    session.flush()
+    append_entries(
+        session=session,
+        entries=[
+            {
+                "artifact_type": "adjudication",
+                "artifact_id": str(row.id),
+                "action": "adjudicate",
+                "source_kind": "expert",
+                "actor_id": actor.id,
+                "reference": f"round {review_round.name}",
+                "payload": {
+                    "task_version_id": row.task_version_id,
+                    "decision": str(row.decision),
+                    "content_sha256": content_digest(adjudication_content(row)),
+                },
+            }
+            for row in rows
+        ],
     )
 
 

@@ -61,6 +61,11 @@ def claim_next(
     review_round = context  # the round's columns
     if review_round.status != RoundStatus.open:
         raise Conflict(f"round {review_round.name!r} is closed")
+    if context.blind_over:
+        raise Conflict(
+            f"round {review_round.name!r} is a Delphi round past its blind phase: no task is "
+            "handed out; revise your answers on the Consensus page"
+        )
     if not context.admitted:
         raise PermissionDenied(f"you are not among the experts of round {review_round.name!r}")
     acting.share_locked(  # the commit's session check reads this row, not the table again

@@ -12,6 +12,7 @@ from itsmreview.db import bulk_insert, frame_of, in_ids, utcnow
 from itsmreview.review.models import (
     Assignment,
     AssignmentStatus,
+    DelphiRound,
     ReviewRound,
     RoundExpert,
     RoundStatus,
@@ -247,7 +248,8 @@ def claim_context(*, session: Session, expert_id: int, now, round_name: str | No
     """What a claim reads before it looks for a task, in one statement: the round (the newest,
     or by name: its id, name, status, k and reservation_minutes), whether the expert may claim
     in it (a member, or it has none), the id of their reservation that has not lapsed, whether
-    any of the round's reservations has lapsed, and the expert's own row (user_id, username,
+    any of the round's reservations has lapsed, whether it is a Delphi round past its blind
+    phase, and the expert's own row (user_id, username,
     active, role, session_epoch): on PostgreSQL it stays share-locked until the transaction
     ends, as the commit's session check reads it. None when there is no such round."""
     postgres = session.get_bind().dialect.name == "postgresql"
@@ -279,6 +281,11 @@ def _claim_context(postgres: bool, named: bool):
     # the (round, status, reserved_until) index from its start whatever `now` is
     earliest = select(func.min(Assignment.reserved_until)).where(*reserved).scalar_subquery()
     lapsed = func.coalesce(earliest <= now, False)
+    blind_over = (
+        select(DelphiRound.round_id)
+        .where(DelphiRound.round_id == ReviewRound.id, DelphiRound.stage != "rating")
+        .exists()
+    )
     query = (
         select(
             ReviewRound.id,
@@ -289,6 +296,7 @@ def _claim_context(postgres: bool, named: bool):
             admitted.label("admitted"),
             open_id.label("open_id"),
             lapsed.label("lapsed"),
+            blind_over.label("blind_over"),
             User.id.label("user_id"),
             User.username,
             User.active,
@@ -301,7 +309,10 @@ def _claim_context(postgres: bool, named: bool):
     if named:
         query = query.where(ReviewRound.name == bindparam("name"))
     else:
-        query = query.order_by(_OPEN_FIRST, ReviewRound.created_at.desc())
+        # a Delphi round past its blind phase hands out nothing: after the other open rounds
+        query = query.order_by(
+            _OPEN_FIRST, case((blind_over, 1), else_=0), ReviewRound.created_at.desc()
+        )
     return query.with_for_update(read=True, of=User) if postgres else query
 
 

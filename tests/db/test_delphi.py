@@ -21,11 +21,20 @@ from itsmreview.review.consensus.service import (
     revision_trail,
     start_delphi,
 )
+from itsmreview.review.models import (
+    Adjudication,
+    Assignment,
+    DelphiAnswer,
+    DelphiRound,
+    DelphiSpread,
+    ReviewRound,
+)
 from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.review.rounds.service import create_round
 from itsmreview.review.rubrics.service import ensure_rubric, load_rubric
-from sqlmodel import select
+from itsmreview.settings import get_settings
+from sqlmodel import delete, select
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -275,3 +284,196 @@ def test_who_may_do_what_and_clear_errors(panel):
             k=1,
         )
         advance_phase(session=session, actor=lead, round_name="plain")
+
+
+def _stored_spreads(round_name: str = "D") -> dict[tuple[int, str], float]:
+    with session_scope() as session:
+        review_round = session.exec(select(ReviewRound).where(ReviewRound.name == round_name)).one()
+        rows = session.exec(
+            select(DelphiSpread).where(DelphiSpread.round_id == review_round.id)
+        ).all()
+        return {(r.task_version_id, r.item): r.iqr for r in rows}
+
+
+def _numpy_spreads(panel, scores: dict[str, list[float]]) -> dict[tuple[int, str], float]:
+    """Each task item's IQR written out with numpy from the answers the test gave."""
+    items = [d.key for d in always(load_rubric())]
+    return {
+        (panel["versions"][task], item): float(
+            np.percentile(values, 75) - np.percentile(values, 25)
+        )
+        for task, values in scores.items()
+        for item in items
+    }
+
+
+def _d1_agrees(session, panel) -> None:
+    """The fourth expert moves d1 to 4 on every item, with a reason."""
+    items = {d.key: 4.0 for d in always(load_rubric())}
+    revise(
+        session=session,
+        actor=panel["experts"][3],
+        round_name="D",
+        task_version_id=panel["versions"]["d1"],
+        scores=items,
+        reasons={key: "the panel convinced me" for key in items},
+    )
+
+
+def test_spreads_follow_the_blind_ratings_and_each_revision(panel):
+    lead = panel["lead"]
+    assert _stored_spreads() == _numpy_spreads(panel, SCORES)
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+        _d1_agrees(session, panel)
+    assert _stored_spreads() == _numpy_spreads(panel, {**SCORES, "d1": [5, 5, 4, 4]})
+
+
+def test_a_round_made_delphi_after_its_ratings_counts_them(configured, panel):
+    """The spreads of ratings submitted before `round delphi` are built at its start."""
+    lead = panel["lead"]
+    with session_scope() as session:
+        review_round = session.exec(select(ReviewRound).where(ReviewRound.name == "D")).one()
+        session.delete(session.get(DelphiRound, review_round.id))
+        session.exec(delete(DelphiSpread))
+    with session_scope() as session:
+        start_delphi(session=session, actor=lead, round_name="D", iqr_max=1.0)
+    assert _stored_spreads() == _numpy_spreads(panel, SCORES)
+
+
+def test_ratings_and_claims_close_when_the_blind_phase_ends(panel):
+    lead, expert = panel["lead"], panel["experts"][0]
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+    with session_scope() as session:
+        assignment = session.exec(
+            select(Assignment).where(Assignment.expert_id == expert.id)
+        ).first()
+        with pytest.raises(Conflict, match="past its blind phase"):
+            submit_rating(
+                session=session,
+                actor=expert,
+                assignment_id=assignment.id,
+                scores={d.key: 1.0 for d in always(load_rubric())},
+                verdict="reject",
+            )
+    with session_scope() as session, pytest.raises(Conflict, match="Consensus page"):
+        claim_next(session=session, actor=expert, round_name="D")
+    # phase 1's answers stay what the panel saw
+    with session_scope() as session:
+        trail = revision_trail(session=session, actor=lead, round_name="D")
+    assert sorted(r["score"] for r in trail if r["task"] == "d3" and r["phase"] == 1) == sorted(
+        SCORES["d3"] * len(always(load_rubric()))
+    )
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """Submits only queue their gate work (as with `itsmreview worker`s)."""
+    monkeypatch.setenv("ITSMREVIEW_GATE_APPLY", "queue")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_ending_phase_1_applies_the_gate_work_still_queued(queued, panel):
+    assert _stored_spreads() == {}  # nothing applied yet
+    with session_scope() as session:
+        ended = advance_phase(session=session, actor=panel["lead"], round_name="D")
+    assert ended["not_converged"] == len(always(load_rubric()))  # d1's items
+    assert _stored_spreads() == _numpy_spreads(panel, SCORES)
+
+
+def test_a_round_from_before_migration_0029_reads_its_stored_answers(panel):
+    """Rounds started before 0029 hold a copy of phase 1 (taken at the phase change; a rating
+    could change after it) and no spreads: the copy is phase 1, the spreads are built from
+    it at the next phase change."""
+    lead, experts = panel["lead"], panel["experts"]
+    with session_scope() as session:
+        round_id = session.exec(select(ReviewRound.id).where(ReviewRound.name == "D")).one()
+        copy = {**SCORES, "d1": [5, 5, 4, 4]}  # the copy: d1 agreed when phase 1 ended
+        for task, scores in copy.items():
+            for expert, score in zip(experts, scores, strict=True):
+                session.add_all(
+                    DelphiAnswer(
+                        round_id=round_id,
+                        task_version_id=panel["versions"][task],
+                        expert_id=expert.id,
+                        phase=1,
+                        item=d.key,
+                        score=score,
+                    )
+                    for d in always(load_rubric())
+                )
+        delphi = session.get(DelphiRound, round_id)
+        delphi.phase, delphi.stage, delphi.spreads_built = 2, "revising", False
+        session.exec(delete(DelphiSpread))
+    with session_scope() as session:
+        shown = reveal(session=session, actor=experts[3], round_name="D")
+    d1 = next(t for t in shown["tasks"] if t["task"] == "d1")
+    assert {i["yours"] for i in d1["items"].values()} == {4.0}
+    with session_scope() as session:
+        ended = advance_phase(session=session, actor=lead, round_name="D")
+    assert (ended["stage"], ended["not_converged"]) == ("closed", 0)
+    assert _stored_spreads() == _numpy_spreads(panel, copy)
+
+
+def test_a_kendall_rule_reads_the_answers(panel):
+    """With a W minimum the stop rule also needs every item's W over the phase's answers."""
+    lead = panel["lead"]
+    with session_scope() as session:
+        delphi = session.exec(select(DelphiRound)).one()
+        delphi.w_min, delphi.max_phases = 0.99, 3
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+        report = delphi_report(session=session, actor=lead, round_name="D")
+    # no revision: the IQR rule holds on two tasks, but d1 stays wide and W is below 0.99
+    w = report["phases"][0]["items"]
+    assert all(f["kendalls_w"] < 0.99 for f in w.values())
+    with session_scope() as session:
+        _d1_agrees(session, panel)
+        second = advance_phase(session=session, actor=lead, round_name="D")
+    # every IQR within 1 now, but W < 0.99: the round goes on to phase 3
+    assert (second["not_converged"], second["stage"], second["phase"]) == (0, "revising", 3)
+
+
+def test_closing_the_consensus_decides_the_tasks_that_converged(panel):
+    """At the close, the gate's rules read the panel's final answers: d2 (every answer 4)
+    is approved, d3 (median 3.5, below the gate's 4) goes back for revision, each as the
+    closing lead's adjudication with the consensus as its reason; d1 converged on its items
+    but its blind verdicts conflict (three accept, one reject), so it stays with the lead."""
+    lead = panel["lead"]
+    assert run("round", "gate", "D", "--alpha-min", "-1").exit_code == 0
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+        _d1_agrees(session, panel)
+        closed = advance_phase(session=session, actor=lead, round_name="D")
+    assert closed["stage"] == "closed"
+    assert closed["settled"] == {"decided": 2, "not_converged": 0, "held_by_the_gate": 1}
+    with session_scope() as session:
+        status = {
+            task: session.get(TaskVersion, version).status
+            for task, version in panel["versions"].items()
+        }
+        reasons = {
+            a.task_version_id: (a.decision, a.reason, a.lead_id)
+            for a in session.exec(select(Adjudication)).all()
+        }
+    assert status == {"d1": "adjudication", "d2": "approved", "d3": "needs_revision"}
+    d3 = reasons[panel["versions"]["d3"]]
+    assert d3[0] == "revise" and d3[2] == lead.id
+    assert "Delphi consensus of round 'D' after phase 2" in d3[1] and "below 4" in d3[1]
+    assert panel["versions"]["d1"] not in reasons
+    assert run("ledger", "verify").exit_code == 0
+
+
+def test_a_task_that_did_not_converge_is_left_to_the_lead(panel):
+    lead = panel["lead"]
+    assert run("round", "gate", "D", "--alpha-min", "-1").exit_code == 0
+    with session_scope() as session:
+        for _ in range(3):  # nobody revises: d1 stays 1.75 apart
+            last = advance_phase(session=session, actor=lead, round_name="D")
+    assert last["settled"] == {"decided": 2, "not_converged": 1, "held_by_the_gate": 0}
+    with session_scope() as session:
+        decided = {a.task_version_id for a in session.exec(select(Adjudication)).all()}
+    assert decided == {panel["versions"]["d2"], panel["versions"]["d3"]}
