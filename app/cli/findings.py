@@ -68,6 +68,7 @@ def findings_list(
 ) -> None:
     """Findings, oldest first, with their anchors and the panel's decision."""
     from itsmreview.review.ratings.findings import anchor_text, list_findings
+    from itsmreview.ui.words import words
 
     ensure_schema()
     with open_session() as session:
@@ -85,7 +86,7 @@ def findings_list(
         )
         fixed = f"; fixed in v{f['fixed_in']}" if f["fixed_in"] else ""
         typer.echo(
-            f"{f['id']:>5} {f['state']:<9} {f['task']}@v{f['version']} {f['category']} "
+            f"{f['id']:>5} {f['state']:<9} {f['task']}@v{f['version']} {words(f['category'])} "
             f"({f['severity']}) by {f['author']}: {f['description']} [{where}]{panel}{fixed}"
         )
 

@@ -168,18 +168,20 @@ def tasks_list(
     if as_json:
         echo_json(frame.drop(columns=["id"]).to_dict("records"))
         return
+    from itsmreview.ui.words import cell, is_missing
+
     for row in frame.itertuples(index=False):
-        extra = " ".join(
-            f"{label}={value}"
+        extra = ", ".join(
+            f"{label} {cell(value)}"
             for label, value in (
                 ("difficulty", row.difficulty),
                 ("user", row.user_type),
                 ("simulator", row.simulator_backbone),
                 ("repairs", row.repairs or None),
             )
-            if value
+            if not is_missing(value)  # nothing declared, nothing shown
         )
         typer.echo(
-            f"{row.external_id:<40} v{row.version:<3} {row.status:<12} {row.persona}"
+            f"{row.external_id:<40} v{row.version:<3} {cell(row.status):<14} {row.persona}"
             + (f"  {extra}" if extra else "")
         )

@@ -58,11 +58,7 @@ def provenance_card(external_id: str) -> None:
         if card.empty:
             st.caption("No source recorded for this task.")
             return
-        text_table(
-            card.drop(columns=["about"]),
-            PROVENANCE_COLUMNS,
-            recorded=lambda t: f"{t:%Y-%m-%d %H:%M}",
-        )
+        text_table(card.drop(columns=["about"]), PROVENANCE_COLUMNS)
 
 
 def variant_panel(view: AssignmentView) -> None:

@@ -16,6 +16,7 @@ from itsmreview.review.ratings.completeness import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 
 KINDS = {"logs": "log state", "lead": "work activity", "expert": "work activity"}
@@ -36,7 +37,7 @@ if user.role == Role.expert:
     with session_scope() as session:
         data = checklist(session=session, actor=user, persona=persona)
     st.subheader(f"The {len(data.tasks)} tasks of this persona")
-    st.dataframe(data.tasks, hide_index=True)
+    show_table(data.tasks)
     if not data.activities:
         st.info("A lead has not listed this persona's work activities yet.")
         st.stop()
@@ -88,32 +89,31 @@ summary = pd.DataFrame(
         for r in results
     ]
 )
-st.dataframe(
+show_table(
     summary,
-    hide_index=True,
+    {"experts": "Expert judgements", "captured": "Captured"},
     column_config={
-        "captured": st.column_config.ProgressColumn(
+        "Captured": st.column_config.ProgressColumn(
             "share of activities captured", format="percent", min_value=0.0, max_value=1.0
         )
     },
 )
 for result in results:
     with st.expander(f"{literal(result.persona)}: {result.experts} expert judgement(s)"):
-        st.dataframe(
+        show_table(
             result.activities.assign(
                 source=result.activities["source"].map(KINDS).fillna(result.activities["source"])
             ),
-            hide_index=True,
+            {"source": "Kind", "share": "Experts finding it captured"},
             column_config={
-                "source": st.column_config.TextColumn("kind"),
-                "share": st.column_config.ProgressColumn(
+                "Experts finding it captured": st.column_config.ProgressColumn(
                     "experts finding it captured", format="percent", min_value=0.0, max_value=1.0
                 ),
             },
         )
         if len(result.missing):
             st.markdown("**Named as missing**")
-            st.dataframe(result.missing, hide_index=True)
+            show_table(result.missing)
 with st.expander("Edit a persona's work activities"):
     persona = st.selectbox("Persona", names, key="edit-persona")
     lines = st.text_area("Add activities (one per line)", key="edit-lines")

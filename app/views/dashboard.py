@@ -23,6 +23,7 @@ from itsmreview.ui.charts import (
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import readable, show_table, text_table
 from itsmreview.ui.text import literal
+from itsmreview.ui.words import prose, words
 
 QUEUE_PAGE = 25  # tasks of the adjudication queue per page
 
@@ -46,7 +47,7 @@ if len(data.rounds) > 1:
 status = data.task_status
 columns = st.columns(len(status) or 1)
 for column, (label, value) in zip(columns, sorted(status.items()), strict=False):
-    column.metric(label.replace("_", " ").capitalize(), value)
+    column.metric(words(label), value)
 if not status:
     st.caption("The status counts of this round are being computed; reload in a moment.")
 elif data.status_computed_at is not None:
@@ -174,10 +175,7 @@ if realism.open:
                 part = split[split["comparison"] == comparison]
                 figure = realism_chart(part, comparison)
                 st.plotly_chart(figure, key=f"realism-{comparison}", config=NO_TOOLBAR)
-            st.dataframe(
-                split.fillna({"alpha": float("nan")}).round({"mean": 2, "alpha": 3}),
-                hide_index=True,
-            )
+            show_table(split)
 bias = data.bias_frame()
 if not bias.empty:
     st.subheader("Rater bias")
@@ -234,6 +232,7 @@ else:
         text_table(  # a page of 25 rows as text: no data grid to load and draw
             shown[["external_id", "title", "reasons"]],
             {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
+            reasons=prose,
         )
     choice = st.selectbox(
         "Task",
@@ -276,7 +275,7 @@ else:
         if result is not FAILED:
             for key in ("adjudicate-task", f"{form}-decision", f"{form}-reason"):
                 st.session_state.pop(key, None)  # recorded: the form starts blank
-            announce(f"Recorded: task is now {result.status.replace('_', ' ')}.")
+            announce(f"Recorded: task is now {words(result.status).lower()}.")
             st.rerun()
 
 with st.expander(f"Approval gate of {literal(data.round_name)}"):
@@ -289,11 +288,11 @@ with st.expander(f"Approval gate of {literal(data.round_name)}"):
             "The round's alpha on the gating dimensions now, with the lower bound of its 95% "
             f"interval; the gate asks for {gate.alpha_min:.3f}."
         )
-        st.dataframe(
-            agreement_now.loc[gating_now, ["item", "alpha", "ci_low", "ci_high"]]
-            .assign(reaches=lambda f: f["alpha"] >= gate.alpha_min)
-            .rename(columns={"ci_low": "95% low", "ci_high": "95% high"}),
-            hide_index=True,
+        show_table(
+            agreement_now.loc[gating_now, ["item", "alpha", "ci_low", "ci_high"]].assign(
+                reaches=lambda f: f["alpha"] >= gate.alpha_min
+            ),
+            {"item": "Item"},
         )
     with st.form("gate"):
         left, right = st.columns(2)

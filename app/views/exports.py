@@ -15,6 +15,7 @@ from itsmreview.review.gate.work import apply_pending
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 from itsmreview.worker import export_zip, in_workers, job_of, queue_export
 
@@ -139,7 +140,4 @@ with session_scope() as session:
 if history.empty:
     st.caption("None yet.")
 else:
-    st.dataframe(
-        history.rename(columns={"content_hash": "manifest sha256", "created_at": "exported"}),
-        hide_index=True,
-    )
+    show_table(history, {"content_hash": "Manifest sha256", "created_at": "Exported"})

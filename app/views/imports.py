@@ -22,6 +22,7 @@ from itsmreview.settings import get_settings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.notice import announce
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 from itsmreview.worker import in_workers, job_of, queue_log_import, queue_task_import
 
@@ -192,7 +193,7 @@ def _default_preset(source: Path | None, presets: list[str]) -> int:
 
 with log_tab:
     with session_scope() as session:
-        st.dataframe(logs_table(session=session), hide_index=True)
+        show_table(logs_table(session=session))
     upload = st.file_uploader("Event log (CSV, CSV.gz, XES, XES.gz, parquet)", key="log-upload")
     server_log = st.text_input("... or a path on the server", key="log-path") if ON_SERVER else ""
     source = _chosen_path(upload, server_log)

@@ -21,6 +21,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.tables import show_table
 
 PAGE_SIZE = 200
 ALL = "(all)"
@@ -158,8 +159,4 @@ if page > pages:  # entries went away since: show the last page
     with session_scope() as session:
         shown = ledger_page(session=session, actor=user, page=page, page_size=PAGE_SIZE, **query)
 st.number_input(f"Page (of {pages:,}; {shown.total:,} entries)", 1, pages, key=page_key)
-st.dataframe(
-    shown.entries.fillna("-"),
-    hide_index=True,
-    column_config={"created_at": st.column_config.DatetimeColumn("recorded")},
-)
+show_table(shown.entries, {"seq": "#"})

@@ -17,6 +17,7 @@ from itsmreview.realism.service import (
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
 
@@ -214,7 +215,7 @@ with right:
     st.markdown("**Events the spec made of it**")
     if chosen["events"]:
         events = pd.DataFrame(chosen["events"])[["turn", "activity", "group", "rule"]]
-        st.dataframe(events, hide_index=True)
+        show_table(events, {"group": "Team", "rule": "Rule"})
     else:
         st.info("No rule made an event of this transcript.")
     if chosen["unmapped"]:
@@ -246,7 +247,7 @@ if tests:
                 "p (vs chance)": "-" if overall["p_value"] is None else f"{overall['p_value']:.3f}",
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    show_table(pd.DataFrame(rows))
     still_open = [t["name"] for t in tests if t["state"] == "open"]
     if still_open:
         closing = st.selectbox("Open test", still_open, key="realism-blind-close")

@@ -1,7 +1,6 @@
 """Page: review rounds (leads): open one over a filter of tasks, admit experts, move or
 release assignments, close it. Every action is a service call with its ledger entry."""
 
-import pandas as pd
 import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.catalog.task_list import declared_variants, filter_choices, task_filters
@@ -23,16 +22,11 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import cached
 from itsmreview.ui.notice import announce
-from itsmreview.ui.tables import MISSING, readable
+from itsmreview.ui.tables import readable
 from itsmreview.ui.text import literal
 
 user = require(Role.lead)
 SHOWN_ASSIGNMENTS = 200
-
-
-def _minutes(times: pd.Series) -> pd.Series:
-    """Times to the minute, "-" where there is none."""
-    return pd.to_datetime(times).dt.strftime("%Y-%m-%d %H:%M").fillna(MISSING)
 
 
 st.title("Review rounds")
@@ -50,8 +44,6 @@ else:
         rubric=rounds.rubric + " v" + rounds.rubric_version.astype(str),
         members=rounds.members.map(lambda n: f"{n} admitted" if n else "every expert"),
         rated=[f"{s} of {a}" for s, a in zip(rounds.submitted, rounds.assigned, strict=True)],
-        created_at=_minutes(rounds.created_at),
-        closed_at=_minutes(rounds.closed_at),
     )[["name", "status", "k", "rubric", "tasks", "members", "rated", "created_at", "closed_at"]]
     st.dataframe(
         readable(
@@ -261,9 +253,7 @@ with manage_tab:
     else:
         st.dataframe(
             readable(
-                holding.head(SHOWN_ASSIGNMENTS).assign(
-                    reserved_until=_minutes(holding.reserved_until)
-                )[["assignment", "expert", "task", "reserved_until"]],
+                holding.head(SHOWN_ASSIGNMENTS)[["assignment", "expert", "task", "reserved_until"]],
                 {
                     "assignment": "Assignment",
                     "expert": "Expert",

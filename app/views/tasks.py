@@ -9,12 +9,13 @@ from itsmreview.review.ratings.expert_view import rating_history, turn_notes_of_
 from itsmreview.review.repair.service import repair_iterations
 from itsmreview.ui.auth import require
 from itsmreview.ui.rating import provenance_card
-from itsmreview.ui.tables import readable
+from itsmreview.ui.tables import readable, show_table
 from itsmreview.ui.text import label as show_field
 from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
 from itsmreview.ui.verifier import checks_panel, state_panel
+from itsmreview.ui.words import words
 
 PAGE_SIZE = 50
 TABLE_COLUMNS = [
@@ -112,10 +113,10 @@ event = st.dataframe(
     selection_mode="single-row",
     key="task-table",
     column_config={
-        "changed_after_rating": st.column_config.CheckboxColumn(
+        "Changed after rating": st.column_config.CheckboxColumn(
             "Changed after rating", help="A newer version exists than the one experts rated."
         ),
-        "repairs": st.column_config.NumberColumn(
+        "Repairs": st.column_config.NumberColumn(
             "Repairs", help="New versions put back into review after a needs-revision decision"
         ),
     },
@@ -132,7 +133,7 @@ task = shown["task"]
 st.header(literal(task["title"]))
 st.caption(
     literal(f"{task['id']} · v{shown['version']} · {task['persona']} · {task['track']}")
-    + f" · {shown['status']}"
+    + f" · {words(shown['status'])}"
 )
 row = table[table["id"] == chosen].iloc[0]
 if row["changed_after_rating"]:
@@ -147,10 +148,10 @@ with st.expander(f"Ratings and their history ({len(history)} submitted revisions
     if history.empty:
         st.caption("No expert has rated this task yet.")
     else:
-        st.dataframe(history, hide_index=True)
+        show_table(history)
     if len(notes):
         st.markdown("**Notes on transcript turns**")
-        st.dataframe(notes.drop(columns=["id"]), hide_index=True)
+        show_table(notes.drop(columns=["id"]))
 left, right = st.columns([3, 2], gap="large")
 with left:
     for label in ("instruction", "environment", "ground_truth", "verifier"):

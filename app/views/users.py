@@ -15,6 +15,7 @@ from itsmreview.db import session_scope
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.notice import announce
+from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 
 user = require(Role.admin)
@@ -31,20 +32,19 @@ if note := st.session_state.pop(PASSWORD_NOTE, None):
     st.success(note)
 with session_scope() as session:
     users = users_overview(session=session, actor=user)
-st.dataframe(
+show_table(
     pd.DataFrame(
         [
             {
                 "username": u.username,
                 "name": u.display_name,
                 "role": u.role,
-                "expertise": ", ".join(u.expertise),
+                "expertise": ", ".join(u.expertise) or None,
                 "active": u.active,
             }
             for u in users
         ]
-    ),
-    hide_index=True,
+    )
 )
 st.subheader("Add a user")
 with st.form("add-user", clear_on_submit=True):

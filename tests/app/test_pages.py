@@ -1,5 +1,6 @@
 """AppTest of the app on a seeded (demo) database: login, role-aware navigation, pages."""
 
+import re
 from pathlib import Path
 
 import itsmreview
@@ -308,6 +309,63 @@ def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
             break
     assert not at.info, [i.value for i in at.info]
     assert len(at.get("plotly_chart")) >= 5  # alpha, over time, realism x2, progress
+
+
+SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+RAW_VALUES = re.compile(r"^(None|nan|NaN|NaT|<NA>|True|False)$|\d:\d\d:\d\d\.\d")
+
+
+def shown_tables(at: AppTest) -> list[pd.DataFrame]:
+    """Every table of the page as its reader sees it: a styled data grid's display text, a
+    Markdown table's cells."""
+    from streamlit import dataframe_util
+
+    tables = []
+    for grid in at.dataframe:
+        styled = grid.proto.arrow_data.styler.display_values
+        tables.append(
+            dataframe_util.convert_arrow_bytes_to_pandas_df(styled) if styled else grid.value
+        )
+    for block in at.markdown:
+        lines = [line for line in block.value.splitlines() if line.startswith("| ")]
+        if len(lines) > 2:
+            rows = [
+                [c.strip().replace("\\", "") for c in line.strip("| ").split(" | ")]
+                for line in lines
+            ]
+            tables.append(pd.DataFrame(rows[2:], columns=rows[0]))
+    return tables
+
+
+def assert_words_not_codes(at: AppTest) -> int:
+    """No `None`, `nan`, microsecond time or snake_case code in a heading or cell."""
+    tables = shown_tables(at)
+    for table in tables:
+        for heading in table.columns:
+            assert not SNAKE_CASE.match(str(heading)), heading
+        for value in table.astype(str).to_numpy().ravel():
+            assert not RAW_VALUES.search(value), (value, list(table.columns))
+            assert not SNAKE_CASE.match(value), (value, list(table.columns))
+    return len(tables)
+
+
+def test_pages_show_words_not_codes(demo_configured):
+    at = log_in("lead")
+    for key in ("open-agreement", "open-realism", "open-authoring-groups", "open-assignments"):
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception
+    assert assert_words_not_codes(at) >= 8  # agreement, realism, three groups, gate, queue
+    reasons = " ".join(m.value for m in at.markdown if "Why a lead decides" in m.value)
+    assert "wrong ground truth" in reasons
+    times = [v for t in shown_tables(at) if "Reserved until" in t for v in t["Reserved until"]]
+    assert times and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", v) for v in times)
+    for page in ("tasks", "rounds", "completeness", "ledger", "realism"):
+        assert assert_words_not_codes(open_page(at, page)) >= 1, page
+    assert_words_not_codes(open_page(at, "exports"))  # none yet in the demo
+    admin = log_in("admin")
+    for page in ("users", "imports"):
+        assert assert_words_not_codes(open_page(admin, page)) >= 1, page
 
 
 def _first_waiting_task_version() -> int:
@@ -639,7 +697,7 @@ def test_admin_imports_a_csv_log_with_their_own_columns(demo_configured, tmp_pat
     [notice] = toasts(at)
     assert notice.startswith(literal("tickets v1: 40 cases"))
     logs = at.dataframe[0].value
-    assert "tickets" in set(logs["name"])  # the table lists the new log at once
+    assert "tickets" in set(logs["Name"])  # the table lists the new log at once
     from itsmreview.coverage.models import EventLog, LogRoleValue
     from itsmreview.db import session_scope
     from sqlmodel import select
@@ -800,7 +858,7 @@ def test_the_users_page_lists_a_new_user_at_once_and_edits_a_profile(demo_config
     at.button(key="FormSubmitter:add-user-Add user").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(s.value.startswith("Added maja. Password (shown once): `") for s in at.success)
-    assert "maja" in set(at.dataframe[0].value["username"])
+    assert "maja" in set(at.dataframe[0].value["Username"])
     user_box = next(s for s in at.selectbox if s.label == "User")
     assert "maja" in user_box.options
     user_box.set_value("maja").run()
@@ -809,8 +867,8 @@ def test_the_users_page_lists_a_new_user_at_once_and_edits_a_profile(demo_config
     at.button(key="FormSubmitter:profile-maja-Save profile").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert toasts(at) == [literal("Profile of maja saved.")]
-    row = at.dataframe[0].value.set_index("username").loc["maja"]
-    assert (row["name"], row["expertise"]) == ("Maja Berg-Lind", "L2 resolver, Change manager")
+    row = at.dataframe[0].value.set_index("Username").loc["maja"]
+    assert (row["Name"], row["Expertise"]) == ("Maja Berg-Lind", "L2 resolver, Change manager")
     with session_scope() as session:
         maja = user_by_username(session=session, username="maja")
         [entry] = session.exec(
@@ -841,7 +899,7 @@ def test_a_lead_exports_the_demos_approved_set_from_the_page(
     assert verify_folder(folder).ok
     assert (folder.parent / "demo-set.zip").is_file()
     history = at.dataframe[-1].value
-    assert list(history["name"]) == ["demo-set"]
+    assert list(history["Name"]) == ["demo-set"]
 
 
 def test_with_workers_a_leads_export_runs_in_a_worker(demo_configured, tmp_path, monkeypatch):
@@ -920,7 +978,7 @@ def test_a_lead_records_a_world_source_and_verifies_the_ledger(demo_configured):
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("Recorded as ledger entry" in s.value for s in at.success)
     entries = at.dataframe[-1].value
-    assert entries.iloc[0]["artifact_type"] == "world" and entries.iloc[0]["actor"] == "lead"
+    assert entries.iloc[0]["Artifact"] == "world" and entries.iloc[0]["Actor"] == "lead"
     next(t for t in at.text_input if t.label == "Expected head (optional)").set_value(head)
     at.button(key=next(b.key for b in at.button if b.label == "Verify")).click().run()
     assert any("Chain intact" in s.value for s in at.success), [e.value for e in at.error]
@@ -955,16 +1013,16 @@ def test_the_ledger_entries_page_through_and_a_new_filter_starts_at_its_first_pa
     at = open_page(log_in("lead"), "ledger")
     pages = next(n for n in at.number_input if n.label.startswith("Page (of"))
     assert f"{total:,} entries" in pages.label
-    assert at.dataframe[-1].value.iloc[0]["seq"] == newest
+    assert at.dataframe[-1].value.iloc[0]["#"] == newest
     pages.set_value(2).run()
     assert not at.exception
-    assert at.dataframe[-1].value.iloc[0]["seq"] == newest - 200
+    assert at.dataframe[-1].value.iloc[0]["#"] == newest - 200
     next(s for s in at.selectbox if s.label == "Artifact").set_value("world").run()
     assert not at.exception
     pages = next(n for n in at.number_input if n.label.startswith("Page (of"))
     assert pages.value == 1 and f"{worlds:,} entries" in pages.label
     shown = at.dataframe[-1].value
-    assert set(shown["artifact_type"]) == {"world"} and shown.iloc[0]["seq"] == newest
+    assert set(shown["Artifact"]) == {"world"} and shown.iloc[0]["#"] == newest
 
 
 def test_a_reload_finds_the_login_again_and_a_logout_ends_it_everywhere(
@@ -1312,11 +1370,11 @@ def test_with_workers_an_admins_log_import_runs_in_a_worker(demo_configured, tmp
     at.button(key=next(b.key for b in at.button if b.label == "Import log")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("waiting for a worker" in p.text for p in at.get("progress"))
-    assert "queued" not in set(at.dataframe[0].value["name"])  # not imported by the page
+    assert "queued" not in set(at.dataframe[0].value["Name"])  # not imported by the page
     assert run_next(kinds=["log_import"]) is not None  # a worker takes it
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert "queued" in set(at.dataframe[0].value["name"])
+    assert "queued" in set(at.dataframe[0].value["Name"])
 
 
 def _ledger_of_round(name: str) -> list[tuple[str, dict]]:
@@ -1342,7 +1400,7 @@ def test_a_lead_opens_a_round_over_a_filter_from_the_rounds_page(demo_configured
 
     at = open_page(log_in("lead"), "rounds")
     assert titles(at) == ["Review rounds"]
-    listed = at.dataframe[0].value
+    listed = shown_tables(at)[0]  # as read: times to the minute, a dash where there is none
     assert "Demo round 1" in set(listed["Round"])
     closed = dict(zip(listed["Round"], listed["Closed (UTC)"], strict=True))
     assert closed["Demo round 1"] == "-"  # not closed: a dash, not None
@@ -1518,8 +1576,8 @@ def test_the_simulator_realism_page_sets_the_demo_simulator_against_its_log(demo
     assert at.subheader[0].value.endswith("figures beyond the floor")
     # the mapped sequence of a transcript, with the rule that made each event
     events = at.dataframe[1].value
-    assert list(events.columns) == ["turn", "activity", "group", "rule"]
-    assert set(events["rule"]) <= {"status change", "handover"}
+    assert list(events.columns) == ["Turn", "Activity", "Team", "Rule"]
+    assert set(events["Rule"]) <= {"status change", "handover"}
     at.radio(key="realism-distribution").set_value("Directly-follows pairs").run()
     assert not at.exception
 

@@ -85,6 +85,27 @@ def test_tasks_import_dry_run_and_ledger_verify(configured, tmp_path):
     assert verified.exit_code == 0 and "chain intact" in verified.output
 
 
+def test_tasks_list_writes_words_and_leaves_out_what_a_task_does_not_declare(configured, tmp_path):
+    """One task declares a difficulty and a user type, the other nothing: the listing's columns
+    hold NaN for the second, which the list must not print (`difficulty=nan`)."""
+    common = {"persona": "L2 resolver", "track": "single-agent", "instruction": "Fix it."}
+    bundle = tmp_path / "b.json"
+    tasks = [
+        {"id": "x1", "title": "T1", **common, "difficulty": "L3", "user_type": "edge_case"},
+        {"id": "x2", "title": "T2", **common},
+    ]
+    bundle.write_text(json.dumps({"tasks": tasks}))
+    assert run("tasks", "import", str(bundle)).exit_code == 0
+    lines = run("tasks", "list").output.splitlines()
+    assert len(lines) == 2
+    declared, bare = sorted(lines)
+    assert declared.startswith("x1") and "difficulty Hard, user Edge case" in declared
+    assert bare.startswith("x2") and bare.rstrip().endswith("L2 resolver")
+    for line in lines:
+        assert "nan" not in line.lower() and "None" not in line and "_" not in line
+        assert "In review" in line or "Draft" in line or "Pending" in line
+
+
 def test_db_upgrade_and_current(configured):
     result = run("db", "upgrade")
     assert result.exit_code == 0 and "->" in result.output

@@ -24,6 +24,8 @@ MODULES = [
     "itsmreview.catalog.queries",
     "itsmreview.ui.transcript",
     "itsmreview.ui.text",
+    "itsmreview.ui.tables",
+    "itsmreview.ui.words",
     "itsmreview.coverage.eventlog",
     "itsmreview.coverage.friction",
     "itsmreview.review.assist.client",
