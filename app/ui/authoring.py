@@ -7,6 +7,7 @@ import streamlit as st
 from itsmreview.db import session_scope
 from itsmreview.review.dashboard.service import GROUPINGS, round_authoring
 from itsmreview.review.gate.round_data import find_round
+from itsmreview.review.gate.service import current_gate
 from itsmreview.review.repair.service import (
     decide_proposal,
     feedback,
@@ -15,7 +16,7 @@ from itsmreview.review.repair.service import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.cache import background_note, in_background
-from itsmreview.ui.charts import NO_TOOLBAR, audit_score_chart, group_chart
+from itsmreview.ui.charts import NO_TOOLBAR, audit_score_chart, draw, group_chart
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
@@ -43,7 +44,14 @@ def _audit(audit: dict) -> None:
     )
 
 
-def _groups(figures: dict) -> None:
+def rating_scale(round_name: str) -> tuple[float, float]:
+    """The scale of a round's rubric, from its lowest point to its highest."""
+    with session_scope() as session:
+        _, rubric = current_gate(session=session, round_name=round_name)
+    return min(d.scale[0] for d in rubric.dimensions), max(d.scale[1] for d in rubric.dimensions)
+
+
+def _groups(figures: dict, scale: tuple[float, float]) -> None:
     measure = "audit_score" if figures["audit"] else "realism"
     label = "mean audit score" if figures["audit"] else f"mean {figures['item_label'].lower()}"
     tabs = st.tabs(list(GROUPINGS.values()))
@@ -56,10 +64,12 @@ def _groups(figures: dict) -> None:
                 st.caption("The round has no tasks.")
                 continue
             if measure in rows:
-                st.plotly_chart(
-                    group_chart(rows, measure, label, title),
+                draw(
+                    group_chart(
+                        rows, measure, label, title, (0, 100) if figures["audit"] else scale
+                    ),
                     key=f"by-{column}",
-                    config=NO_TOOLBAR,
+                    empty=f"No rated task in any {title.lower()} yet.",
                 )
             show_table(
                 rows,
@@ -162,6 +172,6 @@ def authoring_section(user, round_name: str) -> None:
     )
     if groups.open:
         with groups:
-            _groups(figures)
+            _groups(figures, rating_scale(round_name))
     _proposals(user, round_name, figures["proposals"].get("proposed", 0))
     _feedback(user, round_name, figures["needs_revision"])

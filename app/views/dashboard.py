@@ -9,13 +9,14 @@ from itsmreview.review.gate.service import current_gate, set_gate
 from itsmreview.review.repair.adjudication import adjudicate
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
-from itsmreview.ui.authoring import authoring_section
+from itsmreview.ui.authoring import authoring_section, rating_scale
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import (
     NO_TOOLBAR,
     alpha_chart,
     alpha_over_time_chart,
     bias_heatmap,
+    draw,
     model_agreement_chart,
     progress_chart,
     realism_chart,
@@ -75,8 +76,12 @@ elif not data.agreement_current:
         f"Figures of the ratings as of {data.agreement_computed_at:%Y-%m-%d %H:%M:%S} UTC; "
         "ratings have come in since and the figures are being recomputed in the background."
     )
-if len(frame):
-    st.plotly_chart(alpha_chart(frame), key="alpha-chart", config=NO_TOOLBAR)
+if data.agreement_computed_at is not None:
+    draw(
+        alpha_chart(frame),
+        key="alpha-chart",
+        empty="No rubric item has an alpha yet: it needs two ratings of one task that vary.",
+    )
 st.caption(
     "Krippendorff's alpha of human ratings with 95% bootstrap intervals (1,000 resamples "
     "of tasks). Reliable: 0.800; tentative conclusions: 0.667."
@@ -149,8 +154,10 @@ elif over_time.open:
         history = in_background(alpha_over_time)(user, item=chosen_item, round_name=data.round_name)
         background_note(history, "Alpha over time")
         if history.value is not None:
-            st.plotly_chart(
-                alpha_over_time_chart(history.value), key="alpha-over-time", config=NO_TOOLBAR
+            draw(
+                alpha_over_time_chart(history.value),
+                key="alpha-over-time",
+                empty="No day has ratings of this item that give an alpha yet.",
             )
 realism = st.expander("Realism by provenance and coverage", key="open-realism", on_change="rerun")
 if realism.open:
@@ -171,10 +178,14 @@ if realism.open:
                 "ten most frequent variants against rarer ones. If log-derived tasks rated worse, "
                 "the benchmark's claim would not hold."
             )
+            scale = rating_scale(data.round_name)
             for comparison in ("provenance", "coverage"):
                 part = split[split["comparison"] == comparison]
-                figure = realism_chart(part, comparison)
-                st.plotly_chart(figure, key=f"realism-{comparison}", config=NO_TOOLBAR)
+                draw(
+                    realism_chart(part, comparison, scale),
+                    key=f"realism-{comparison}",
+                    empty=f"No rated task to compare by {comparison} yet.",
+                )
             show_table(split)
 bias = data.bias_frame()
 if not bias.empty:

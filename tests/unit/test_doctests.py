@@ -25,6 +25,7 @@ MODULES = [
     "itsmreview.ui.transcript",
     "itsmreview.ui.text",
     "itsmreview.ui.tables",
+    "itsmreview.ui.charts",
     "itsmreview.ui.words",
     "itsmreview.coverage.eventlog",
     "itsmreview.coverage.friction",
