@@ -14,8 +14,9 @@ ends phase 2, revises phase 3 likewise, and ends it (the round closes). A copy i
 state. Each group then runs in a fresh process, medians of `--repeats` warm runs (min-max),
 the first, cold run of the process shown apart:
 
-- phase change: `advance_phase` ending phase 1 and ending phase 2, each run on a fresh copy
-  of the state before, committed; baseline: the same by bare SQL (lock the round's Delphi
+- phase change: `advance_phase` ending phase 1, ending phase 2, and ending phase 3 (the
+  close, which decides the tasks that converged), each run on a fresh copy of the state
+  before, committed; baseline: the same by bare SQL (lock the round's Delphi
   row, count the task items whose stored spread is beyond the limit, move the phase);
 - reveal: the Consensus page as expert e1 sees it in phase 2, rendered by Streamlit's AppTest
   (server time of a rerun), and inside it the service calls it makes (`rounds_to_revise`,
@@ -59,7 +60,7 @@ REASONS = (
     "Others saw the caller's second message; I agree on reflection.",
     "The persona would not escalate this; lowered.",
 )
-STATES = ("plain", "phase1", "phase2", "closed")
+STATES = ("plain", "phase1", "phase2", "phase3", "closed")
 
 
 def panel_scores(tasks: int, items: int, seed: int = 37):
@@ -441,6 +442,8 @@ def build_states(url: str, tasks: int, prefix: str) -> dict:
         lambda s, lead: advance_phase(session=s, actor=lead, round_name=ROUND)
     )
     out["revise phase 3"] = step(lambda s, _: revise_in_bulk(s, 3, seed=3, move=0.4))
+    engine.dispose()
+    urls["phase3"] = copy_database(url, f"{prefix}_phase3")
     out["end phase 3"] = step(
         lambda s, lead: advance_phase(session=s, actor=lead, round_name=ROUND)
     )
@@ -486,7 +489,7 @@ def _as_lead(session):
     return user_by_username(session=session, username="lead")
 
 
-def group_phase(phase1: str, phase2: str, repeats: int) -> dict:
+def group_phase(phase1: str, phase2: str, phase3: str, repeats: int) -> dict:
     from itsmreview.db import session_scope
     from itsmreview.review.consensus.service import advance_phase
     from sqlalchemy import text
@@ -522,6 +525,9 @@ def group_phase(phase1: str, phase2: str, repeats: int) -> dict:
         ),
         "advance_phase, end of phase 2 (-> revising)": _median(
             _timed_on_copies(phase2, advance, repeats, "delphi_adv2")
+        ),
+        "advance_phase, end of phase 3 (closes: decides the converged tasks)": _median(
+            _timed_on_copies(phase3, advance, repeats, "delphi_adv3")
         ),
         "peak_mb": peak_mb(),
     }
@@ -698,7 +704,7 @@ def group_report(plain: str, closed: str, repeats: int) -> dict:
 
 
 GROUPS = {
-    "phase": lambda urls, r: group_phase(urls["phase1"], urls["phase2"], r),
+    "phase": lambda urls, r: group_phase(urls["phase1"], urls["phase2"], urls["phase3"], r),
     "reveal": None,  # a process per database: the page reads the one of its settings
     "revise": lambda urls, r: group_revise(urls["phase2"], r),
     "report": lambda urls, r: group_report(urls["plain"], urls["closed"], r),

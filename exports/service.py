@@ -31,6 +31,7 @@ from itsmreview.exports.models import Export
 from itsmreview.exports.writing import Plan, Selection
 from itsmreview.ledger.service import append_entry
 from itsmreview.realism import service as realism_service
+from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate import round_data
 from itsmreview.review.gate import service as gate_service
 from sqlmodel import Session
@@ -131,9 +132,13 @@ def _gate_state(session: Session, review_round, counts: dict | None = None) -> d
     """Whether the round's agreement reaches its gate: alpha of every gating dimension that
     has values, from per-task counts (no rating is loaded)."""
     config, rubric = gate_service.current_gate(session=session, round_name=review_round.id)
-    alphas = gate_service.gating_alphas(
-        session=session, review_round=review_round, rubric=rubric, counts=counts
-    )
+    # a closed Delphi round decided on its panel's final answers: their agreement is its gate
+    alphas = consensus.consensus_alphas(session=session, round_id=review_round.id)
+    basis = "ratings" if alphas is None else "Delphi final answers"
+    if alphas is None:
+        alphas = gate_service.gating_alphas(
+            session=session, review_round=review_round, rubric=rubric, counts=counts
+        )
     # a dimension no rating of the round has a value for (it applies to none of its tasks)
     # holds no task back, so it holds no export back either
     unrated = {item for item in alphas if counts is not None and counts[item].empty}
@@ -147,6 +152,7 @@ def _gate_state(session: Session, review_round, counts: dict | None = None) -> d
         "reached": not weak,
         "alpha": alphas,
         "alpha_min": config.alpha_min,
+        "basis": basis,
         "problems": weak,
     }
 

@@ -53,8 +53,9 @@ if shown["tasks"]:
 weak = {name: gate for name, gate in shown["gate"].items() if not gate["reached"]}
 for name, gate in shown["gate"].items():
     if gate["reached"]:
+        on = " on the panel's final answers" if gate.get("basis") == "Delphi final answers" else ""
         st.success(
-            f"Round {literal(name)}: agreement reaches the gate (alpha >= {gate['alpha_min']})."
+            f"Round {literal(name)}: agreement{on} reaches the gate (alpha >= {gate['alpha_min']})."
         )
     else:
         st.warning(literal(f"Round {name}: {'; '.join(gate['problems'])}."))

@@ -229,15 +229,3 @@ def move_phase(
         .values(phase=to_phase, stage=to_stage)
     )
     return done.rowcount == 1
-
-
-def revised(
-    *, session: Session, round_id: int, task_version_id: int, expert_id: int, phase: int
-) -> bool:
-    query = select(DelphiAnswer.id).where(
-        DelphiAnswer.round_id == round_id,
-        DelphiAnswer.task_version_id == task_version_id,
-        DelphiAnswer.expert_id == expert_id,
-        DelphiAnswer.phase == phase,
-    )
-    return session.exec(query.limit(1)).first() is not None

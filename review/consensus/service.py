@@ -27,6 +27,7 @@ from itsmreview.review.gate.agreement import alpha
 from itsmreview.review.gate.approval import TaskRatings, decide
 from itsmreview.review.gate.concordance import (
     column_percentiles,
+    interquartile_range,
     interquartile_ranges,
     kendalls_w,
     share_changed,
@@ -35,7 +36,7 @@ from itsmreview.review.gate.queries import pending as pending_queries
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.gate.queries import spreads as spread_queries
 from itsmreview.review.gate.round_data import find_round, task_ratings
-from itsmreview.review.gate.service import current_gate, recompute_statuses
+from itsmreview.review.gate.service import current_gate, decide_tasks
 from itsmreview.review.gate.work import apply_queued_here
 from itsmreview.review.models import DelphiRound, RoundStatus
 from itsmreview.review.repair.adjudication import record_adjudications
@@ -133,12 +134,10 @@ def _spreads(answers: pd.DataFrame) -> dict[tuple[int, str], float]:
     return out
 
 
-def answers_of_phase(session: Session, round_id: int, phase: int, task: int | None = None):
-    """`answers_at` `phase` of the round (of one task), read from the database."""
-    blind = queries.blind_scores(session=session, round_id=round_id, task_version_id=task)
-    revised = queries.revisions(
-        session=session, round_id=round_id, up_to=phase, task_version_id=task
-    )
+def answers_of_phase(session: Session, round_id: int, phase: int):
+    """`answers_at` `phase` of the round, read from the database."""
+    blind = queries.blind_scores(session=session, round_id=round_id)
+    revised = queries.revisions(session=session, round_id=round_id, up_to=phase)
     return answers_at(blind, revised, phase)
 
 
@@ -163,11 +162,8 @@ def refresh_spreads(session: Session, delphi: DelphiRound, tasks: list[int]) -> 
     if not delphi.spreads_built:
         _build_spreads(session, delphi.round_id, delphi)
         return
-    if len(tasks) == 1:
-        answers = answers_of_phase(session, delphi.round_id, delphi.phase, tasks[0])
-    else:
-        answers = answers_of_phase(session, delphi.round_id, delphi.phase)
-        answers = answers[answers["task_version_id"].isin(tasks)]
+    answers = answers_of_phase(session, delphi.round_id, delphi.phase)
+    answers = answers[answers["task_version_id"].isin(tasks)]
     spread_queries.replace_spreads(
         session=session, round_id=delphi.round_id, tasks=tasks, spreads=_spreads(answers)
     )
@@ -279,6 +275,30 @@ def advance_phase(*, session: Session, actor: User, round_name: str) -> dict:
     return result
 
 
+def _final_alphas(answers: pd.DataFrame, config, rubric) -> dict[str, float | None]:
+    """Alpha of each gating item over the panel's final answers (None: undefined); an item
+    without an answer (it applies to none of the tasks) is left out: it holds nothing back."""
+    alphas = {}
+    for item in config.gating_dimensions:
+        rows = answers[answers["item"] == item]
+        if rows.empty:
+            continue
+        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
+        alphas[item] = alpha(matrix.to_numpy(dtype=float), rubric.dimension(item).level).value
+    return alphas
+
+
+def consensus_alphas(*, session: Session, round_id: int) -> dict[str, float | None] | None:
+    """For a closed Delphi round, each gating item's alpha over the panel's final answers:
+    the agreement its close decided on (an export's gate check reads it). None for any other
+    round (its ratings' alpha is the one)."""
+    delphi = queries.delphi_of(session=session, round_id=round_id)
+    if delphi is None or delphi.stage != "closed":
+        return None
+    config, rubric = current_gate(session=session, round_name=round_id)
+    return _final_alphas(answers_of_phase(session, round_id, delphi.phase), config, rubric)
+
+
 VERDICT_OF_STATUS = {"approved": "accept", "needs_revision": "revise", "rejected": "reject"}
 
 
@@ -295,14 +315,7 @@ def _settle(session: Session, user: User, review_round, delphi: DelphiRound) -> 
     wide = spread_queries.wide_tasks(
         session=session, round_id=review_round.id, iqr_max=delphi.iqr_max
     )
-    alphas = {}
-    for item in config.gating_dimensions:
-        rows = answers[answers["item"] == item]
-        if rows.empty:  # the item does not apply to these tasks: it has no say
-            alphas[item] = None
-            continue
-        matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
-        alphas[item] = alpha(matrix.to_numpy(dtype=float), rubric.dimension(item).level).value
+    alphas = _final_alphas(answers, config, rubric)
     blind = task_ratings(
         gate_queries.current_ratings_wide(session=session, round_id=review_round.id),
         pd.DataFrame({"rating_id": [], "dimension": [], "value": []}),
@@ -345,7 +358,16 @@ def _settle(session: Session, user: User, review_round, delphi: DelphiRound) -> 
         record_adjudications(
             session=session, actor=user, review_round=review_round, decisions=decisions
         )
-        recompute_statuses(session=session, round_name=review_round.id, actor_id=user.id)
+        # decided by their adjudications now: only these tasks change
+        decide_tasks(
+            session=session,
+            review_round=review_round,
+            config=config,
+            alphas=alphas,
+            counts={},
+            tasks=gate_queries.versions(session=session, ids=sorted(decisions)),
+            actors=dict.fromkeys(decisions, user.id),
+        )
     return {"decided": len(decisions), "not_converged": wide_left, "held_by_the_gate": held}
 
 
@@ -459,15 +481,28 @@ def reveal(*, session: Session, actor: User, round_name: str) -> dict:
     }
 
 
-def _own_answers(
-    session: Session, round_id: int, task_version_id: int, expert_id: int, phase: int
-) -> dict[str, float]:
-    """Item -> the expert's latest answer on one task up to `phase`."""
-    mine = {"round_id": round_id, "task_version_id": task_version_id, "expert_id": expert_id}
-    blind = queries.blind_scores(session=session, **mine)
-    revised = queries.revisions(session=session, up_to=phase, **mine)
-    latest = answers_at(blind, revised, phase).sort_values("item")
-    return dict(zip(latest["item"], latest["score"].astype(float), strict=True))
+def _task_answers(session: Session, round_id: int, task_version_id: int, phase: int) -> dict:
+    """(expert id, item) -> (phase, score) of each expert's latest answer on one task up to
+    `phase`: a few dozen rows, read in two statements and kept in plain Python."""
+    one = {"round_id": round_id, "task_version_id": task_version_id}
+    blind = queries.blind_scores(session=session, **one)
+    revised = queries.revisions(session=session, up_to=phase, **one).sort_values("phase")
+    latest = {
+        (e, i): (1, s)
+        for e, i, s in zip(blind["expert_id"], blind["item"], blind["score"], strict=True)
+    }
+    for e, p, i, s in zip(
+        revised["expert_id"], revised["phase"], revised["item"], revised["score"], strict=True
+    ):
+        latest[(e, i)] = (int(p), s)
+    return latest
+
+
+def _task_spreads(task_version_id: int, latest: dict) -> dict[tuple[int, str], float]:
+    values: dict[str, list[float]] = {}
+    for (_, item), (_, score) in latest.items():
+        values.setdefault(item, []).append(float(score))
+    return {(task_version_id, item): interquartile_range(v) for item, v in values.items()}
 
 
 def revise(
@@ -486,17 +521,13 @@ def revise(
     review_round, delphi = _delphi(session, round_name)
     if delphi.stage != "revising":
         raise Conflict(f"the Delphi round {review_round.name!r} is not in a revision phase")
-    previous = _own_answers(session, review_round.id, task_version_id, user.id, delphi.phase - 1)
+    latest = _task_answers(session, review_round.id, task_version_id, delphi.phase)
+    mine = {i: (p, s) for (e, i), (p, s) in latest.items() if e == user.id}
+    if any(p == delphi.phase for p, _ in mine.values()):
+        raise Conflict(f"you answered this task in phase {delphi.phase} already")
+    previous = {item: float(score) for item, (_, score) in sorted(mine.items())}
     if not previous:
         raise NotFound("you gave no answer on this task in the phase before")
-    if queries.revised(
-        session=session,
-        round_id=review_round.id,
-        task_version_id=task_version_id,
-        expert_id=user.id,
-        phase=delphi.phase,
-    ):
-        raise Conflict(f"you answered this task in phase {delphi.phase} already")
     reasons = reasons or {}
     missing = sorted(set(previous) - set(scores))
     if missing:
@@ -522,7 +553,16 @@ def revise(
             }
         )
     queries.add_answers(session=session, rows=rows)
-    refresh_spreads(session, delphi, [task_version_id])
+    if delphi.spreads_built:  # the task's spreads with these answers in
+        latest.update({(user.id, r["item"]): (delphi.phase, r["score"]) for r in rows})
+        spread_queries.replace_spreads(
+            session=session,
+            round_id=review_round.id,
+            tasks=[task_version_id],
+            spreads=_task_spreads(task_version_id, latest),
+        )
+    else:
+        _build_spreads(session, review_round.id, delphi)
     _record(
         session,
         user,

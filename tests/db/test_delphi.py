@@ -13,6 +13,7 @@ from itsmreview.catalog.models import TaskVersion
 from itsmreview.cli import app
 from itsmreview.db import session_scope
 from itsmreview.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from itsmreview.exports.service import preview
 from itsmreview.review.consensus.service import (
     advance_phase,
     delphi_report,
@@ -477,3 +478,24 @@ def test_a_task_that_did_not_converge_is_left_to_the_lead(panel):
     with session_scope() as session:
         decided = {a.task_version_id for a in session.exec(select(Adjudication)).all()}
     assert decided == {panel["versions"]["d2"], panel["versions"]["d3"]}
+
+
+def test_an_export_gates_a_closed_consensus_on_its_final_answers(panel, tmp_path):
+    """Blind alpha -0.17 (krippendorff), final 0.39: with the gate at 0.1 the close decides
+    on the final answers, and the export's agreement check reads those, not phase 1."""
+    lead = panel["lead"]
+    assert run("round", "gate", "D", "--alpha-min", "0.1").exit_code == 0
+    with session_scope() as session:
+        advance_phase(session=session, actor=lead, round_name="D")
+        _d1_agrees(session, panel)
+        advance_phase(session=session, actor=lead, round_name="D")
+        shown = preview(session=session, actor=lead, round_name="D")
+    gate = shown["gate"]["D"]
+    assert (gate["reached"], gate["basis"]) == (True, "Delphi final answers"), gate
+    item = next(iter(gate["alpha"]))
+    final = np.array([[SCORES[t][e] for t in sorted(SCORES)] for e in range(4)], dtype=float)
+    final[3, 0] = 4.0
+    expected = krippendorff.alpha(reliability_data=final, level_of_measurement="interval")
+    assert gate["alpha"][item] == pytest.approx(expected, abs=1e-9)
+    exported = run("export", str(tmp_path / "set"), "--round", "D")
+    assert exported.exit_code == 0, exported.output

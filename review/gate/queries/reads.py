@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion
-from itsmreview.db import frame_of, numeric_batches
+from itsmreview.db import frame_of, in_ids, numeric_batches
 from itsmreview.review.models import (
     Adjudication,
     MachineCheck,
@@ -422,6 +422,11 @@ def failed_checks(
     for check in session.exec(query.order_by(MachineCheck.check)).all():
         out.setdefault(check.task_version_id, []).append(check.check)
     return out
+
+
+def versions(*, session: Session, ids: list[int]):
+    """A select of these task version ids (one bind parameter, whatever their number)."""
+    return select(TaskVersion.id).where(in_ids(session, TaskVersion.id, ids))
 
 
 def one_version(task_version_id: int):
