@@ -308,7 +308,9 @@ def revise_in_bulk(session, phase: int, seed: int, move: float) -> dict:
 
     chain_at_commit(session)
     rng = np.random.default_rng(seed)
-    before = answers_of_phase(session, 1, phase - 1)
+    before = answers_of_phase(session, 1, phase - 1).sort_values(
+        ["task_version_id", "expert_id", "item"]
+    )  # the draws in a fixed order, whatever order the database returns
     median = before.groupby(["task_version_id", "item"])["score"].median()
     before = before.join(median.rename("median"), on=["task_version_id", "item"])
     last_tasks = set(sorted(before["task_version_id"].unique())[-LEFT:])

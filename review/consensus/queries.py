@@ -101,10 +101,13 @@ def revisions(
     up_to: int | None = None,
     task_version_id: int | None = None,
     expert_id: int | None = None,
+    scores_only: bool = False,
 ):
     """The answers given in the round's revision phases (up to a phase; of one task, of one
-    expert): task_version_id, expert_id, phase, item, score, changed, reason; unordered."""
-    query = select(*(getattr(DelphiAnswer, c) for c in REVISIONS)).where(
+    expert): task_version_id, expert_id, phase, item, score, and unless `scores_only`,
+    changed and reason; unordered."""
+    columns = REVISIONS[:5] if scores_only else REVISIONS
+    query = select(*(getattr(DelphiAnswer, c) for c in columns)).where(
         DelphiAnswer.round_id == round_id, DelphiAnswer.phase > 1
     )
     if up_to is not None:
@@ -113,16 +116,9 @@ def revisions(
         query = query.where(DelphiAnswer.task_version_id == task_version_id)
     if expert_id is not None:
         query = query.where(DelphiAnswer.expert_id == expert_id)
-    frame = _fetch(session, query, REVISIONS)
-    return frame.astype(
-        {
-            "task_version_id": "int64",
-            "expert_id": "int64",
-            "phase": "int64",
-            "score": "float64",
-            "changed": "bool",
-        }
-    )
+    frame = _fetch(session, query, columns)
+    types = {"task_version_id": "int64", "expert_id": "int64", "phase": "int64", "score": "float64"}
+    return frame.astype(types if scores_only else {**types, "changed": "bool"})
 
 
 def blind_comments(*, session: Session, round_id: int):

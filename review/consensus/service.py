@@ -137,7 +137,7 @@ def _spreads(answers: pd.DataFrame) -> dict[tuple[int, str], float]:
 def answers_of_phase(session: Session, round_id: int, phase: int):
     """`answers_at` `phase` of the round, read from the database."""
     blind = queries.blind_scores(session=session, round_id=round_id)
-    revised = queries.revisions(session=session, round_id=round_id, up_to=phase)
+    revised = queries.revisions(session=session, round_id=round_id, up_to=phase, scores_only=True)
     return answers_at(blind, revised, phase)
 
 
@@ -486,7 +486,8 @@ def _task_answers(session: Session, round_id: int, task_version_id: int, phase: 
     `phase`: a few dozen rows, read in two statements and kept in plain Python."""
     one = {"round_id": round_id, "task_version_id": task_version_id}
     blind = queries.blind_scores(session=session, **one)
-    revised = queries.revisions(session=session, up_to=phase, **one).sort_values("phase")
+    revised = queries.revisions(session=session, up_to=phase, scores_only=True, **one)
+    revised = revised.sort_values("phase")
     latest = {
         (e, i): (1, s)
         for e, i, s in zip(blind["expert_id"], blind["item"], blind["score"], strict=True)
@@ -593,7 +594,7 @@ def delphi_report(*, session: Session, actor: User, round_name: str) -> dict:
     require_role(actor, Role.lead)
     review_round, delphi = _delphi(session, round_name)
     blind = queries.blind_scores(session=session, round_id=review_round.id)
-    revised = queries.revisions(session=session, round_id=review_round.id)
+    revised = queries.revisions(session=session, round_id=review_round.id, scores_only=True)
     phases, earlier = [], None
     for phase in range(1, delphi.phase + 1) if not blind.empty else ():
         rows = answers_at(blind, revised, phase)
