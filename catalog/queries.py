@@ -116,6 +116,11 @@ def _listed():
 AUTHORING_COLUMNS = (Task.difficulty, Task.user_type, Task.simulator_backbone)
 
 
+def task_names(*, session: Session) -> list[tuple[str, str]]:
+    """(external id, title) of every task, by id."""
+    return list(session.exec(select(Task.external_id, Task.title).order_by(Task.external_id)))
+
+
 def tasks_frame(*, session: Session) -> pd.DataFrame:
     latest = _latest_versions()
     frame = frame_of(

@@ -11,6 +11,7 @@ from itsmreview.ledger.evidence.service import (
     ARTIFACT_KINDS,
     KINDS,
     Reference,
+    artifact_names,
     audit_for,
     ledger_filters,
     ledger_page,
@@ -21,6 +22,7 @@ from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR
+from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 
 PAGE_SIZE = 200
@@ -99,35 +101,78 @@ with st.expander("Verify the ledger"):
             for problem in report.problems[:50]:
                 st.error(problem)
 
-with st.expander("Record a source"), st.form("record-source", clear_on_submit=True):
-    left, right = st.columns(2)
-    artifact = left.selectbox("Artifact kind", ARTIFACT_KINDS)
-    name = right.text_input(
-        "Name",
-        help="task id (optionally @VERSION), log or rubric "
-        "name, or any name for a world, simulator, verifier or org",
-    )
-    left, right = st.columns(2)
-    field_name = left.text_input("Field", placeholder="e.g. org_structure")
-    kind = right.selectbox("Came from", KINDS, index=1)
-    title = st.text_input("Reference", placeholder="e.g. ServiceNow CMDB data model")
-    a, b, c = st.columns(3)
-    url = a.text_input("URL")
-    doi = b.text_input("DOI")
-    version = c.text_input("Version")
-    note = st.text_input("Note")
-    if st.form_submit_button("Record"):
-        entry = perform(
-            record_source,
-            actor=user,
-            about=f"{artifact}:{name}",
-            field_name=field_name.strip(),
-            kind=kind,
-            reference=Reference(title, url or None, doi or None, version or None),
-            note=note,
-        )
-        if entry is not FAILED:
-            st.success(f"Recorded as ledger entry {entry.seq}.")
+record = st.expander("Record a source", key="open-record-source", on_change="rerun")
+if record.open:  # drawn when opened: the list of tasks costs a query
+    # a new form (keys of a new generation) only after a source is recorded: a refusal keeps
+    # every field as typed
+    generation = st.session_state.setdefault("record-form", 0)
+
+    def key(name: str) -> str:
+        return f"record-{name}-{generation}"
+
+    with record:
+        # outside the form: the kind chooses the list the name is picked from
+        artifact = st.selectbox("Artifact kind", ARTIFACT_KINDS, key=key("artifact"))
+        with session_scope() as session:
+            names = artifact_names(session=session, actor=user, kind=artifact)
+        with st.form("record-source"):
+            left, right = st.columns(2)
+            if names is None:
+                name = left.text_input(
+                    "Name", key=key(f"name-{artifact}"), help=f"any name for the {artifact}"
+                )
+            else:
+                name = left.selectbox(
+                    artifact.capitalize(),
+                    list(names),
+                    index=None,
+                    format_func=names.get,
+                    placeholder=f"Choose a {artifact} (type to search)",
+                    key=key(f"name-{artifact}"),
+                )
+            task_version = (
+                right.number_input(
+                    "Task version",
+                    min_value=1,
+                    value=None,
+                    step=1,
+                    placeholder="the task as a whole",
+                    help="Blank: the source holds for every version of the task",
+                    key=key("task-version"),
+                )
+                if artifact == "task"
+                else None
+            )
+            left, right = st.columns(2)
+            field_name = left.text_input(
+                "Field", placeholder="e.g. org_structure", key=key("field")
+            )
+            kind = right.selectbox("Came from", KINDS, index=1, key=key("kind"))
+            title = st.text_input(
+                "Reference", placeholder="e.g. ServiceNow CMDB data model", key=key("title")
+            )
+            a, b, c = st.columns(3)
+            url = a.text_input("URL", key=key("url"))
+            doi = b.text_input("DOI", key=key("doi"))
+            version = c.text_input("Version", key=key("version"))
+            note = st.text_input("Note", key=key("note"))
+            sent = st.form_submit_button("Record")
+        if sent and not (name or "").strip():
+            st.error(f"Choose the {artifact} the source is about." if names else "Give a name.")
+        elif sent:
+            entry = perform(
+                record_source,
+                actor=user,
+                about=f"{artifact}:{name.strip()}" + (f"@v{task_version}" if task_version else ""),
+                field_name=field_name.strip(),
+                kind=kind,
+                reference=Reference(title, url or None, doi or None, version or None),
+                note=note,
+            )
+            if entry is not FAILED:  # a new, empty form, and the new head above it
+                st.session_state["record-form"] = generation + 1
+                announce(f"Recorded as ledger entry {entry.seq}.")
+                st.rerun()
 
 st.subheader("Entries")
 cols = st.columns(4)

@@ -59,6 +59,24 @@ class Reference:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
+def artifact_names(*, session: Session, actor: User, kind: str) -> dict[str, str] | None:
+    """What a source of an artifact of `kind` can be recorded about, name -> label: each task
+    (its id and title), each imported log, each stored rubric; None for the kinds named
+    freely (world, simulator, verifier, org). Leads only."""
+    require_role(actor, Role.lead)
+    if kind == "task":
+        return {
+            external_id: f"{external_id} · {title}"
+            for external_id, title in catalog_queries.task_names(session=session)
+        }
+    if kind == "log":
+        logs = coverage_queries.list_logs(session=session)
+        return {name: name for name in sorted({log.name for log in logs})}
+    if kind == "rubric":
+        return {name: name for name in review_queries.rubric_names(session=session)}
+    return None
+
+
 def _artifact(session: Session, about: str) -> tuple[str, str]:
     """(ledger artifact type, id) of `kind:name[@version]`, checked to exist for tasks, logs
     and rubrics. Raises InvalidInput or NotFound."""

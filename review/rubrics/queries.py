@@ -14,6 +14,11 @@ def rubric_named(*, session: Session, name: str):
     return session.exec(select(Rubric).where(Rubric.name == name).limit(1)).first()
 
 
+def rubric_names(*, session: Session) -> list[str]:
+    """The name of every stored rubric, once, by name."""
+    return list(session.exec(select(Rubric.name).distinct().order_by(Rubric.name)))
+
+
 def rubric_versions(*, session: Session, name: str) -> list:
     """Every stored version of the rubric `name`, newest first."""
     return list(

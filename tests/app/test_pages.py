@@ -964,25 +964,83 @@ def test_the_ledger_page_of_a_large_ledger_renders_while_its_summary_is_computed
     assert any(h.value == "Task fields by source" for h in at.subheader)
 
 
+def _record_form(at: AppTest) -> dict:
+    """The ledger's "Record a source" form, opened: its widgets by label."""
+    if "open-record-source" not in at.session_state or not at.session_state["open-record-source"]:
+        at.session_state["open-record-source"] = True  # what opening the section does
+        at.run()
+    generation = at.session_state["record-form"]
+    return {
+        w.label: w
+        for w in [*at.text_input, *at.selectbox, *at.number_input]
+        if (w.key or "").startswith("record-") and w.key.endswith(f"-{generation}")
+    }
+
+
 def test_a_lead_records_a_world_source_and_verifies_the_ledger(demo_configured):
     at = open_page(log_in("lead"), "ledger")
     assert not at.exception
     head = at.code[0].value
     assert ":" in head and len(head.split(":")[1]) == 64
-    form = {t.label: t for t in at.text_input}
-    next(s for s in at.selectbox if s.label == "Artifact kind").set_value("world")
+    _record_form(at)["Artifact kind"].set_value("world").run()
+    form = _record_form(at)
     form["Name"].set_value("acme-org")
     form["Field"].set_value("org_structure")
     form["Reference"].set_value("ServiceNow CMDB data model")
     form["URL"].set_value("https://example.org/cmdb")
     at.button(key="FormSubmitter:record-source-Record").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("Recorded as ledger entry" in s.value for s in at.success)
+    assert any(t.startswith("Recorded as ledger entry") for t in toasts(at))
     entries = at.dataframe[-1].value
     assert entries.iloc[0]["Artifact"] == "world" and entries.iloc[0]["Actor"] == "lead"
     next(t for t in at.text_input if t.label == "Expected head (optional)").set_value(head)
     at.button(key=next(b.key for b in at.button if b.label == "Verify")).click().run()
     assert any("Chain intact" in s.value for s in at.success), [e.value for e in at.error]
+
+
+def test_a_refused_source_keeps_the_form_the_task_is_picked_and_the_head_moves(demo_configured):
+    at = open_page(log_in("lead"), "ledger")
+    head = at.code[0].value
+    form = _record_form(at)
+    assert form["Artifact kind"].value == "task"
+    task = form["Task"]  # picked from the catalogue's tasks, not typed
+    assert task.value is None and len(task.options) == 24
+    chosen = task.options[3]
+    task.set_value(chosen.split(" · ")[0])
+    form["Task version"].set_value(1)
+    form["Field"].set_value("verifier")
+    form["Came from"].set_value("external")
+    form["Reference"].set_value("tau2-bench env_assertions")
+    form["URL"].set_value("htp://example.org/tau2")  # a typo
+    form["Note"].set_value("the checks of the end state")
+    at.button(key="FormSubmitter:record-source-Record").click().run()
+    assert [e.value for e in at.error] == [
+        literal("--url 'htp://example.org/tau2' is not an http(s) address")
+    ]
+    form = _record_form(at)  # every field as typed, the typo to correct
+    assert {label: w.value for label, w in form.items()} == {
+        "Artifact kind": "task",
+        "Task": chosen.split(" · ")[0],
+        "Task version": 1,
+        "Field": "verifier",
+        "Came from": "external",
+        "Reference": "tau2-bench env_assertions",
+        "URL": "htp://example.org/tau2",
+        "DOI": "",
+        "Version": "",
+        "Note": "the checks of the end state",
+    }
+    assert at.code[0].value == head
+    form["URL"].set_value("https://example.org/tau2")
+    at.button(key="FormSubmitter:record-source-Record").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    seq = int(head.split(":")[0]) + 1
+    assert toasts(at) == [f"Recorded as ledger entry {seq}."]
+    assert at.code[0].value.startswith(f"{seq}:")  # the head shown is the new one
+    entries = at.dataframe[-1].value
+    assert entries.iloc[0]["#"] == seq
+    form = _record_form(at)  # a new form, empty
+    assert form["Task"].value is None and form["Field"].value == ""
 
 
 def test_the_ledger_entries_page_through_and_a_new_filter_starts_at_its_first_page(

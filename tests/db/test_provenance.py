@@ -13,6 +13,7 @@ from itsmreview.errors import InvalidInput, NotFound
 from itsmreview.ledger import chain
 from itsmreview.ledger.evidence.service import (
     Reference,
+    artifact_names,
     ledger_head,
     provenance_card,
     provenance_summary,
@@ -208,6 +209,18 @@ def _lead(session):
     from itsmreview.accounts.queries import user_by_username
 
     return user_by_username(session=session, username="lead")
+
+
+def test_a_source_is_recorded_about_a_task_log_or_rubric_picked_from_a_list(history):
+    with session_scope() as session:
+        lead = _lead(session)
+        tasks = artifact_names(session=session, actor=lead, kind="task")
+        logs = artifact_names(session=session, actor=lead, kind="log")
+        rubrics = artifact_names(session=session, actor=lead, kind="rubric")
+        free = artifact_names(session=session, actor=lead, kind="world")
+    assert tasks == {"t1": "t1 · T1", "t2": "t2 · T2"}
+    assert logs == {} and free is None
+    assert list(rubrics) == [load_rubric().name]
 
 
 def test_sources_of_any_artifact_are_recorded_with_structured_references(history):
