@@ -7,6 +7,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog import queries
 from itsmreview.catalog.importing import show_task
+from itsmreview.sequences import sequence_key
 from sqlmodel import Session
 
 
@@ -98,6 +99,14 @@ def declared_variants(*, session: Session, actor: User) -> dict[str, str]:
         for key, sequence in queries.declared_variant_sequences(session=session).items()
     }
     return dict(sorted(out.items(), key=lambda item: item[1]))
+
+
+def tasks_declaring(*, session: Session, actor: User, sequence: list[str]) -> tuple[str, int]:
+    """The key of a variant's activity sequence and how many tasks declare it as their source
+    (their newest version does): what the Tasks page's source-variant filter selects. Leads."""
+    require_role(actor, Role.lead)
+    key = sequence_key(sequence)
+    return key, queries.count_tasks(session=session, filters=task_filters(variant_key=key))
 
 
 def personas_and_tracks(*, session: Session) -> tuple[list[str], list[str]]:

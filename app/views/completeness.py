@@ -16,6 +16,7 @@ from itsmreview.review.ratings.completeness import (
 )
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.links import tasks_link
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 
@@ -100,6 +101,7 @@ show_table(
 )
 for result in results:
     with st.expander(f"{literal(result.persona)}: {result.experts} expert judgement(s)"):
+        tasks_link(f"Open the tasks of {result.persona}", persona=result.persona)
         show_table(
             result.activities.assign(
                 source=result.activities["source"].map(KINDS).fillna(result.activities["source"])

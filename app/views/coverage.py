@@ -20,6 +20,7 @@ from itsmreview.ui.coverage import (
     pareto,
     role_bars,
 )
+from itsmreview.ui.links import tasks_link
 from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.tables import show_table
 
@@ -43,6 +44,8 @@ with session_scope() as session:
         persona=None if persona == ALL else persona,
         track=None if track == ALL else track,
     )
+if persona != ALL:
+    tasks_link(f"Open the tasks of {persona}", persona=persona)
 report, log = view.report, view.log
 if report is None:
     st.info(

@@ -6,6 +6,14 @@ from itsmreview.db import session_scope
 from itsmreview.overview.service import platform_counts
 from itsmreview.ui.auth import require
 
+# where each count is worked on: (a lead's page, an expert's page), each with its title
+TILE_PAGES = {
+    "Event logs": (("coverage", "Coverage"), ("variants", "Variant explorer")),
+    "Tasks": (("tasks", "Tasks"), ("queue", "My queue")),
+    "Review rounds": (("rounds", "Rounds"), ("queue", "My queue")),
+    "Ratings": (("dashboard", "Dashboard"), ("queue", "My queue")),
+}
+
 user = require(Role.expert, Role.lead)
 st.title("itsmreview")
 st.markdown(
@@ -22,6 +30,8 @@ with session_scope() as session:
 columns = st.columns(4)
 for column, (label, value) in zip(columns, counts.items(), strict=False):
     column.metric(label, f"{value:,}")
+    page, title = TILE_PAGES[label][user.role == Role.expert]
+    column.page_link(f"views/{page}.py", label=title, icon=":material/arrow_forward:")
 st.subheader("Where to start")
 if user.role == Role.expert:
     st.markdown(

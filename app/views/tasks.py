@@ -8,6 +8,7 @@ from itsmreview.review.ratings.checks import checks_of_version
 from itsmreview.review.ratings.expert_view import rating_history, turn_notes_of_task
 from itsmreview.review.repair.service import repair_iterations
 from itsmreview.ui.auth import require
+from itsmreview.ui.links import linked_filters
 from itsmreview.ui.rating import provenance_card
 from itsmreview.ui.tables import readable, show_table
 from itsmreview.ui.text import label as show_field
@@ -32,6 +33,20 @@ TABLE_COLUMNS = [
     "repairs",
     "log",
 ]
+# each filter of task_table by the key of its widget
+FILTER_KEYS = {
+    name: f"tasks-{name}"
+    for name in (
+        "personas",
+        "tracks",
+        "statuses",
+        "text",
+        "variant_key",
+        "difficulties",
+        "user_types",
+        "backbones",
+    )
+}
 
 user = require(Role.lead)
 st.title("Tasks")
@@ -41,34 +56,43 @@ with session_scope() as session:
 if not choices["persona"]:
     st.info("The catalog is empty: `itsmreview tasks import PATH` or the Imports page.")
     st.stop()
+linked = linked_filters()
+if linked is not None:  # a link's filters (from Coverage, a variant, a persona) replace the page's
+    for name in FILTER_KEYS.values():
+        st.session_state.pop(name, None)
+    st.session_state[FILTER_KEYS["personas"]] = [
+        p for p in linked["personas"] if p in choices["persona"]
+    ]
+    st.session_state[FILTER_KEYS["variant_key"]] = (
+        linked["variant_key"] if linked["variant_key"] in variants else None
+    )
+    st.session_state.pop("task-table", None)  # the first task of the list opens
 filters = st.columns(5)
-personas = filters[0].multiselect("Persona", choices["persona"])
-tracks = filters[1].multiselect("Track", choices["track"])
-statuses = filters[2].multiselect("Status", choices["status"])
-text = filters[3].text_input("Search id or title")
-variant = filters[4].selectbox(
-    "Source variant", [None, *variants], format_func=lambda k: "any" if k is None else variants[k]
+filters[0].multiselect("Persona", choices["persona"], key=FILTER_KEYS["personas"])
+filters[1].multiselect("Track", choices["track"], key=FILTER_KEYS["tracks"])
+filters[2].multiselect("Status", choices["status"], key=FILTER_KEYS["statuses"])
+filters[3].text_input("Search id or title", key=FILTER_KEYS["text"])
+filters[4].selectbox(
+    "Source variant",
+    [None, *variants],
+    format_func=lambda k: "any" if k is None else variants[k],
+    key=FILTER_KEYS["variant_key"],
 )
 authoring = st.columns(3)
-difficulties = authoring[0].multiselect(
-    "Difficulty", choices["difficulty"], help="easy, medium, hard (L1-L3 as imported)"
+authoring[0].multiselect(
+    "Difficulty",
+    choices["difficulty"],
+    help="easy, medium, hard (L1-L3 as imported)",
+    key=FILTER_KEYS["difficulties"],
 )
-user_types = authoring[1].multiselect("Simulated user type", choices["user_type"])
-backbones = authoring[2].multiselect(
+authoring[1].multiselect("Simulated user type", choices["user_type"], key=FILTER_KEYS["user_types"])
+authoring[2].multiselect(
     "Simulator backbone",
     choices["simulator_backbone"],
     help="The model behind the simulated actors, from the transcripts' metadata",
+    key=FILTER_KEYS["backbones"],
 )
-chosen_filters = {
-    "personas": personas,
-    "tracks": tracks,
-    "statuses": statuses,
-    "text": text,
-    "variant_key": variant,
-    "difficulties": difficulties,
-    "user_types": user_types,
-    "backbones": backbones,
-}
+chosen_filters = {name: st.session_state[key] for name, key in FILTER_KEYS.items()}
 if st.session_state.get("task-filters") != chosen_filters:
     st.session_state["task-filters"] = chosen_filters
     st.session_state["task-page"] = 1

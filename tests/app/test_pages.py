@@ -39,6 +39,24 @@ def titles(at: AppTest) -> list[str]:
     return [t.value for t in at.title]
 
 
+def follow(at: AppTest, label_start: str) -> AppTest:
+    """Open the page a link (its label starting `label_start`) leads to, with its address."""
+    from urllib.parse import parse_qs
+
+    [link] = [p for p in at.page_link if p.value.startswith(label_start)]
+    at.query_params = parse_qs(link.proto.query_string)
+    return open_page(at, link.proto.page)
+
+
+def task_filters_shown(at: AppTest) -> dict:
+    """The Tasks page's persona and source-variant filters, and its count of tasks."""
+    return {
+        "personas": at.multiselect(key="tasks-personas").value,
+        "variant": at.selectbox(key="tasks-variant_key").value,
+        "tasks": int(at.caption[0].value.split()[0]),
+    }
+
+
 def test_login_page_renders(demo_configured):
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.run()
@@ -281,6 +299,71 @@ def test_variant_explorer_shows_real_cases(demo_configured):
     at.selectbox[1].set_value(2).run()
     assert not at.exception
     assert at.metric[0].value == "#2"
+
+
+def test_the_variant_explorer_opens_the_tasks_that_cover_a_variant(demo_configured):
+    from itsmreview.catalog.task_list import task_table
+    from itsmreview.db import session_scope
+    from itsmreview.sequences import sequence_key
+
+    at = open_page(log_in("lead"), "tasks")  # a filter chosen before the link is followed
+    at.multiselect(key="tasks-tracks").set_value(["single-agent"]).run()
+    at = open_page(at, "variants")
+    rank = next(b for b in at.selectbox if b.label == "Variant")
+    sequence = rank.options[0].split(" cases · ", 1)[1].split(" → ")
+    key = sequence_key(sequence)
+    [link] = at.page_link
+    assert link.value == literal("Open the 1 task(s) that cover this variant")
+    at = follow(at, literal("Open the"))
+    assert titles(at) == ["Tasks"]
+    assert task_filters_shown(at) == {"personas": [], "variant": key, "tasks": 1}
+    assert at.multiselect(key="tasks-tracks").value == []  # the link's filters, no other
+    assert at.query_params == {}  # read once: a filter chosen now is not undone
+    with session_scope() as session:
+        from itsmreview.accounts.queries import user_by_username
+
+        lead = user_by_username(session=session, username="lead")
+        covering = task_table(session=session, actor=lead, variant_key=key).rows
+    assert at.header[0].value == literal(covering.iloc[0]["title"])  # that task, in full
+    at = open_page(at, "variants")
+    next(b for b in at.selectbox if b.label == "Variant").set_value(605).run()
+    assert not at.page_link  # a variant no task declares: a gap, said so
+    assert any(c.value.startswith("No task declares this variant") for c in at.caption)
+    expert = open_page(log_in("expert1"), "variants")
+    assert not expert.page_link and not expert.exception  # the Tasks page is a lead's
+
+
+def test_a_persona_opens_its_tasks_from_completeness_and_coverage(demo_configured):
+    at = open_page(log_in("lead"), "completeness")
+    labels = [link.value for link in at.page_link]
+    assert literal("Open the tasks of L2 resolver") in labels and len(labels) == 4
+    at = follow(at, literal("Open the tasks of L2 resolver"))
+    assert titles(at) == ["Tasks"]
+    shown = task_filters_shown(at)
+    assert shown["personas"] == ["L2 resolver"] and shown["variant"] is None
+    assert 0 < shown["tasks"] < 24
+    assert set(at.dataframe[0].value["Persona"]) == {"L2 resolver"}
+    at = open_page(at, "coverage")
+    assert not at.page_link  # every persona: no link
+    next(b for b in at.selectbox if b.label == "Persona").set_value("Incident manager").run()
+    at = follow(at, literal("Open the tasks of Incident manager"))
+    assert task_filters_shown(at) == {"personas": ["Incident manager"], "variant": None, "tasks": 6}
+
+
+def test_the_home_tiles_open_their_pages(demo_configured):
+    at = open_page(log_in("lead"), "home")
+    assert [m.label for m in at.metric] == ["Event logs", "Tasks", "Review rounds", "Ratings"]
+    links = [(link.value, link.proto.page) for link in at.page_link]
+    assert links == [
+        ("Coverage", "coverage"),
+        ("Tasks", "tasks"),
+        ("Rounds", "rounds"),
+        ("Dashboard", "dashboard"),
+    ]
+    assert titles(follow(at, "Rounds")) == ["Review rounds"]
+    expert = open_page(log_in("expert1"), "home")
+    links = [(link.value, link.proto.page) for link in expert.page_link]
+    assert links == [("Variant explorer", "variants")] + [("My queue", "queue")] * 3
 
 
 def test_dashboard_of_a_large_round_renders_while_agreement_is_computed(
