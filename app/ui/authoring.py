@@ -9,6 +9,7 @@ from itsmreview.review.dashboard.service import GROUPINGS, round_authoring
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.gate.service import current_gate
 from itsmreview.review.repair.service import (
+    acceptance_outcome,
     decide_proposal,
     feedback,
     feedback_markdown,
@@ -92,6 +93,9 @@ def _groups(figures: dict, scale: tuple[float, float]) -> None:
     )
 
 
+CONFIRMING = "proposal-confirming"  # the proposal whose acceptance is being confirmed
+
+
 def _proposals(user, round_name: str, count: int) -> None:
     shown = st.expander(
         f"Proposed resolutions to decide ({count})", key="open-proposals", on_change="rerun"
@@ -109,18 +113,61 @@ def _proposals(user, round_name: str, count: int) -> None:
                 f"**{literal(row.task)} v{row.version}** · {literal(row.expert)}: "
                 f"{literal(row.description)}"
             )
+            if st.session_state.get(CONFIRMING) == row.id:
+                _confirm_acceptance(user, int(row.id))
+                continue
             left, right, _ = st.columns([1, 1, 4])
-            for column, accept, text in ((left, True, "Accept"), (right, False, "Dismiss")):
-                if column.button(text, key=f"proposal-{row.id}-{text}") and (
-                    perform(decide_proposal, actor=user, proposal_id=int(row.id), accept=accept)
-                    is not FAILED
-                ):
-                    announce(
-                        f"Accepted: {row.task} has a new version with it."
-                        if accept
-                        else "Proposal dismissed."
-                    )
-                    st.rerun()
+            if left.button("Accept…", key=f"proposal-{row.id}-Accept"):
+                st.session_state[CONFIRMING] = int(row.id)  # what it does, told before it is done
+                st.rerun()
+            if right.button("Dismiss", key=f"proposal-{row.id}-Dismiss") and (
+                perform(decide_proposal, actor=user, proposal_id=int(row.id), accept=False)
+                is not FAILED
+            ):
+                announce("Proposal dismissed.")
+                st.rerun()
+
+
+def _outcome_text(outcome) -> str:
+    new, old = f"version {outcome.new_version}", f"version {outcome.version}"
+    made = (
+        f"Accepting makes {new} of {literal(outcome.task)}: {old} with this end state among "
+        "its other acceptable ones. "
+    )
+    if outcome.rounds:
+        where = ", ".join(literal(name) for name in outcome.rounds)
+        return made + (
+            f"{new.capitalize()} takes the place of {old} in review in {where}: experts rate "
+            f"it anew there; the ratings and decision of {old} stay with {old}."
+        )
+    return made + (
+        f"{new.capitalize()} is a **draft outside every round**: no expert rates it until a "
+        "round is opened over it (Rounds), and no export takes it before it is approved."
+    )
+
+
+def _confirm_acceptance(user, proposal_id: int) -> None:
+    with session_scope() as session:
+        outcome = acceptance_outcome(session=session, actor=user, proposal_id=proposal_id)
+    st.warning(_outcome_text(outcome))
+    left, right, _ = st.columns([2, 1, 3])
+    if left.button(
+        f"Accept: make version {outcome.new_version}",
+        type="primary",
+        key=f"proposal-{proposal_id}-confirm",
+    ):
+        st.session_state.pop(CONFIRMING, None)
+        if perform(decide_proposal, actor=user, proposal_id=proposal_id, accept=True) is not FAILED:
+            where = (
+                "in review in " + ", ".join(literal(name) for name in outcome.rounds)
+                if outcome.rounds
+                else "a draft outside every round"
+            )
+            announce(f"Accepted: {literal(outcome.task)} v{outcome.new_version}, {where}.")
+            st.rerun()
+    if right.button("Cancel", key=f"proposal-{proposal_id}-cancel"):
+        st.session_state.pop(CONFIRMING, None)
+        st.rerun()
 
 
 def _feedback(user, round_name: str, waiting: int) -> None:

@@ -6,6 +6,7 @@ resolutions, which a lead accepts into the task's next version or dismisses."""
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
@@ -410,6 +411,55 @@ def _carry_review(
         )
 
 
+def _undecided_proposal(session: Session, proposal_id: int) -> ResolutionProposal:
+    """The proposal, still waiting for a lead. Raises NotFound or Conflict."""
+    proposal = session.get(ResolutionProposal, proposal_id)
+    if proposal is None:
+        raise NotFound(f"no proposal {proposal_id}")
+    if proposal.status != ProposalStatus.proposed:
+        raise Conflict(f"proposal {proposal_id} is {proposal.status} already")
+    return proposal
+
+
+@dataclass(frozen=True)
+class AcceptanceOutcome:
+    """What accepting a proposal does: the task's next version (`new_version`, following its
+    newest, `version`) and the open rounds that version joins in review, to be rated there
+    (none: it is a draft outside every round until a round is opened over it)."""
+
+    task: str
+    version: int
+    new_version: int
+    rounds: list[str]
+
+
+def acceptance_outcome(*, session: Session, actor: User, proposal_id: int) -> AcceptanceOutcome:
+    """What `decide_proposal(..., accept=True)` would do, told before it is done: the rounds
+    are those `requeue_revisions` and `_carry_review` put the new version into. Leads only.
+    Raises NotFound or Conflict (decided already)."""
+    require_role(actor, Role.lead)
+    proposal = _undecided_proposal(session, proposal_id)
+    task = session.get(Task, session.get(TaskVersion, proposal.task_version_id).task_id)
+    newest = catalog_queries.latest_version(session=session, task_id=task.id)
+    joined = {
+        round_id
+        for _, round_id, _ in queries.revisions_of_task(
+            session=session, task_id=task.id, before_version=newest.version + 1
+        )
+    }
+    if newest.status != TaskStatus.draft:
+        joined |= set(
+            ratings_queries.open_rounds_of_versions(session=session, task_version_ids=[newest.id])
+        )
+    rounds = [session.get(ReviewRound, round_id) for round_id in joined]
+    return AcceptanceOutcome(
+        task=task.external_id,
+        version=newest.version,
+        new_version=newest.version + 1,
+        rounds=sorted(r.name for r in rounds if r.status == RoundStatus.open),
+    )
+
+
 def decide_proposal(
     *, session: Session, actor: User, proposal_id: int, accept: bool, reason: str = ""
 ) -> ResolutionProposal:
@@ -418,11 +468,7 @@ def decide_proposal(
     newest version in its open rounds (a repair iteration where that one needs revision),
     in review: an acceptance never turns a task under review into a draft."""
     require_role(actor, Role.lead)
-    proposal = session.get(ResolutionProposal, proposal_id)
-    if proposal is None:
-        raise NotFound(f"no proposal {proposal_id}")
-    if proposal.status != ProposalStatus.proposed:
-        raise Conflict(f"proposal {proposal_id} is {proposal.status} already")
+    proposal = _undecided_proposal(session, proposal_id)
     proposal.status = ProposalStatus.accepted if accept else ProposalStatus.dismissed
     proposal.decided_by_id = actor.id
     proposal.decided_at = utcnow()

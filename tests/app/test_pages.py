@@ -1369,9 +1369,19 @@ def test_an_expert_reads_the_target_state_diff_while_rating(demo_configured):
     lead.session_state["open-proposals"] = True
     lead.run()
     assert any("self\\-service portal" in m.value for m in lead.markdown)
-    lead.button(key=next(b.key for b in lead.button if b.label == "Accept")).click().run()
+    lead.button(key=next(b.key for b in lead.button if b.label == "Accept…")).click().run()
+    # what accepting does, told before it is done: nothing is made yet
+    assert not lead.exception and _newest_status(task)[2] == 1
+    [told] = [w.value for w in lead.warning if w.value.startswith("Accepting makes")]
+    assert told.startswith(f"Accepting makes version 2 of {literal(task)}: version 1 with this")
+    assert "Version 2 takes the place of version 1 in review in Demo round 1: experts " in told
+    lead.button(key=next(b.key for b in lead.button if b.label == "Cancel")).click().run()
+    assert not [w for w in lead.warning if w.value.startswith("Accepting makes")]
+    lead.button(key=next(b.key for b in lead.button if b.label == "Accept…")).click().run()
+    confirm = next(b for b in lead.button if b.label == "Accept: make version 2")
+    lead.button(key=confirm.key).click().run()
     assert not lead.exception and not lead.error, [e.value for e in lead.error]
-    assert toasts(lead) == [f"Accepted: {task} has a new version with it."]
+    assert toasts(lead) == [f"Accepted: {literal(task)} v2, in review in Demo round 1."]
     # the task was under review: its new version carries the review on, never a draft
     assert _newest_status(task) == ("in_review", "in_review", 2)
 

@@ -20,6 +20,8 @@ from itsmreview.review.ratings.checks import import_checks
 from itsmreview.review.ratings.service import submit_rating
 from itsmreview.review.repair import queries as repair_queries
 from itsmreview.review.repair.service import (
+    AcceptanceOutcome,
+    acceptance_outcome,
     decide_proposal,
     feedback,
     import_path,
@@ -391,6 +393,9 @@ def test_a_lead_accepts_a_proposed_resolution_into_the_next_version(session):
         session=session, actor=experts[0], assignment_id=assignment.id, description="No."
     )
     decide_proposal(session=session, actor=lead, proposal_id=second.id, accept=False)
+    # told before it is done: version 2, in review in the round
+    told = acceptance_outcome(session=session, actor=lead, proposal_id=first.id)
+    assert told == AcceptanceOutcome(task="t0", version=1, new_version=2, rounds=["R"])
     decide_proposal(session=session, actor=lead, proposal_id=first.id, accept=True, reason="ok")
     task = session.exec(select(Task)).one()
     newest = session.exec(select(TaskVersion).where(TaskVersion.version == 2)).one()
@@ -410,6 +415,26 @@ def test_a_lead_accepts_a_proposed_resolution_into_the_next_version(session):
     }
     with pytest.raises(Exception, match="accepted already"):
         decide_proposal(session=session, actor=lead, proposal_id=first.id, accept=True)
+
+
+def test_accepting_after_the_round_closed_is_told_to_make_a_draft_and_makes_one(session):
+    from itsmreview.review.rounds.assignment import close_round
+
+    lead, experts = _people(session)
+    _open(session, lead, experts, "itsm-realism", 1)
+    assignment = session.exec(select(Assignment).where(Assignment.expert_id == experts[0].id)).one()
+    proposal = propose_resolution(
+        session=session, actor=experts[0], assignment_id=assignment.id, description="Resolve."
+    )
+    close_round(session=session, actor=lead, round_name="R")
+    told = acceptance_outcome(session=session, actor=lead, proposal_id=proposal.id)
+    assert told == AcceptanceOutcome(task="t0", version=1, new_version=2, rounds=[])
+    decide_proposal(session=session, actor=lead, proposal_id=proposal.id, accept=True)
+    newest = session.exec(select(TaskVersion).where(TaskVersion.version == 2)).one()
+    assert newest.status == "draft"
+    assert not session.exec(select(RoundTask).where(RoundTask.task_version_id == newest.id)).all()
+    with pytest.raises(Exception, match="accepted already"):
+        acceptance_outcome(session=session, actor=lead, proposal_id=proposal.id)
 
 
 def test_difficulty_user_type_and_backbone_are_stored_for_filters(session):
