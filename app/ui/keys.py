@@ -2,8 +2,9 @@
 
 The rubric is an `st.form`, so choosing a scale point reruns nothing. This script, mounted once
 on the page, adds what the form cannot: number keys choose a point of the focused item and move
-to the next one, Enter submits, and a moment after the last change the form's "Keep draft"
-button is pressed so that the draft reaches the database (a rerun of the rubric alone).
+to the next one, Tab skips the items' help buttons, Enter submits, and a moment after the last
+change the form's "Keep draft" button is pressed so that the draft reaches the database (a
+rerun of the rubric alone).
 It reads no task text and writes no HTML.
 """
 
@@ -76,6 +77,18 @@ export default function ({ data }) {
     }
     soon();
   };
+  // an item's help ("?") is for the mouse: Tab goes from one item to the next, never to the
+  // next item's help, whose tooltip would cover the page and swallow the digits typed next
+  const skipHelp = () => {
+    if (!root()) return;
+    for (const help of root().querySelectorAll(
+      "[data-testid=stTooltipIcon] button, [data-testid=stTooltipIcon] [tabindex]"
+    ))
+      if (help.getAttribute("tabindex") !== "-1") help.setAttribute("tabindex", "-1");
+  };
+  const drawn = new MutationObserver(skipHelp);  // the form's elements are redrawn by each run
+  drawn.observe(document.body, { childList: true, subtree: true });
+  skipHelp();
   // a new task opens at its top, its first item focused for the keys; the page may still be
   // drawing (its elements replaced once the run ends), so look again until the focus holds
   const top = () => {
@@ -114,6 +127,7 @@ export default function ({ data }) {
   return () => {
     clearInterval(settle);
     watch.disconnect();
+    drawn.disconnect();
     quiet();
     document.removeEventListener("keydown", onKey, true);
     document.removeEventListener("change", onChange, true);

@@ -290,6 +290,46 @@ def test_an_expert_rates_a_task_with_the_keyboard_alone(server, browser, tmp_pat
     _screenshot(browser, tmp_path, "keyboard.png")
 
 
+FOCUSED_ITEM = (
+    "return document.activeElement.closest('[role=radiogroup]')?.getAttribute('aria-label')"
+)
+CHOSEN = (
+    "return [...document.querySelectorAll('.st-key-rubric [role=radiogroup]')].map(g => "
+    "[...g.querySelectorAll('input[type=radio]')].findIndex(r => r.checked) + 1)"
+)
+
+
+def test_tab_skips_an_item_to_the_next_one_not_to_its_help(server, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _log_in(browser, server, "expert1")
+    _wait_for_heading(browser, "My queue")
+    wait = WebDriverWait(browser, 45)
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your rating"))
+    wait.until(lambda b: b.switch_to.active_element.get_attribute("type") == "radio")
+    groups = browser.find_elements(By.CSS_SELECTOR, ".st-key-rubric [role=radiogroup]")
+    labels = [g.get_attribute("aria-label") for g in groups]
+    helps = browser.find_elements(By.CSS_SELECTOR, ".st-key-rubric [data-testid=stTooltipIcon]")
+    assert len(helps) >= 8  # each scored item keeps its "?" for the mouse
+    before = browser.execute_script(CHOSEN)
+    assert browser.execute_script(FOCUSED_ITEM) == labels[0]
+    ActionChains(browser).send_keys(Keys.TAB).perform()  # leave the first item as it is
+    assert browser.execute_script(FOCUSED_ITEM) == labels[1], (
+        browser.switch_to.active_element.get_attribute("aria-label")
+    )
+    ActionChains(browser).send_keys("4").perform()  # the digit rates the item Tab went to
+    chosen = browser.execute_script(CHOSEN)
+    assert chosen[:2] == [before[0], 4] and chosen[2:] == before[2:]
+    assert browser.execute_script(FOCUSED_ITEM) == labels[2]
+    ActionChains(browser).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+    assert browser.execute_script(FOCUSED_ITEM) == labels[1]  # back, past no help either
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=stTooltipContent]")
+
+
 def test_a_draft_is_kept_a_moment_after_a_change(server, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
