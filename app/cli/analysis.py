@@ -177,11 +177,11 @@ def _echo_delphi(report: dict, as_json: bool) -> None:
             + ("" if changed is None else f", {changed:.1%} changed")
             + f", {len(phase['not_converged'])} task item(s) beyond the IQR limit"
         )
-        for item, f in phase["items"].items():
-            a = "undefined" if f["alpha"] is None else f"{f['alpha']:.3f}"
+        rows = [*phase["items"].items(), ("overall", phase["overall"])]
+        for item, f in rows if phase["items"] else ():
             w = "-" if f["kendalls_w"] is None else f"{f['kendalls_w']:.3f}"
             typer.echo(
-                f"  {item:<28} alpha {a:>9}  median IQR {f['median_iqr']:.2f}  "
+                f"  {item:<28} alpha {_figure(f):>24}  median IQR {f['median_iqr']:.2f}  "
                 f"within {f['within_iqr']:.0%}  W {w}"
             )
 

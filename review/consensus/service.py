@@ -169,27 +169,53 @@ def refresh_spreads(session: Session, delphi: DelphiRound, tasks: list[int]) -> 
     )
 
 
+BOOTSTRAP = 1000  # resamples of an alpha's interval, as the ordinary round's agreement
+
+
+def _alpha_figures(values: np.ndarray) -> dict:
+    """Alpha (interval level) of raters x units with its 95% bootstrap interval (seeded)."""
+    found = alpha(values, "interval", bootstrap=BOOTSTRAP, seed=0)
+    named = (("alpha", found.value), ("ci_low", found.ci_low), ("ci_high", found.ci_high))
+    rounded = {
+        key: None if value is None or np.isnan(value) else round(value, 6) for key, value in named
+    }
+    return {**rounded, "alpha_reason": found.reason}
+
+
 def _phase_figures(answers: pd.DataFrame, delphi: DelphiRound) -> dict:
-    """Per item: alpha, the median and share-within-limit of the per-task IQRs, Kendall's W
-    over the experts who answered every task; and the tasks x items not converged."""
-    out, open_items = {}, []
+    """Per item: alpha with its interval, the median and share-within-limit of the per-task
+    IQRs, Kendall's W over the experts who answered every task; overall the same over every
+    task item at once (alpha and W with each task item a unit); and the tasks x items not
+    converged."""
+    out, open_items, all_spreads = {}, [], []
     for item, rows in answers.groupby("item", sort=True):
         # experts x tasks; one answer a cell (the table's unique key, per phase)
         matrix = rows.pivot(index="expert_id", columns="task_version_id", values="score")
         values = matrix.to_numpy(dtype=float)
-        found = alpha(values, "interval")
         spreads = pd.Series(interquartile_ranges(values), index=matrix.columns)
+        all_spreads.append(spreads.to_numpy())
         wide = spreads[spreads > delphi.iqr_max]
         open_items += [(int(t), item) for t in wide.index]
         out[item] = {
-            "alpha": None if found.value is None else round(found.value, 6),
-            "alpha_reason": found.reason,
+            **_alpha_figures(values),
             "median_iqr": round(float(spreads.median()), 6),
             "within_iqr": round(float((spreads <= delphi.iqr_max).mean()), 6),
             "kendalls_w": _item_w(matrix),
             "tasks": int(spreads.size),
         }
-    return {"items": out, "not_converged": open_items}
+    overall = {}
+    if out:
+        units = answers.assign(unit=answers["task_version_id"].astype(str) + "/" + answers["item"])
+        matrix = units.pivot(index="expert_id", columns="unit", values="score")
+        spreads = np.concatenate(all_spreads)
+        overall = {
+            **_alpha_figures(matrix.to_numpy(dtype=float)),
+            "median_iqr": round(float(np.median(spreads)), 6),
+            "within_iqr": round(float((spreads <= delphi.iqr_max).mean()), 6),
+            "kendalls_w": _item_w(matrix),
+            "task_items": int(spreads.size),
+        }
+    return {"items": out, "overall": overall, "not_converged": open_items}
 
 
 def _item_w(matrix: pd.DataFrame) -> float | None:

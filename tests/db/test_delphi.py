@@ -185,6 +185,17 @@ def test_a_delphi_round_converges_after_one_revision(panel, tmp_path):
         assert figures["items"][item]["alpha"] == pytest.approx(expected, abs=1e-6)
         assert figures["items"][item]["kendalls_w"] == pytest.approx(_kendall_w(data), abs=1e-6)
     assert one["items"][item]["within_iqr"] == pytest.approx(2 / 3, abs=1e-6)
+    # overall: every task item a unit (here each expert scored all items of a task alike)
+    for figures, data in ((one, before), (two, after)):
+        pooled = np.repeat(data, items, axis=1)
+        expected = krippendorff.alpha(reliability_data=pooled, level_of_measurement="interval")
+        overall = figures["overall"]
+        assert overall["alpha"] == pytest.approx(expected, abs=1e-6)
+        assert overall["kendalls_w"] == pytest.approx(_kendall_w(pooled), abs=1e-6)
+        assert overall["task_items"] == 3 * items
+        assert overall["ci_low"] <= overall["ci_high"]
+        assert all(f["ci_low"] is not None for f in figures["items"].values())
+    assert one["overall"]["within_iqr"] == pytest.approx(2 / 3, abs=1e-6)
     listed = json.loads(run("round", "list", "--json").stdout)
     assert [(r["mode"], r["phase"], r["stage"]) for r in listed] == [("delphi", 2, "closed")]
     with session_scope() as session:
