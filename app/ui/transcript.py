@@ -84,7 +84,9 @@ def render_transcript(messages: list[dict], *, page_size: int = 60, key: str = "
             for index, call in enumerate(message.get("tool_calls") or []):
                 result = results.get((turn, index))
                 by = f" (requested by {call['requested_by']})" if call.get("requested_by") else ""
-                with st.expander(f"tool call: {literal(call.get('name'))}{literal(by)}"):
+                # a tool's name is an identifier: shown as code, as its arguments are
+                name = str(call.get("name")).replace("`", "'")
+                with st.expander(f"tool call: `{name}`{literal(by)}"):
                     st.code(
                         json.dumps(call.get("arguments", {}), indent=2, ensure_ascii=False),
                         language="json",

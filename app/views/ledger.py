@@ -24,6 +24,7 @@ from itsmreview.ui.cache import background_note, in_background
 from itsmreview.ui.charts import NO_TOOLBAR
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
+from itsmreview.ui.words import words
 
 PAGE_SIZE = 200
 ALL = "(all)"
@@ -43,7 +44,7 @@ if summary["fields"]:
     st.subheader("Task fields by source")
     long = pd.DataFrame(
         [
-            {"field": row["field"], "source": kind, "tasks": row[kind]}
+            {"field": words(row["field"]), "source": kind, "tasks": row[kind]}
             for row in summary["fields"]
             for kind in COLOURS
         ]
