@@ -10,6 +10,8 @@ Chromium through Selenium, as an expert would:
   fast as the browser takes them: the time, the script runs and the time spent waiting
   for one;
 - a reload: the time to a usable page, and whether the expert is still logged in;
+- a submit (of the draft kept after the keyboard rating): from the click on "Submit rating"
+  to the next task open with its first item focused;
 - a lead's round over 1,000 new draft tasks from the Rounds page: from the click on "Open
   round over 1000 task(s)" to its confirmation, against a rerun of the same page.
 
@@ -291,6 +293,7 @@ def measure(url: str, repeats: int, folder: Path, tag: str) -> dict[str, list[fl
             "keyboard runs",
             "keyboard waiting",
             "reload",
+            "submit to the next task",
             "draft rerun (baseline)",
         )
     }
@@ -344,6 +347,15 @@ def measure(url: str, repeats: int, folder: Path, tag: str) -> dict[str, list[fl
             driver.refresh()
             _ready(driver)
             out["reload"].append(time.perf_counter() - start)
+            # the kept draft is whole: submit it; the next task opens with its first item
+            # focused (its address names the task)
+            before = driver.current_url
+            submit = driver.find_element(By.XPATH, "//button[.//p[text()='Submit rating']]")
+            start = time.perf_counter()
+            submit.click()
+            wait.until(lambda d, was=before: d.current_url != was)
+            _ready(driver)
+            out["submit to the next task"].append(time.perf_counter() - start)
         finally:
             driver.quit()
     return out
@@ -481,6 +493,7 @@ def main() -> None:
         "click",
         "keyboard rating",
         "reload",
+        "submit to the next task",
     )
     for name in (*names, "draft rerun (baseline)"):
         print(f"{name:<36}{_median(out[name])}")
