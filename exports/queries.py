@@ -170,10 +170,14 @@ def raters_and_rubrics(*, session: Session, version_ids: list[int]) -> tuple[set
 
 def ratings_of(*, session: Session, version_ids: list[int]) -> pd.DataFrame:
     """Current submitted ratings of a batch of versions (passed as one parameter), with
-    their round's name."""
+    their marks of dimensions that do not apply and their round's name."""
     return frame_of(
         session,
-        select(*review_queries.rating_columns(), ReviewRound.name.label("round"))
+        select(
+            *review_queries.rating_columns(),
+            Rating.not_applicable,
+            ReviewRound.name.label("round"),
+        )
         .join(ReviewRound, ReviewRound.id == Rating.round_id)
         .where(*_current_of(session, version_ids))
         .order_by(Rating.id),

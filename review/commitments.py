@@ -22,7 +22,10 @@ def adjudication_content(adjudication: Adjudication) -> dict:
 
 
 def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:
-    """What a submitted rating's ledger entry commits to: every judgement in it."""
+    """What a submitted rating's ledger entry commits to: every judgement in it. The marks
+    of dimensions that do not apply ({dimension: reason}) only when there are any, so that the
+    content of a rating without them is what it was before they existed."""
+    marks = rating.not_applicable
     return {
         "task_version_id": rating.task_version_id,
         "round_id": rating.round_id,
@@ -34,6 +37,7 @@ def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:
         "comment": rating.comment or "",
         "confidence": rating.confidence,
         "scores": {k: (None if v is None else float(v)) for k, v in sorted(scores.items())},
+        **({"not_applicable": dict(sorted(marks.items()))} if marks else {}),
     }
 
 

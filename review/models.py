@@ -133,6 +133,10 @@ class Rating(SQLModel, table=True):
     # the scores packed in the rubric's dimension order (review.scorevector); None on rows
     # written without it, which agreement then reads from rating_scores
     score_vector: bytes | None = Field(default=None, sa_type=LargeBinary)
+    # optional dimensions the expert marked as not applying to the task, with the reason:
+    # {dimension: reason}; their scores stay empty (missing in alpha, the gate and exports).
+    # None when nothing is marked
+    not_applicable: dict[str, str] | None = Field(default=None, sa_type=JSON(none_as_null=True))
 
 
 class RatingScore(SQLModel, table=True):

@@ -72,17 +72,37 @@ def variant_panel(view: AssignmentView) -> None:
 SUBMIT_LABEL = "Submit rating"
 DRAFT_LABEL = "Keep draft"
 RUBRIC_CONTAINER = "rubric"
+NOT_APPLICABLE = "n/a"  # an optional item's last choice: it asks for a reason, not a score
+NOT_APPLICABLE_LABEL = "Not applicable"
 
 
 def _answers(view: AssignmentView, key: str) -> dict:
     state = st.session_state
+    chosen = {d.key: state.get(f"{key}-{d.key}") for d in view.rubric.dimensions}
     return {
-        "scores": {d.key: state.get(f"{key}-{d.key}") for d in view.rubric.dimensions},
+        "scores": {k: None if v == NOT_APPLICABLE else v for k, v in chosen.items()},
         "verdict": state.get(f"{key}-verdict"),
         "flags": state.get(f"{key}-flags") or [],
         "comment": state.get(f"{key}-comment") or "",
         "confidence": state.get(f"{key}-confidence"),
+        "not_applicable": {
+            k: state.get(f"{key}-{k}-why") or "" for k, v in chosen.items() if v == NOT_APPLICABLE
+        },
     }
+
+
+def _not_applicable_reason(dimension, key: str, reason: str | None) -> None:
+    """The reason field of an optional item marked not applicable: drawn once the mark is
+    chosen (the form's draft, kept a moment after the change, or a refused submit reruns it)
+    or kept in the draft."""
+    if st.session_state.get(key) != NOT_APPLICABLE:  # the item's choice, drawn just above
+        return
+    st.text_input(
+        f"{dimension.label}: why it does not apply to this task",
+        reason or "",
+        key=f"{key}-why",
+        placeholder="e.g. no simulated colleague takes part in this task",
+    )
 
 
 def _anchors(anchors: dict[int, str]) -> str:
@@ -101,6 +121,42 @@ def _scale(label: str, options: list, current, *, key: str, help: str | None = N
     )
 
 
+def _rubric_item(dimension, key: str, current, marks: dict, *, has_variant: bool) -> None:
+    """One rubric item of the form: its scale (an optional item's last choice is Not
+    applicable, with the reason asked below it), or why it does not apply to the task."""
+    if not dimension.applies(has_source_variant=has_variant):
+        st.markdown(f"**{literal(dimension.label)}**")
+        st.caption(
+            f"Does not apply: {dimension.not_applicable_because()}. Left empty; "
+            "it counts in no agreement figure and no decision."
+        )
+        return
+    low, high = dimension.scale
+    # a nominal scale with a name per point (Pass, Warn, Fail, Blocked) shows the
+    # names, best first: keys 1-4 choose them in that order
+    named = dimension.level == "nominal" and set(dimension.anchors) == set(range(low, high + 1))
+    points = list(range(low, high + 1))[:: -1 if named else 1]
+    names = dimension.anchors if named else {}
+    if not dimension.required:
+        points, names = [*points, NOT_APPLICABLE], {**names, NOT_APPLICABLE: NOT_APPLICABLE_LABEL}
+    if dimension.key in marks:
+        current = NOT_APPLICABLE
+    _scale(
+        dimension.label + ("" if dimension.required else " (optional)"),
+        points,
+        int(current) if isinstance(current, float | int) else current,
+        key=key,
+        help="\n\n".join(
+            filter(None, [dimension.guidance, "" if named else _anchors(dimension.anchors)])
+        ),
+        names=names or None,
+    )
+    if dimension.anchors and not named:
+        st.caption(_anchors(dimension.anchors))
+    if not dimension.required:
+        _not_applicable_reason(dimension, key, marks.get(dimension.key))
+
+
 def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
     """The rubric as one form: choosing a point reruns nothing. Returns ("submit", answers),
     ("draft", answers) or (None, {})."""
@@ -109,6 +165,7 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
     rubric = view.rubric
     saved = view.draft or view.own_rating
     values = (view.draft_scores if view.draft is not None else view.own_scores) or {}
+    marks = (saved.not_applicable if saved is not None else None) or {}
     st.subheader("Your rating")
     if view.draft is not None:
         st.caption("Draft kept: only you see it until you submit.")
@@ -122,33 +179,13 @@ def rating_form(view: AssignmentView) -> tuple[str | None, dict]:
         st.caption(SHORTCUTS)
         has_variant = bool(declared_sequences(view.version.source))  # as submit reads it
         for dimension in rubric.dimensions:
-            if not dimension.applies(has_source_variant=has_variant):
-                st.markdown(f"**{literal(dimension.label)}**")
-                st.caption(
-                    f"Does not apply: {dimension.not_applicable_because()}. Left empty; "
-                    "it counts in no agreement figure and no decision."
-                )
-                continue
-            low, high = dimension.scale
-            current = values.get(dimension.key)
-            # a nominal scale with a name per point (Pass, Warn, Fail, Blocked) shows the
-            # names, best first: keys 1-4 choose them in that order
-            named = dimension.level == "nominal" and set(dimension.anchors) == set(
-                range(low, high + 1)
+            _rubric_item(
+                dimension,
+                f"{key}-{dimension.key}",
+                values.get(dimension.key),
+                marks,
+                has_variant=has_variant,
             )
-            points = list(range(low, high + 1))
-            _scale(
-                dimension.label + ("" if dimension.required else " (optional)"),
-                points[::-1] if named else points,
-                int(current) if current is not None else None,
-                key=f"{key}-{dimension.key}",
-                help="\n\n".join(
-                    filter(None, [dimension.guidance, "" if named else _anchors(dimension.anchors)])
-                ),
-                names=dimension.anchors if named else None,
-            )
-            if dimension.anchors and not named:
-                st.caption(_anchors(dimension.anchors))
         _scale(
             "Overall verdict",
             rubric.verdicts,

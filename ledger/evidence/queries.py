@@ -216,6 +216,7 @@ RATING_FIELDS = (
     Rating.comment,
     Rating.confidence,
     Rating.score_vector,
+    Rating.not_applicable,
 )
 
 

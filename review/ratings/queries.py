@@ -218,10 +218,10 @@ def _submitted_rating(wake: bool):
 WITH rating AS (
     INSERT INTO ratings (assignment_id, round_id, task_version_id, expert_id, rubric_id,
         revision, is_current, status, verdict, flags, comment, confidence, rater_kind,
-        created_at, submitted_at, score_vector)
+        created_at, submitted_at, score_vector, not_applicable)
     VALUES (:assignment_id, :round_id, :task_version_id, :expert_id, :rubric_id, :revision,
         :is_current, :status, :verdict, CAST(:flags AS JSON), :comment, :confidence,
-        :rater_kind, :created_at, :submitted_at, :score_vector)
+        :rater_kind, :created_at, :submitted_at, :score_vector, CAST(:not_applicable AS JSON))
     RETURNING id
 ), scores AS (
     INSERT INTO rating_scores (rating_id, dimension, value)
@@ -270,6 +270,9 @@ def write_submitted_rating(
                     "status": str(values["status"]),
                     "verdict": None if values["verdict"] is None else str(values["verdict"]),
                     "flags": json.dumps(values["flags"]),
+                    "not_applicable": None
+                    if values["not_applicable"] is None
+                    else json.dumps(values["not_applicable"]),
                     "dimensions": list(scores),
                     "score_values": [None if v is None else float(v) for v in scores.values()],
                     "replaced_id": replaced_id,

@@ -67,6 +67,41 @@ def _validate(
         raise InvalidInput(f"unknown flag(s): {', '.join(unknown_flags)}")
 
 
+def not_applicable_marks(
+    definition: RubricDefinition,
+    scores: Mapping[str, float | None],
+    marks: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """The expert's marks of optional dimensions as not applying to the task, {dimension:
+    reason} with each reason trimmed. Raises InvalidInput for a dimension the rubric lacks, a
+    required one (it must be scored), one that also has a score, or an empty reason."""
+    known = {d.key: d for d in definition.dimensions}
+    unknown = sorted(set(marks or {}) - set(known))
+    if unknown:
+        raise InvalidInput(
+            f"unknown rubric dimension(s) marked not applicable: {', '.join(unknown)}"
+        )
+    kept = {}
+    for key, reason in sorted((marks or {}).items()):
+        label = known[key].label
+        if known[key].required:
+            raise InvalidInput(
+                f"dimension {label!r} is required: it cannot be marked not applicable; score it"
+            )
+        if scores.get(key) is not None:
+            raise InvalidInput(
+                f"dimension {label!r} has a score and is marked not applicable: "
+                "keep the score or the mark, not both"
+            )
+        if not (reason or "").strip():
+            raise InvalidInput(
+                f"dimension {label!r} is marked not applicable without a reason: "
+                "say why it does not apply to this task"
+            )
+        kept[key] = reason.strip()
+    return kept
+
+
 def applicable_scores(
     definition: RubricDefinition,
     scores: Mapping[str, float | None],
@@ -163,9 +198,12 @@ def submit_rating(
     flags: Sequence[str] = (),
     comment: str = "",
     confidence: int | None = None,
+    not_applicable: Mapping[str, str] | None = None,
     recompute: bool = True,
 ) -> Rating:
     """Submit the expert's rating of an assignment; a second submit makes a new revision.
+    `not_applicable`: {dimension: reason} of optional dimensions left unscored as not
+    applying to the task (`not_applicable_marks`).
     The rating is queued with its ledger entry for the approval gate (`gate.work`): applied
     in this transaction with the `inline` setting (unless `recompute` is False: the caller
     applies the queue), otherwise by the gate worker once this transaction commits.
@@ -188,8 +226,10 @@ def submit_rating(
     has_variant = not definition.conditional or queries.declares_variant(
         session=session, task_version_id=assignment.task_version_id
     )
+    marks = not_applicable_marks(definition, scores, not_applicable)
     _validate(definition, scores, verdict, flags, has_source_variant=has_variant)
     scores = applicable_scores(definition, scores, has_source_variant=has_variant)
+    scores.update(dict.fromkeys(marks))  # stored empty, like a dimension that does not apply
     now = utcnow()
     resumed = _resumes(session, assignment, review_round, now)
     previous = _replace_earlier(session, rows)
@@ -207,6 +247,7 @@ def submit_rating(
         created_at=now,
         submitted_at=now,
         score_vector=pack([d.key for d in definition.dimensions], scores),
+        not_applicable=marks or None,
     )
     replaced_id = previous[3] if previous is not None and previous[6] == "human" else None
     entry = _submit_entry(actor, review_round, rating, scores, first=previous is None)
@@ -268,9 +309,11 @@ def save_draft(
     flags: Sequence[str] = (),
     comment: str = "",
     confidence: int | None = None,
+    not_applicable: Mapping[str, str] | None = None,
 ) -> Rating:
     """Keep the expert's unfinished answers (one draft per assignment, never counted in
-    agreement, never shown to anyone else). Nothing is validated until submit."""
+    agreement, never shown to anyone else), the marks of dimensions that do not apply with
+    their reasons as typed so far. Nothing is validated until submit."""
     require_role(actor, Role.expert)
     assignment = own_assignment(session=session, actor=actor, assignment_id=assignment_id)
     draft = queries.draft_of(session=session, assignment_id=assignment.id)
@@ -289,6 +332,7 @@ def save_draft(
     draft.flags = sorted(flags)
     draft.comment = comment
     draft.confidence = confidence
+    draft.not_applicable = dict(not_applicable) if not_applicable else None
     draft.created_at = utcnow()
     for row in queries.score_rows(session=session, rating_id=draft.id):
         session.delete(row)

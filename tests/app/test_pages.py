@@ -57,6 +57,11 @@ def task_filters_shown(at: AppTest) -> dict:
     }
 
 
+def _top_score(radio) -> str:
+    """An item's highest point (an optional item's last choice is Not applicable)."""
+    return next(o for o in reversed(radio.options) if o != "Not applicable")
+
+
 def test_login_page_renders(demo_configured):
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.run()
@@ -84,7 +89,7 @@ def test_expert_submits_a_rating_from_the_page(demo_configured):
     at = open_page(log_in("expert1"), "queue")
     before = at.get("progress")[0].value
     for radio in at.radio:
-        radio.set_value(radio.options[-1])
+        radio.set_value(_top_score(radio))
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     [notice] = toasts(at)  # announced, then shown as a toast by the app's rerun
@@ -107,7 +112,7 @@ def test_a_queued_submit_is_shown_waiting_on_the_dashboard_until_applied(
     get_settings.cache_clear()
     at = open_page(log_in("expert1"), "queue")
     for radio in at.radio:
-        radio.set_value(radio.options[-1])
+        radio.set_value(_top_score(radio))
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     lead = log_in("lead")
@@ -845,7 +850,7 @@ def test_an_expert_in_two_rounds_rates_on_in_the_round_they_chose(demo_configure
     assert round_box.options == ["Round 2", "Demo round 1", "Demo consensus round"]
     assert round_box.value == "Demo round 1"  # where the expert's open work is
     for radio in at.radio:
-        radio.set_value(radio.options[-1])
+        radio.set_value(_top_score(radio))
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     [notice] = toasts(at)
@@ -1428,7 +1433,7 @@ def test_a_submit_from_a_tab_drawn_before_the_account_changed_writes_nothing(
 
     at = open_page(log_in("expert1"), "queue")
     for radio in at.radio:
-        radio.set_value(radio.options[-1])
+        radio.set_value(_top_score(radio))
     before = _ratings_of("expert1")
     if change == "deactivate":
         _as_admin(set_active, username="expert1", active=False)
@@ -1659,41 +1664,53 @@ def test_a_lead_imports_by_upload_only_and_an_admin_by_path_too(demo_configured)
     assert len([t for t in at.text_input if t.label.startswith(on_server)]) == 2
 
 
-def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_configured):
-    """A task without a source variant: fidelity is not asked, and the rating submits."""
+def _expert1_takes_a_new_task(task_id: str, title: str, instruction: str, round_name: str):
+    """A task without a source variant in a round of its own for expert1, who opens the queue
+    on that round and takes it; returns the page."""
     from itsmreview.accounts.queries import user_by_username
     from itsmreview.catalog.native import parse_bundle
     from itsmreview.catalog.service import import_tasks
     from itsmreview.catalog.task_list import task_filters
     from itsmreview.db import session_scope
-    from itsmreview.review.models import Rating, ReviewRound
     from itsmreview.review.rounds.service import open_round
     from itsmreview.review.rubrics.service import load_rubric
-    from itsmreview.review.scorevector import unpack
-    from sqlmodel import select
 
-    bare = {
-        "id": "no-variant",
-        "title": "A task from practice alone",
+    task = {
+        "id": task_id,
+        "title": title,
         "persona": "L1 service desk agent",
         "track": "single-agent",
-        "instruction": "Close the duplicate incident.",
+        "instruction": instruction,
     }
     with session_scope() as session:
-        import_tasks(parse_bundle([bare], "t"), session=session)
+        import_tasks(parse_bundle([task], "t"), session=session)
         open_round(
             session=session,
             actor=user_by_username(session=session, username="lead"),
-            name="Practice only",
+            name=round_name,
             rubric=load_rubric(),
-            filters=task_filters(external_ids=["no-variant"]),
+            filters=task_filters(external_ids=[task_id]),
             k=1,
             members=["expert1"],
         )
     at = open_page(log_in("expert1"), "queue")
-    at.selectbox(key="queue-round").set_value("Practice only").run()
+    at.selectbox(key="queue-round").set_value(round_name).run()
     next(b for b in at.button if b.label == "Take the next task").click().run()
     assert not at.exception, at.exception
+    return at
+
+
+def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_configured):
+    """A task without a source variant: fidelity is not asked, and the rating submits."""
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rating, ReviewRound
+    from itsmreview.review.rubrics.service import load_rubric
+    from itsmreview.review.scorevector import unpack
+    from sqlmodel import select
+
+    at = _expert1_takes_a_new_task(
+        "no-variant", "A task from practice alone", "Close the duplicate incident.", "Practice only"
+    )
     fidelity = "Fidelity to the source log variant"
     assert fidelity not in [r.label for r in at.radio]
     assert any(
@@ -1701,7 +1718,7 @@ def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_co
         for c in at.caption
     )
     for radio in at.radio:
-        radio.set_value(radio.options[-1])
+        radio.set_value(_top_score(radio))
     at.button(key=next(b.key for b in at.button if b.label == "Submit rating")).click().run()
     assert not at.error, [e.value for e in at.error]
     with session_scope() as session:
@@ -1714,6 +1731,58 @@ def test_a_dimension_that_does_not_apply_is_shown_as_such_and_left_empty(demo_co
         vector = unpack([rating.score_vector], len(keys))[0]
         assert np.isnan(vector[keys.index("log_fidelity")])
         assert not np.isnan(vector[keys.index("scenario_realism")])
+
+
+def test_an_optional_item_marked_not_applicable_asks_a_reason_and_submits(demo_configured):
+    """The colleague item does not apply: its Not applicable choice asks why; a submit
+    without the reason is refused and keeps the answers; the draft and the rating keep the
+    mark, the item's score stays empty."""
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rating, ReviewRound
+    from itsmreview.review.ratings.queries import scores_of
+    from sqlmodel import select
+
+    at = _expert1_takes_a_new_task(
+        "user-only", "A task with the user alone", "Reset the user's password.", "No colleague"
+    )
+    colleague = "Simulated colleague realism (optional)"
+    scale = {r.label: r for r in at.radio}
+    assert scale[colleague].options[-1] == "Not applicable"
+    assert scale["Scenario realism"].options[-1] != "Not applicable", "a required item"
+    for radio in at.radio:
+        radio.set_value(_top_score(radio))
+    next(r for r in at.radio if r.label == colleague).set_value("Not applicable")
+
+    def press(label):
+        at.button(key=next(b.key for b in at.button if b.label == label)).click().run()
+
+    press("Submit rating")
+    [refused] = [e.value for e in at.error]
+    assert "Simulated colleague realism" in refused and "without a reason" in refused
+    assert next(r for r in at.radio if r.label == colleague).value == "n/a", "input kept"
+    why = "Simulated colleague realism: why it does not apply to this task"
+    [reason] = [t for t in at.text_input if t.label == why]
+    reason.input("only the user takes part")
+    press("Keep draft")
+    assert not at.error, [e.value for e in at.error]
+
+    def ratings(status):
+        with session_scope() as session:
+            rows = session.exec(
+                select(Rating)
+                .join(ReviewRound, ReviewRound.id == Rating.round_id)
+                .where(Rating.status == status, ReviewRound.name == "No colleague")
+            ).all()
+            return [(r, scores_of(session=session, rating_id=r.id)) for r in rows]
+
+    [(draft, _)] = ratings("draft")
+    assert draft.not_applicable == {"simulated_colleague_realism": "only the user takes part"}
+    press("Submit rating")
+    assert not at.error, [e.value for e in at.error]
+    [(rating, scores)] = ratings("submitted")
+    assert rating.not_applicable == {"simulated_colleague_realism": "only the user takes part"}
+    assert scores["simulated_colleague_realism"] is None
+    assert scores["simulated_user_realism"] == 5
 
 
 def test_the_simulator_realism_page_sets_the_demo_simulator_against_its_log(demo_configured):

@@ -143,3 +143,207 @@ def test_a_dimension_that_does_not_apply_is_missing_in_alpha(session):
     assert alpha["scenario_realism"].value == pytest.approx(
         krippendorff.alpha(realism, level_of_measurement="ordinal")
     )
+
+
+# An expert marks an optional dimension not applicable, with a reason (issue 35).
+
+COLLEAGUE = "simulated_colleague_realism"
+NO_COLLEAGUE = "no simulated colleague takes part in this task"
+
+
+def _rate(session, expert, *, colleague=None, marks=None, revise=None):
+    """The expert's next task rated 4 on every required item (or their assignment `revise`
+    rated again), the colleague item scored or marked."""
+    assignment = revise or claim_next(session=session, actor=expert)
+    scores = _scores(4, fidelity=4)
+    scores[COLLEAGUE] = colleague
+    rating = submit_rating(
+        session=session,
+        actor=expert,
+        assignment_id=assignment.id,
+        scores=scores,
+        verdict="accept",
+        not_applicable=marks,
+    )
+    session.commit()
+    return assignment, rating
+
+
+def test_a_mark_is_kept_in_the_draft_and_the_rating_with_its_score_empty(session):
+    from itsmreview.review.ratings.expert_view import assignment_view
+    from itsmreview.review.ratings.service import save_draft
+
+    _, experts = _round(session, [True])
+    expert = experts[0]
+    assignment = claim_next(session=session, actor=expert)
+    save_draft(
+        session=session,
+        actor=expert,
+        assignment_id=assignment.id,
+        scores={"scenario_realism": 4},
+        not_applicable={COLLEAGUE: "no colleague"},
+    )
+    session.commit()
+    view = assignment_view(session=session, actor=expert, assignment_id=assignment.id)
+    assert view.draft.not_applicable == {COLLEAGUE: "no colleague"}
+    assert view.draft_scores == {"scenario_realism": 4}
+    _, rating = _rate(session, expert, marks={COLLEAGUE: f"  {NO_COLLEAGUE} "}, revise=assignment)
+    session.expire_all()
+    view = assignment_view(session=session, actor=expert, assignment_id=assignment.id)
+    assert view.draft is None, "the submit replaced the draft"
+    assert view.own_rating.not_applicable == {COLLEAGUE: NO_COLLEAGUE}, "the reason, trimmed"
+    assert view.own_scores[COLLEAGUE] is None
+    keys = [d.key for d in load_rubric().dimensions]
+    assert np.isnan(unpack([rating.score_vector], len(keys))[0][keys.index(COLLEAGUE)])
+
+
+@pytest.mark.parametrize(
+    ("scores", "marks", "message"),
+    [
+        ({}, {"scenario_realism": "it is not"}, "'Scenario realism' is required: it cannot"),
+        ({}, {COLLEAGUE: "  "}, "marked not applicable without a reason"),
+        ({COLLEAGUE: 3}, {COLLEAGUE: NO_COLLEAGUE}, "has a score and is marked not applicable"),
+        ({}, {"tone": "no"}, "unknown rubric dimension\\(s\\) marked not applicable: tone"),
+    ],
+)
+def test_a_mark_is_refused_on_a_required_or_scored_item_or_without_a_reason(
+    session, scores, marks, message
+):
+    _, experts = _round(session, [True])
+    assignment = claim_next(session=session, actor=experts[0])
+    session.commit()
+    sent = {**_scores(4, fidelity=4), **scores}
+    if "scenario_realism" in marks:
+        sent["scenario_realism"] = None
+    with pytest.raises(InvalidInput, match=message):
+        submit_rating(
+            session=session,
+            actor=experts[0],
+            assignment_id=assignment.id,
+            scores=sent,
+            verdict="accept",
+            not_applicable=marks,
+        )
+
+
+def test_a_marked_item_is_missing_in_alpha_as_krippendorff_computes_it(session):
+    """Three tasks, three experts; the colleague item is marked not applicable on t1 by all
+    three and on t2 by one: its alpha is krippendorff's with those cells NaN."""
+    _, experts = _round(session, [True, True, True])
+    given = {  # task -> each expert's colleague score (None: marked not applicable)
+        "t0": [4, 5, 4],
+        "t1": [None, None, None],
+        "t2": [2, None, 1],
+    }
+    for _ in range(3):
+        for index, expert in enumerate(experts):
+            assignment = claim_next(session=session, actor=expert)
+            value = given[_task_of(session, assignment)][index]
+            _rate(
+                session,
+                expert,
+                colleague=value,
+                marks=None if value is not None else {COLLEAGUE: NO_COLLEAGUE},
+                revise=assignment,
+            )
+    lead = create_user(session=session, username="lead2", role="lead", password="lead-pass")[0]
+    _, items = round_agreement(session=session, actor=lead, round_name="R", bootstrap=0)
+    colleague = next(item.alpha for item in items if item.item == COLLEAGUE)
+    data = np.array(
+        [[np.nan if given[t][e] is None else given[t][e] for t in sorted(given)] for e in range(3)],
+        dtype=float,
+    )
+    assert colleague.units == 2 and colleague.pairable_values == 5
+    assert colleague.value == pytest.approx(
+        krippendorff.alpha(data, level_of_measurement="ordinal")
+    )
+
+
+def test_the_gate_ignores_a_marked_item_and_the_ledger_commits_to_the_mark(session):
+    """Colleague scores 5, 5 and 1 span 4 points: the task goes to a lead. The third expert
+    revises: the item does not apply. The gate drops the spread; `ledger verify` passes, and
+    fails once the stored reason is changed behind the ledger's back."""
+    from itsmreview.ledger.evidence.audit import verify_ledger
+    from itsmreview.review.gate.round_data import load_round
+    from itsmreview.review.gate.service import gate_decisions
+    from itsmreview.review.models import GatePending, Rating
+    from sqlmodel import select
+
+    _, experts = _round(session, [True])
+    _rate(session, experts[0], colleague=5)
+    _rate(session, experts[1], colleague=5)
+    third, _ = _rate(session, experts[2], colleague=1)
+
+    def decision():
+        _, decisions = gate_decisions(session=session, data=load_round(session=session))
+        (only,) = decisions.values()
+        return only
+
+    assert decision().status == "adjudication"
+    assert any(COLLEAGUE in reason for reason in decision().reasons)
+    _, revised = _rate(session, experts[2], marks={COLLEAGUE: NO_COLLEAGUE}, revise=third)
+    assert revised.revision == 2
+    assert not any(COLLEAGUE in reason for reason in decision().reasons)
+    assert decision().status != "adjudication"
+    assert session.exec(select(GatePending)).all() == [], "applied, not held as changed"
+    assert verify_ledger(session=session).ok
+    stored = session.get(Rating, revised.id)
+    stored.not_applicable = {COLLEAGUE: "changed afterwards"}
+    session.add(stored)
+    session.commit()
+    report = verify_ledger(session=session)
+    assert not report.ok
+    assert any(str(revised.id) in str(finding) for finding in report.findings)
+
+
+def test_an_export_carries_the_mark_with_the_value_empty(reviewed, monkeypatch):
+    """One expert revises a rating: the colleague item does not apply. ratings.csv and
+    ratings.jsonl give the item no value and the reason beside it; the Hugging Face config
+    `ratings` loads with the marked row among unmarked ones."""
+    import csv
+    import json
+
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Assignment
+    from sqlmodel import select
+
+    with session_scope() as session:
+        expert = user_by_username(session=session, username="e1")
+        version = session.exec(
+            select(TaskVersion.id).join(Task).where(Task.external_id == "harbor-reset")
+        ).one()
+        assignment = session.exec(
+            select(Assignment).where(
+                Assignment.expert_id == expert.id, Assignment.task_version_id == version
+            )
+        ).one()
+        scores = {d.key: 5 for d in load_rubric().dimensions}
+        scores[COLLEAGUE] = None
+        submit_rating(
+            session=session,
+            actor=expert,
+            assignment_id=assignment.id,
+            scores=scores,
+            verdict="accept",
+            not_applicable={COLLEAGUE: NO_COLLEAGUE},
+        )
+    out = reviewed["tmp"] / "set"
+    reviewed["export"](out, formats=["native", "hf"])
+    rows = [json.loads(line) for line in (out / "evidence/ratings.jsonl").read_text().splitlines()]
+    [marked] = [r for r in rows if r["not_applicable"]]
+    assert (marked["task"], marked["revision"]) == ("harbor-reset", 2)
+    assert marked["not_applicable"] == {COLLEAGUE: NO_COLLEAGUE} and marked[COLLEAGUE] is None
+    assert all(r[COLLEAGUE] == 5 for r in rows if r is not marked and r["task"] == "harbor-reset")
+    with open(out / "evidence/ratings.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    [cell] = [r for r in table if r["not_applicable"]]
+    assert json.loads(cell["not_applicable"]) == {COLLEAGUE: NO_COLLEAGUE}
+    assert cell[COLLEAGUE] == ""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    loaded = datasets.load_dataset(
+        str(out / "tasks/hf"), "ratings", cache_dir=str(reviewed["tmp"] / "cache")
+    )["train"]
+    assert len(loaded) == 12
+    assert [m for m in loaded["not_applicable"] if m] == [{COLLEAGUE: NO_COLLEAGUE}]
