@@ -5,28 +5,10 @@ takes Markdown (headings, labels, captions, toasts, messages), `literal` gives t
 source that renders as the text itself.
 """
 
-import re
-import string
-
 import streamlit as st
+from itsmreview.ui.markup import WORD_JOINER, literal
 
-WORD_JOINER = "\u2060"  # invisible; splits an address so that no link is made of it
-_PUNCTUATION = frozenset(string.punctuation)
-_AUTOLINK_BREAKS = re.compile(r"(?=@)|(?=://)|(?i:(?<=www)(?=\.))")
-
-
-def literal(text: object) -> str:
-    """Markdown that Streamlit renders as `text`: every ASCII punctuation character escaped (no
-    emphasis, links, HTML, `:red[...]` colours, `:smile:` emoji, `:material/...:` icons or `$`
-    maths), and addresses (`http://`, `www.`, `a@b`) split so that none becomes a link.
-
-    >>> literal("**Reset** :smile: $x$")
-    '\\\\*\\\\*Reset\\\\*\\\\* \\\\:smile\\\\: \\\\$x\\\\$'
-    >>> literal("ops@example.org").replace(WORD_JOINER, "|")
-    'ops|\\\\@example\\\\.org'
-    """
-    split = _AUTOLINK_BREAKS.sub(WORD_JOINER, str(text))
-    return "".join("\\" + c if c in _PUNCTUATION else c for c in split)
+__all__ = ["WORD_JOINER", "label", "literal", "show"]
 
 
 def show(text: object) -> None:

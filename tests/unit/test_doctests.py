@@ -23,7 +23,7 @@ MODULES = [
     "itsmreview.files",
     "itsmreview.catalog.queries",
     "itsmreview.ui.transcript",
-    "itsmreview.ui.text",
+    "itsmreview.ui.markup",
     "itsmreview.ui.tables",
     "itsmreview.ui.charts",
     "itsmreview.ui.words",
