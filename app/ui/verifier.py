@@ -20,24 +20,43 @@ def _value(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _changes_table(state: dict) -> None:
+NOT_STATED = "(not stated)"
+
+
+def changes_frame(state: dict) -> pd.DataFrame:
+    """The diff's rows as the page shows them: record, change, field, before, after (and a
+    lock where a field must not change). A changed record's field whose value before the task
+    is not given says so: the task formats that state only the end (EnterpriseOps-Gym's
+    `COUNT(*)` checks, tau2's assertions, without their seed database) leave `before` empty.
+    Values keep their type (a frame built from the rows made 3 of `before` 3.0 and an unknown
+    one NaN)."""
     rows = diff_rows(state)
-    if not rows:
-        return
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, dtype=object)
+    if frame.empty:
+        return frame
     frame["record"] = [
         f"{e} {k}".strip() if k else f"{e} (new record)" if c == "added" else e
         for e, k, c in zip(frame["entity"], frame["key"], frame["change"], strict=True)
     ]
+    frame["before"] = [
+        NOT_STATED if c == "changed" and b is None and f else _value(b)
+        for c, b, f in zip(frame["change"], frame["before"], frame["field"], strict=True)
+    ]
     frame["change"] = frame["change"].map(CHANGE_MARK)
-    frame["before"] = frame["before"].map(_value)
     frame["after"] = frame["after"].map(_value)
     columns = ["record", "change", "field", "before", "after"]
     if frame["must_not_change"].any():  # a change set that touches what it must preserve
         frame["keep"] = frame["must_not_change"].map({True: "🔒", False: ""})
         columns.append("keep")
+    return frame[columns]
+
+
+def _changes_table(state: dict) -> None:
+    frame = changes_frame(state)
+    if frame.empty:
+        return
     text_table(
-        frame[columns],
+        frame,
         {
             "record": "Record",
             "change": "Change",
@@ -47,6 +66,11 @@ def _changes_table(state: dict) -> None:
             "keep": "Must not change",
         },
     )
+    if (frame["before"] == NOT_STATED).any():
+        st.caption(
+            f"{NOT_STATED}: the task gives the value this field must end with, not the value "
+            "it has before (its verifier checks the end state only)."
+        )
 
 
 def state_panel(state: dict | None, alternatives: list[dict] | None) -> None:

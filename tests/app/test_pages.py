@@ -1976,3 +1976,32 @@ def test_an_expert_revises_in_a_delphi_phase_on_the_consensus_page(demo_configur
         trail = revision_trail(session=session, actor=lead, round_name="Demo round 1")
     moved = [r for r in trail if r["changed"]]
     assert [(r["item"], r["reason"]) for r in moved] == [(first, "The log shows longer waits.")]
+
+
+def test_changed_rows_of_the_diff_show_their_before_value():
+    """A changed field shows its value before; one the task does not give says so (the
+    EnterpriseOps-Gym verifier checks the end state only), and numbers stay as written."""
+
+    def app():
+        from itsmreview.ui.verifier import state_panel
+
+        state_panel(
+            {
+                "changes": [
+                    {
+                        "entity": "incident",
+                        "key": "INC0012",
+                        "change": "changed",
+                        "before": {"priority": 3},
+                        "after": {"priority": 2, "state": "Resolved"},
+                    }
+                ]
+            },
+            None,
+        )
+
+    at = AppTest.from_function(app, default_timeout=TIMEOUT).run()
+    [table] = [m.value for m in at.markdown if m.value.startswith("| Record")]
+    assert "| priority | 3 | 2 |" in table  # not 3.0
+    assert f"| state | {literal('(not stated)')} | Resolved |" in table  # not NaN, not empty
+    assert any(c.value.startswith("(not stated): the task gives") for c in at.caption)
