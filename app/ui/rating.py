@@ -1,4 +1,5 @@
-"""Task, source-variant and rubric widgets of the rating page."""
+"""The rubric form and the expert's other inputs on the rating page (turn notes, proposals,
+findings), and a task's provenance card."""
 
 import streamlit as st
 from itsmreview.review.ratings.expert_view import AssignmentView
@@ -6,33 +7,7 @@ from itsmreview.sequences import declared_sequences
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import text_table
-from itsmreview.ui.text import label, literal
-from itsmreview.ui.variant import render_variant, variant_details
-from itsmreview.ui.verifier import checks_panel, state_panel
-
-
-def task_panel(view: AssignmentView) -> None:
-    task, version = view.task, view.version
-    st.subheader(literal(task.title))
-    st.caption(literal(f"{task.persona} · {task.track} · version {version.version}"))
-    if view.newest_version > version.version:
-        st.info(
-            f"The task has changed since it was assigned (now version {view.newest_version}). "
-            f"You rate version {version.version}; your rating stays with it."
-        )
-    for name, text in (
-        ("Instruction", version.instruction),
-        ("Environment", version.environment),
-        ("Ground truth", version.ground_truth),
-        ("Verifier", version.verifier),
-    ):
-        if text:
-            label(name, text)
-    state_panel(view.state, view.alternatives)
-    if view.checks is not None:
-        checks_panel(view.checks)
-    provenance_card(task.external_id)
-
+from itsmreview.ui.text import literal
 
 PROVENANCE_COLUMNS = {
     "field": "Field",
@@ -59,14 +34,6 @@ def provenance_card(external_id: str) -> None:
             st.caption("No source recorded for this task.")
             return
         text_table(card.drop(columns=["about"]), PROVENANCE_COLUMNS)
-
-
-def variant_panel(view: AssignmentView) -> None:
-    st.subheader("Source log variant")
-    if not view.source_sequences:
-        st.info("This task declares no source variant.")
-    for index, detail in enumerate(variant_details(view.source_log, view.source_sequences)):
-        render_variant(detail, key=f"a{view.assignment.id}-v{index}", compact=True)
 
 
 SUBMIT_LABEL = "Submit rating"

@@ -9,6 +9,7 @@ from itsmreview.review.ratings.service import save_draft, submit_rating
 from itsmreview.review.rounds.assignment import claim_next
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
+from itsmreview.ui.evidence import RAW_HELP, RAW_LABEL, evidence_panel, task_header
 from itsmreview.ui.keys import rubric_keys
 from itsmreview.ui.notice import announce
 from itsmreview.ui.rating import (
@@ -19,32 +20,35 @@ from itsmreview.ui.rating import (
     findings_panel,
     proposal_form,
     rating_form,
-    task_panel,
-    turn_note_form,
-    variant_panel,
 )
 from itsmreview.ui.text import literal
-from itsmreview.ui.transcript import render_transcript
+
+PANE_HEIGHT = 560  # px: both panes and the controls above them fit a 1440x900 screen
 
 user = require(Role.expert)
 st.title("My queue")
 with session_scope() as session:
     rounds = expert_rounds(session=session, actor=user)
 round_name = rounds[0] if rounds else None
+# the round, the task and the next one on one line: the panes below start high on the screen
+controls = st.columns([2, 6, 2] if len(rounds) > 1 else [8, 2], vertical_alignment="bottom")
 if len(rounds) > 1:
     asked = st.query_params.get("round")
     if asked not in rounds:  # the round of the expert's open work, else the newest
         with session_scope() as session:
             mine = expert_queue(session=session, actor=user, rated_shown=0).rows
         asked = mine["round"].iloc[0] if len(mine) else rounds[0]
-    round_name = st.selectbox("Round", rounds, index=rounds.index(asked), key="queue-round")
+    round_name = controls[0].selectbox(
+        "Round", rounds, index=rounds.index(asked), key="queue-round"
+    )
     st.query_params["round"] = round_name
 with session_scope() as session:
     queue = expert_queue(session=session, actor=user, round_name=round_name)
-if st.button(
+if controls[-1].button(
     "Take the next task",
     help="Reserve the next task of the round that still needs experts, best matching your "
     "expertise first.",
+    width="stretch",
 ):
     taken = perform(claim_next, actor=user, round_name=round_name)
     if taken is None:
@@ -54,7 +58,6 @@ if st.button(
 if queue.empty:
     st.info("Nothing is assigned to you yet: take the next task above.")
     st.stop()
-st.progress(queue.rated / queue.held, text=f"{queue.rated:,} of {queue.held:,} rated")
 state = {"submitted": "Rated"}
 rows = queue.rows.set_index("assignment_id", drop=False)
 labels = {
@@ -67,7 +70,7 @@ linked = [
     if task == st.query_params.get("task")
 ]
 options = list(labels)
-chosen = st.selectbox(
+chosen = controls[-2].selectbox(
     "Task",
     options,
     format_func=labels.get,
@@ -76,19 +79,16 @@ chosen = st.selectbox(
 st.query_params["task"] = rows.loc[chosen, "task"]
 if queue.rated > (shown := int((queue.rows.status == "submitted").sum())):
     st.caption(f"Listed: your open tasks and the {shown} you rated last.")
+st.progress(queue.rated / queue.held, text=f"{queue.rated:,} of {queue.held:,} rated")
 with session_scope() as session:
     view = assignment_view(session=session, actor=user, assignment_id=chosen)
-left, right = st.columns([3, 2], gap="large")
-with left:
-    task_panel(view)
-    for transcript in view.transcripts:
-        with st.expander(
-            f"Transcript: {literal(transcript.title or transcript.external_id)} "
-            f"({transcript.n_turns} turns)",
-            expanded=True,
-        ):
-            render_transcript(transcript.messages, key=f"tr-{transcript.id}")
-            turn_note_form(view, transcript, user)
+# two panes of a fixed height, side by side: the evidence scrolls in its own, the rubric stays
+# in view in the other (keyed per task, so that a new task opens both at their tops)
+evidence, rubric = st.columns([3, 2], gap="large")
+with evidence, st.container(height=PANE_HEIGHT, key=f"evidence-{chosen}"):
+    task_header(view)
+    raw = st.toggle(RAW_LABEL, key="raw-text", help=RAW_HELP)
+    evidence_panel(view, user, raw=raw)
 
 
 def _next_task(expert, round_name: str) -> tuple[str, str | None]:
@@ -130,8 +130,7 @@ def rate(shown, round_name: str) -> None:
         st.rerun()
 
 
-with right:
-    variant_panel(view)
+with rubric, st.container(height=PANE_HEIGHT, key=f"rating-{chosen}"):
     rate(view, rows.loc[chosen, "round"])
     proposal_form(view, user)
     findings_panel(view, user)

@@ -81,7 +81,7 @@ def test_expert_logs_in_and_lands_on_the_queue(demo_configured):
     assert titles(at) == ["My queue"]
     assert at.selectbox[0].options, "the demo expert has assigned tasks"
     assert at.get("progress")
-    assert any(h.value == "Source log variant" for h in at.subheader)
+    assert any(e.label.startswith("Source log variant (") for e in at.expander)
     assert len(at.radio) >= 8, "rubric dimensions are shown as radio scales"
 
 
@@ -1667,13 +1667,9 @@ def test_a_lead_imports_by_upload_only_and_an_admin_by_path_too(demo_configured)
 def _expert1_takes_a_new_task(task_id: str, title: str, instruction: str, round_name: str):
     """A task without a source variant in a round of its own for expert1, who opens the queue
     on that round and takes it; returns the page."""
-    from itsmreview.accounts.queries import user_by_username
     from itsmreview.catalog.native import parse_bundle
     from itsmreview.catalog.service import import_tasks
-    from itsmreview.catalog.task_list import task_filters
     from itsmreview.db import session_scope
-    from itsmreview.review.rounds.service import open_round
-    from itsmreview.review.rubrics.service import load_rubric
 
     task = {
         "id": task_id,
@@ -1684,15 +1680,15 @@ def _expert1_takes_a_new_task(task_id: str, title: str, instruction: str, round_
     }
     with session_scope() as session:
         import_tasks(parse_bundle([task], "t"), session=session)
-        open_round(
-            session=session,
-            actor=user_by_username(session=session, username="lead"),
-            name=round_name,
-            rubric=load_rubric(),
-            filters=task_filters(external_ids=[task_id]),
-            k=1,
-            members=["expert1"],
-        )
+    return _expert1_takes(task_id, round_name)
+
+
+def _expert1_takes(task_id: str, round_name: str) -> AppTest:
+    """The imported task `task_id` in a round of its own for expert1, who opens the queue on
+    that round and takes it; returns the page."""
+    from demo_rounds import open_round_of_its_own
+
+    open_round_of_its_own(round_name, task_id)
     at = open_page(log_in("expert1"), "queue")
     at.selectbox(key="queue-round").set_value(round_name).run()
     next(b for b in at.button if b.label == "Take the next task").click().run()
@@ -1978,6 +1974,76 @@ def test_an_expert_revises_in_a_delphi_phase_on_the_consensus_page(demo_configur
     assert [(r["item"], r["reason"]) for r in moved] == [(first, "The log shows longer waits.")]
 
 
+def _take_the_eogym_task(real_file) -> AppTest:
+    """The real EnterpriseOps-Gym task (a policy prompt of 1,464 words), imported through the
+    product's importer into a round of its own, open on expert1's rating page."""
+    from itsmreview.catalog.importing import import_path
+    from itsmreview.db import session_scope
+
+    with session_scope() as session:
+        import_path(real_file("tasks", "enterpriseops_gym_itsm_task.json"), session=session)
+    return _expert1_takes("enterpriseops_gym_itsm_task", "Long tasks")
+
+
+def _panes(at: AppTest):
+    """The evidence and the rubric: the two columns whose first child is a pane of a fixed
+    height."""
+    panes = [
+        c
+        for c in at.columns
+        if c.children and getattr(c.children[0].proto, "height_config", None)
+        if c.children[0].proto.height_config.pixel_height > 0
+    ]
+    assert len(panes) == 2, [str(c) for c in at.columns]
+    return panes
+
+
+@pytest.mark.realdata
+def test_the_evidence_and_the_rubric_are_side_by_side(demo_configured, real_file):
+    at = _take_the_eogym_task(real_file)
+    evidence, rubric = _panes(at)
+    assert evidence.proto.weight > rubric.proto.weight  # the evidence is the wider
+    assert not evidence.radio and rubric.radio  # every rubric item is in its own pane
+    assert rubric.radio[0].label == "Scenario realism"
+    assert [b.label for b in rubric.button if b.label.startswith("Submit")] == ["Submit rating"]
+    opened = {e.label: e.proto.expanded for e in evidence.expander}
+    assert opened["Instruction (65 words)"] is True  # short: open
+    assert opened["Environment (1,464 words, 247 lines)"] is False  # the policy prompt: closed
+    assert opened["Expected end state, ground truth and verifier (4 changed fields)"] is True
+    [verifier] = [e for e in evidence.expander if e.label.startswith("Verifier (")]
+    assert verifier.label == "Verifier (53 words, 7 lines)" and verifier.text  # queries as written
+    titles = [e.label.split(" (")[0] for e in evidence.expander]
+    # the diff sits with the ground truth and the verifier, before the variant
+    assert titles.index("Expected end state, ground truth and verifier") < titles.index(
+        "Source log variant"
+    )
+
+
+@pytest.mark.realdata
+def test_the_policy_prompt_is_drawn_as_markdown_or_shown_raw(demo_configured, real_file):
+    at = _take_the_eogym_task(real_file)
+    evidence, _ = _panes(at)
+    [policy] = [e for e in evidence.expander if e.label.startswith("Environment (")]
+    [drawn] = [m.value for m in policy.markdown]
+    assert "| **Manager** (`manager`) |" in drawn  # bold and its table, drawn
+    assert "\n\n| **Manager**" not in drawn  # its rows one table, not a table each
+    assert not policy.text
+    at.toggle(key="raw-text").set_value(True).run()
+    evidence, _ = _panes(at)
+    [policy] = [e for e in evidence.expander if e.label.startswith("Environment (")]
+    assert not policy.markdown and "| :--- | :--- |" in policy.text[0].value  # as written
+
+
+def test_long_sections_are_collapsed_with_their_length(demo_configured):
+    at = open_page(log_in("expert1"), "queue")
+    evidence, _ = _panes(at)
+    [transcript] = [e for e in evidence.expander if e.label.startswith("Transcript: ")]
+    assert re.search(r"\(\d+ turns\)$", transcript.label) and transcript.proto.expanded
+    [instruction] = [e for e in evidence.expander if e.label.startswith("Instruction (")]
+    assert re.fullmatch(r"Instruction \(\d+ words\)", instruction.label)
+    assert instruction.proto.expanded  # short: open
+
+
 def test_changed_rows_of_the_diff_show_their_before_value():
     """A changed field shows its value before; one the task does not give says so (the
     EnterpriseOps-Gym verifier checks the end state only), and numbers stay as written."""
@@ -2005,3 +2071,12 @@ def test_changed_rows_of_the_diff_show_their_before_value():
     assert "| priority | 3 | 2 |" in table  # not 3.0
     assert f"| state | {literal('(not stated)')} | Resolved |" in table  # not NaN, not empty
     assert any(c.value.startswith("(not stated): the task gives") for c in at.caption)
+
+
+@pytest.mark.realdata
+def test_the_real_diff_says_which_values_before_the_task_does_not_give(demo_configured, real_file):
+    at = _take_the_eogym_task(real_file)
+    evidence, _ = _panes(at)
+    [table] = [m.value for m in evidence.markdown if m.value.startswith("| Record")]
+    assert f"| impact | {literal('(not stated)')} | high |" in table
+    assert any(c.value.startswith("(not stated): the task gives") for c in evidence.caption)

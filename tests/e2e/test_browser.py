@@ -382,13 +382,29 @@ def test_task_text_is_shown_exactly_as_written(hostile_server, browser, tmp_path
     _log_in(browser, hostile_server, "expert1")
     wait = WebDriverWait(browser, 45)
     wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "body"), "Your rating"))
-    body = browser.find_element(By.TAG_NAME, "body").text.replace("\u2060", "")
-    assert body.count(HOSTILE) >= 2, body[:2000]  # the title and the instruction, as typed
-    assert not browser.find_elements(By.CSS_SELECTOR, ".katex, a[href^='http://evil']")
     heading = browser.find_element(By.TAG_NAME, "h3")
+    assert HOSTILE in heading.text.replace("\u2060", "")  # the title as typed
     assert not heading.find_elements(
         By.CSS_SELECTOR, "strong, b, span[style*=color], a:not([href^='#'])"
     )
+    # the instruction's Markdown is drawn, and nothing else of it: no maths, link, colour,
+    # emoji or HTML tag; its <b> is shown as written
+    shown = "The instruction, drawn"
+    instruction = browser.find_element(
+        By.XPATH, "//details[.//summary[contains(., 'Instruction (')]]"
+    )
+    assert [e.text for e in instruction.find_elements(By.TAG_NAME, "strong")] == ["bold"], shown
+    assert ":smile: $$x^2$$ :red[alert] bold http://evil.example <b>tag</b>" in (
+        instruction.text.replace("\u2060", "")
+    )
+    assert not instruction.find_elements(By.CSS_SELECTOR, "b, span[style*=color], a, img")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".katex, a[href^='http://evil']")
+    _screenshot(browser, tmp_path, "drawn.png")
+    browser.find_element(By.XPATH, "//label[.//p[text()='Show raw text']]").click()
+    wait.until(  # the title and the instruction, as typed
+        lambda b: b.find_element(By.TAG_NAME, "body").text.replace("\u2060", "").count(HOSTILE) >= 2
+    )
+    assert not browser.find_elements(By.CSS_SELECTOR, ".katex, a[href^='http://evil']")
     _screenshot(browser, tmp_path, "verbatim.png")
 
 
@@ -639,3 +655,76 @@ def test_every_page_as_each_role_shows_no_error_none_or_code(server, browser):
                     for m in pattern.finditer(code_free)
                 ]
     assert not problems, "\n".join(problems)
+
+
+LONG_ROUND = "Long tasks"
+LONG_TASK = "enterpriseops_gym_itsm_task"
+
+
+@pytest.fixture
+def long_task_server(demo_configured, demo_database, real_file, tmp_path):
+    """The demo with the real EnterpriseOps-Gym task (a policy prompt of 1,464 words, a
+    verifier read as an end-state diff) imported through the product's importer, in a round
+    of its own that expert1 has taken."""
+    from demo_rounds import open_round_of_its_own
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.catalog.importing import import_path
+    from itsmreview.db import session_scope
+    from itsmreview.review.rounds.assignment import claim_next
+
+    with session_scope() as session:
+        import_path(real_file("tasks", "enterpriseops_gym_itsm_task.json"), session=session)
+    open_round_of_its_own(LONG_ROUND, LONG_TASK)
+    with session_scope() as session:
+        expert = user_by_username(session=session, username="expert1")
+        assert claim_next(session=session, actor=expert, round_name=LONG_ROUND) is not None
+    database = Path(demo_configured.removeprefix("sqlite:///"))
+    with _serving(database, demo_database[1], tmp_path) as url:
+        yield url
+
+
+def _viewport(browser, width: int, height: int) -> None:
+    """A page area of width x height (the window's own bars taken into account)."""
+    browser.set_window_size(width, height)
+    inner = browser.execute_script("return [window.innerWidth, window.innerHeight]")
+    browser.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+
+
+DIFF_TOP = (
+    "const t = [...document.querySelectorAll('th')].find(e => e.textContent === 'Before');"
+    "return t && t.getBoundingClientRect().top"
+)
+FIRST_ITEM_TOP = (
+    "const g = document.querySelector('.st-key-rubric [role=radiogroup]');"
+    "return g && g.getBoundingClientRect().top"
+)
+
+
+@pytest.mark.realdata
+def test_the_rubric_of_a_long_task_starts_in_the_first_viewport(
+    long_task_server, browser, tmp_path
+):
+    """The rubric of a task with a long policy prompt starts within the first 1440x900 screen,
+    beside its evidence (issue 35). Before the two panes its first item was at y=782 px here
+    (1,146 px on a demo task, below its source variant) and the diff's header at 9,400 px."""
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _viewport(browser, 1440, 900)
+    _log_in(browser, long_task_server, "expert1")
+    _wait_for_heading(browser, "My queue")
+    browser.get(f"{long_task_server}/queue?round={quote(LONG_ROUND)}&task={LONG_TASK}")
+    wait = WebDriverWait(browser, 45)
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h3"), "An update came in"))
+    wait.until(lambda b: b.switch_to.active_element.get_attribute("type") == "radio")
+    time.sleep(1)  # the run is over; let the layout settle
+    top = browser.execute_script(FIRST_ITEM_TOP)
+    assert _scrolled(browser) == 0
+    diff = browser.execute_script(DIFF_TOP)
+    print(f"first rubric item at y={top:.0f} px; the diff's header at y={diff:.0f} px")
+    assert 0 < top < 900 - 100, top  # the item and its points in view
+    assert diff < 1_500, diff  # in the evidence pane, a scroll away
+    _screenshot(browser, tmp_path, "long-task.png")
