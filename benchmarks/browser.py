@@ -6,7 +6,7 @@ Chromium through Selenium, as an expert would:
 - login: from Enter on the password to a usable queue (the first rubric item focused);
 - a click on a scale point: until the point is checked and the page idle, and how many
   script runs it caused;
-- a whole rating by keyboard (ten keys: eight dimensions, verdict, confidence), sent as
+- a whole rating by keyboard (a key per dimension, the verdict, the confidence), sent as
   fast as the browser takes them: the time, the script runs and the time spent waiting
   for one;
 - a reload: the time to a usable page, and whether the expert is still logged in;
@@ -324,8 +324,13 @@ def measure(url: str, repeats: int, folder: Path, tag: str) -> dict[str, list[fl
                 "document.querySelector('.st-key-rubric [role=radiogroup] input').focus()"
             )
             driver.execute_script("window.itsmRuns = 0; window.itsmBusyMs = 0")
+            scales = driver.execute_script(
+                "return document.querySelectorAll('.st-key-rubric [role=radiogroup]').length"
+            )
+            # every dimension, then the verdict (accept) and the confidence
+            keys = ("43452344" * 4)[: scales - 2] + "14"
             start = time.perf_counter()
-            for key in "4345234414":
+            for key in keys:
                 ActionChains(driver).send_keys(key).perform()
             wait.until(
                 lambda d: (
@@ -459,10 +464,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="itsmreview-browser-"))
     process, url = _serve(folder)
     try:
-        rounds = measure_rounds(url, args.repeats, folder)
-        if not args.only_rounds:
+        if not args.only_rounds:  # before the lead's round: it becomes the experts' newest
             measure(url, 1, folder, "warm")  # warm the server's caches
             out = measure(url, args.repeats, folder, "run")
+        rounds = measure_rounds(url, args.repeats, folder)
     finally:
         process.terminate()
         process.wait(timeout=15)
