@@ -6,7 +6,7 @@ from itsmreview.db import session_scope
 from itsmreview.review.dashboard.service import dashboard
 from itsmreview.review.gate.item_agreement import alpha_over_time
 from itsmreview.review.gate.service import current_gate, set_gate
-from itsmreview.review.repair.adjudication import adjudicate
+from itsmreview.review.repair.adjudication import adjudicate, disputed_ratings
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.authoring import authoring_section, rating_scale
@@ -259,6 +259,20 @@ else:
         placeholder="Choose the task you decide (from this page)",
         key="adjudicate-task",
     )
+    if choice is not None:  # what the experts said, beside the decision
+        with session_scope() as session:
+            said = disputed_ratings(
+                session=session,
+                actor=user,
+                task_version_id=int(choice),
+                round_name=data.round_name,
+            )
+        st.caption(f"The task's {len(said)} current rating(s):")
+        text_table(
+            said,
+            {c: c.capitalize() for c in ("expert", "verdict", "flags", "confidence", "comment")},
+            flags=lambda flags: ", ".join(words(f) for f in flags),
+        )
     # the form and its widgets belong to the chosen task: another task starts blank, never
     # with the decision or reason typed for the last one
     form = f"adjudicate-{choice if choice is not None else 'none'}"

@@ -124,6 +124,47 @@ def record_adjudications(
     )
 
 
+def disputed_ratings(
+    *, session: Session, actor: User, task_version_id: int, round_name: str | int | None = None
+) -> pd.DataFrame:
+    """The current human ratings of one task of the round, as the lead deciding it reads
+    them: expert, verdict, flags, confidence, comment, then a column per rubric dimension (in
+    the rubric's order; empty where the expert gave no value). Leads only."""
+    require_role(actor, Role.lead)
+    review_round = find_round(session, round_name)
+    ratings = gate_queries.current_ratings_wide(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    ratings = ratings[ratings["rater_kind"] == "human"]
+    scores = gate_queries.scores_long(
+        session=session, round_id=review_round.id, task_version_id=task_version_id
+    )
+    rubric = RubricDefinition.model_validate(session.get(Rubric, review_round.rubric_id).definition)
+    names = gate_queries.experts_by_id(
+        session=session, ids=sorted(int(e) for e in ratings["expert_id"])
+    )
+    wide = scores.pivot(index="rating_id", columns="dimension", values="value")
+    rows = []
+    for rating in ratings.itertuples():
+        row = {
+            "expert": names.get(int(rating.expert_id), str(rating.expert_id)),
+            "verdict": rating.verdict,
+            "flags": sorted(rating.flags or []) or None,
+            "confidence": rating.confidence,
+            "comment": rating.comment or None,
+        }
+        for dimension in rubric.dimensions:
+            found = (
+                wide.at[rating.rating_id, dimension.key]
+                if rating.rating_id in wide.index and dimension.key in wide.columns
+                else None
+            )
+            row[dimension.label] = found
+        rows.append(row)
+    labels = ["expert", "verdict", "flags", "confidence", "comment"]
+    return pd.DataFrame(rows, columns=labels + [d.label for d in rubric.dimensions])
+
+
 def _waiting_with_reasons(
     session: Session, review_round: ReviewRound
 ) -> tuple[pd.DataFrame, dict[int, list[str]]]:

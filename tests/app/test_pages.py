@@ -556,6 +556,35 @@ def test_the_adjudication_queue_is_searched_and_paged_on_the_dashboard(demo_conf
     assert at.number_input(key="queue-page").value == 1
 
 
+def test_the_task_to_adjudicate_shows_its_ratings_inline(demo_configured):
+    """The lead reads what each expert said (verdict, flags in words, comment, scores) beside
+    the decision, without going to the Tasks page."""
+    from itsmreview.db import session_scope
+    from itsmreview.review.models import Rating, RatingStatus
+    from sqlmodel import select
+
+    at = log_in("lead")
+    first = _first_waiting_task_version()
+    at.selectbox(key="adjudicate-task").set_value(first).run()
+    assert not at.exception
+    with session_scope() as session:
+        rated = session.exec(
+            select(Rating).where(
+                Rating.task_version_id == first,
+                Rating.round_id == 1,
+                Rating.is_current,
+                Rating.status == RatingStatus.submitted,
+                Rating.rater_kind == "human",
+            )
+        ).all()
+        comments = [r.comment for r in rated if r.comment]
+    assert any(c.value == f"The task's {len(rated)} current rating(s):" for c in at.caption)
+    table = next(m.value for m in at.markdown if m.value.startswith("| Expert | Verdict"))
+    assert len(table.splitlines()) == 2 + len(rated)  # header, rule, a row per rating
+    assert all(" ".join(c.split())[:20] in table.replace("\\", "") for c in comments)
+    assert "_" not in table.split("\n")[0]  # headers in words
+
+
 def test_the_next_adjudication_never_inherits_the_last_reason(demo_configured):
     at = log_in("lead")
     assert len(_waiting_task_versions()) >= 2  # the demo leaves two for a lead to decide
