@@ -116,9 +116,18 @@ def _listed():
 AUTHORING_COLUMNS = (Task.difficulty, Task.user_type, Task.simulator_backbone)
 
 
-def task_names(*, session: Session) -> list[tuple[str, str]]:
-    """(external id, title) of every task, by id."""
-    return list(session.exec(select(Task.external_id, Task.title).order_by(Task.external_id)))
+def task_names(
+    *, session: Session, search: str = "", limit: int | None = None
+) -> list[tuple[str, str]]:
+    """(external id, title) of the tasks whose id or title holds `search` (every task when
+    empty; case-insensitive), by id, at most `limit`."""
+    query = select(Task.external_id, Task.title).order_by(Task.external_id)
+    if search:
+        pattern = f"%{search.lower()}%"
+        query = query.where(
+            or_(func.lower(Task.external_id).like(pattern), func.lower(Task.title).like(pattern))
+        )
+    return list(session.exec(query.limit(limit) if limit else query))
 
 
 def tasks_frame(*, session: Session) -> pd.DataFrame:

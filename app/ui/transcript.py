@@ -85,7 +85,7 @@ def render_transcript(messages: list[dict], *, page_size: int = 60, key: str = "
                 result = results.get((turn, index))
                 by = f" (requested by {call['requested_by']})" if call.get("requested_by") else ""
                 # a tool's name is an identifier: shown as code, as its arguments are
-                name = str(call.get("name")).replace("`", "'")
+                name = " ".join(str(call.get("name")).replace("`", "'").split())[:200]
                 with st.expander(f"tool call: `{name}`{literal(by)}"):
                     st.code(
                         json.dumps(call.get("arguments", {}), indent=2, ensure_ascii=False),

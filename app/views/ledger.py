@@ -10,6 +10,7 @@ from itsmreview.db import session_scope
 from itsmreview.ledger.evidence.service import (
     ARTIFACT_KINDS,
     KINDS,
+    TASKS_LISTED,
     Reference,
     artifact_names,
     audit_for,
@@ -114,8 +115,17 @@ if record.open:  # drawn when opened: the list of tasks costs a query
     with record:
         # outside the form: the kind chooses the list the name is picked from
         artifact = st.selectbox("Artifact kind", ARTIFACT_KINDS, key=key("artifact"))
+        search = (
+            st.text_input(
+                "Find a task (id or title)",
+                key=key("search"),
+                help=f"the first {TASKS_LISTED} matching tasks are listed below",
+            )
+            if artifact == "task"
+            else ""
+        )
         with session_scope() as session:
-            names = artifact_names(session=session, actor=user, kind=artifact)
+            names = artifact_names(session=session, actor=user, kind=artifact, search=search)
         with st.form("record-source"):
             left, right = st.columns(2)
             if names is None:

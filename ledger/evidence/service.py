@@ -59,16 +59,22 @@ class Reference:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
-def artifact_names(*, session: Session, actor: User, kind: str) -> dict[str, str] | None:
-    """What a source of an artifact of `kind` can be recorded about, name -> label: each task
-    (its id and title), each imported log, each stored rubric; None for the kinds named
-    freely (world, simulator, verifier, org). Leads only."""
+TASKS_LISTED = 200  # a catalogue of 100,000 tasks is searched, never listed whole
+
+
+def artifact_names(
+    *, session: Session, actor: User, kind: str, search: str = ""
+) -> dict[str, str] | None:
+    """What a source of an artifact of `kind` can be recorded about, name -> label: the
+    tasks whose id or title holds `search` (id and title, the first TASKS_LISTED by id), each
+    imported log, each stored rubric; None for the kinds named freely (world, simulator,
+    verifier, org). Leads only."""
     require_role(actor, Role.lead)
     if kind == "task":
-        return {
-            external_id: f"{external_id} · {title}"
-            for external_id, title in catalog_queries.task_names(session=session)
-        }
+        found = catalog_queries.task_names(
+            session=session, search=search.strip()[:200], limit=TASKS_LISTED
+        )
+        return {external_id: f"{external_id} · {title}" for external_id, title in found}
     if kind == "log":
         logs = coverage_queries.list_logs(session=session)
         return {name: name for name in sorted({log.name for log in logs})}

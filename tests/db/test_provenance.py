@@ -219,6 +219,10 @@ def test_a_source_is_recorded_about_a_task_log_or_rubric_picked_from_a_list(hist
         rubrics = artifact_names(session=session, actor=lead, kind="rubric")
         free = artifact_names(session=session, actor=lead, kind="world")
     assert tasks == {"t1": "t1 · T1", "t2": "t2 · T2"}
+    with session_scope() as session:  # searched by id or title, case-insensitive
+        assert artifact_names(session=session, actor=_lead(session), kind="task", search="T2") == {
+            "t2": "t2 · T2"
+        }
     assert logs == {} and free is None
     assert list(rubrics) == [load_rubric().name]
 
