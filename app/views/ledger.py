@@ -118,7 +118,7 @@ if record.open:  # drawn when opened: the list of tasks costs a query
         search = (
             st.text_input(
                 "Find a task (id or title)",
-                key=key("search"),
+                key=f"ledger-task-search-{generation}",  # not a field of the record
                 help=f"the first {TASKS_LISTED} matching tasks are listed below",
             )
             if artifact == "task"
