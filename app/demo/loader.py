@@ -17,17 +17,19 @@ from itsmreview.coverage import queries as coverage_queries
 from itsmreview.coverage.models import VariantLevel
 from itsmreview.coverage.service import import_log
 from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
-from itsmreview.demo.taskset import build_task_set, load_specs
+from itsmreview.demo.taskset import BPI2014_SPECS, SPECS, build_task_set, load_specs
 from itsmreview.realism import blind_tests
 from itsmreview.realism import service as realism_service
 from itsmreview.realism.mapping import load_spec
 from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate.service import recompute_statuses
 from itsmreview.review.gate.work import apply_queued_here
+from itsmreview.review.models import ReviewRound
 from itsmreview.review.ratings import findings
 from itsmreview.review.ratings import queries as review_queries
 from itsmreview.review.ratings.completeness import activities_of, add_activities, submit_review
 from itsmreview.review.ratings.service import submit_rating
+from itsmreview.review.repair.adjudication import adjudicate
 from itsmreview.review.rounds import queries as rounds_queries
 from itsmreview.review.rounds.assignment import close_round
 from itsmreview.review.rounds.service import assign_round, create_round
@@ -48,6 +50,12 @@ DEMO_TEAMS = (  # teams the demo's lead distils the 242 assignment groups into, 
     "Identity and access",
 )
 DEMO_ROUND = "Demo round 1"
+# a finished round over the BPI 2014 tasks with `pilot` in their spec, closed, its approved
+# tasks exported (released) under DEMO_RELEASE; the other BPI 2014 tasks stay drafts
+DEMO_PILOT_ROUND = "Pilot round (released)"
+DEMO_RELEASE = "rabobank-pilot"
+PILOT_EXPERTS = ("expert1", "expert2", "expert3")
+PILOT_QUALITY = {"approve": 4.6, "revise": 3.3, "reject": 1.6}  # the task's quality as rated
 DEMO_DELPHI_ROUND = "Demo consensus round"
 # tasks the main round rated fully and sent back or split on, asked again in a finished Delphi
 # round; two experts start far from the panel on each (one alone would leave the middle half
@@ -195,9 +203,12 @@ def _demo_scores(
     task_index: int,
     expert_index: int,
     dissent: bool = False,
+    quality: float | None = None,
 ) -> tuple[dict[str, float], str, list[str], int]:
-    task_rng = random.Random(seed * 1000 + task_index)
-    quality = task_rng.uniform(DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH)
+    if quality is None:
+        quality = random.Random(seed * 1000 + task_index).uniform(
+            DEMO_QUALITY_LOW, DEMO_QUALITY_HIGH
+        )
     rng = random.Random(seed * 100000 + task_index * 100 + expert_index)
     bias = DEMO_RATER_BIAS[expert_index % len(DEMO_RATER_BIAS)]
     scores = {}
@@ -291,6 +302,107 @@ def _seed_round(session: Session, users: dict[str, User], seed: int) -> int:
     return submitted
 
 
+def _open_demo_round(
+    session: Session, lead: User, name: str, external_ids: list[str], experts: list[User]
+) -> tuple[ReviewRound, list[int], RubricDefinition]:
+    """A round over the newest versions of these tasks, every one rated by each expert (k is
+    their number); with its version ids and the rubric's definition."""
+    rubric = ensure_rubric(load_rubric(), session=session)
+    version_ids = [
+        latest_version(
+            session=session,
+            task_id=task_by_external_id(session=session, external_id=external_id).id,
+        ).id
+        for external_id in external_ids
+    ]
+    review_round = create_round(
+        session=session,
+        actor=lead,
+        name=name,
+        rubric=rubric,
+        task_version_ids=version_ids,
+        k=len(experts),
+    )
+    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
+    return review_round, version_ids, RubricDefinition.model_validate(rubric.definition)
+
+
+def _raters(session: Session, review_round: ReviewRound, version_id: int, experts: list[User]):
+    """(assignment, expert, the expert's place in `experts`) for each assignment of the task."""
+    for assignment in rounds_queries.assignments_of_task(
+        session=session,
+        round_id=review_round.id,
+        task_version_id=version_id,
+        holding_only=False,
+    ):
+        index = next(i for i, u in enumerate(experts) if u.id == assignment.expert_id)
+        yield assignment, experts[index], index
+
+
+def _import_log_tasks(session: Session, users: dict[str, User], log_name: str, specs: Path):
+    """The demo tasks of `specs`, each tied to a variant of the newest version of `log_name`."""
+    log = coverage_queries.latest_log(session=session, name=log_name)
+    variants = coverage_queries.variants_frame(
+        session=session, log_id=log.id, level=VariantLevel.raw
+    )
+    cases = (
+        get_storage()
+        .read_table(log.events_path, "cases.parquet", columns=["case_id", "started_at"])
+        .to_pandas()
+    )
+    tasks = build_task_set(variants, cases, log_name, specs)
+    return import_tasks(
+        tasks, session=session, source_format="native", actor_id=users["admin"].id, author_id=None
+    )
+
+
+def _seed_pilot(session: Session, users: dict[str, User], seed: int, data_dir: Path) -> None:
+    """The released round: three experts rated the pilot tasks of the BPI 2014 set, the gate
+    decided them (approved, sent back, rejected as their specs say), the lead closed the round
+    and exported its approved tasks under DEMO_RELEASE in the data folder's exports/."""
+    from itsmreview.exports.service import export_set
+
+    pilot = [spec for spec in load_specs(BPI2014_SPECS) if spec.get("pilot")]
+    lead, experts = users["lead"], [users[name] for name in PILOT_EXPERTS]
+    review_round, version_ids, definition = _open_demo_round(
+        session, lead, DEMO_PILOT_ROUND, [spec["id"] for spec in pilot], experts
+    )
+    for task_index, (spec, version_id) in enumerate(zip(pilot, version_ids, strict=True)):
+        for assignment, expert, index in _raters(session, review_round, version_id, experts):
+            rating = _demo_scores(
+                definition,
+                seed,
+                100 + task_index,
+                index,
+                quality=PILOT_QUALITY[spec["pilot"]],
+            )
+            comment = "" if rating[1] == "accept" else "Pilot rating: see scores."
+            _submit(session, expert, assignment.id, rating, comment)
+    apply_queued_here(session=session, review_round=review_round, decide=False)
+    recompute_statuses(session=session, round_name=review_round.id, actor_id=lead.id)
+    for spec, version_id in zip(pilot, version_ids, strict=True):
+        if spec["pilot"] == "reject":  # a unanimous reject waits for the lead: she agrees
+            adjudicate(
+                session=session,
+                actor=lead,
+                task_version_id=version_id,
+                decision="reject",
+                reason="Closing a ticket the caller solved is not a task worth an agent run.",
+                round_name=review_round.id,
+            )
+    close_round(session=session, actor=lead, round_name=review_round.name)
+    export_set(
+        data_dir / "exports" / DEMO_RELEASE,
+        session=session,
+        actor=lead,
+        formats=("native", "hf"),
+        name=DEMO_RELEASE,
+        license="CC-BY-4.0",
+        round_name=review_round.name,
+        force=True,
+    )
+
+
 def _delphi_revision(items: dict) -> tuple[dict[str, float], dict[str, str]]:
     """A demo expert's revision: an answer two or more points from the panel's median, or a
     point off on an item whose answers are still spread beyond the limit, moves to it."""
@@ -312,40 +424,16 @@ def _seed_delphi(session: Session, users: dict[str, User], seed: int) -> None:
     from the panel on each task), a revision phase in which those experts move to the panel
     with a reason, then the stop rule holds and the round is closed: the consensus decides the
     tasks that converged and the gate does not hold (recorded as the lead's adjudications)."""
-    rubric = ensure_rubric(load_rubric(), session=session)
-    definition = RubricDefinition.model_validate(rubric.definition)
     specs = load_specs()
-    version_ids = [
-        latest_version(
-            session=session,
-            task_id=task_by_external_id(session=session, external_id=specs[i]["id"]).id,
-        ).id
-        for i in DELPHI_TASKS
-    ]
-    lead = users["lead"]
-    experts = [u for u in users.values() if u.role == Role.expert]
-    review_round = create_round(
-        session=session,
-        actor=lead,
-        name=DEMO_DELPHI_ROUND,
-        rubric=rubric,
-        task_version_ids=version_ids,
-        k=len(experts),
+    lead, experts = users["lead"], [u for u in users.values() if u.role == Role.expert]
+    review_round, version_ids, definition = _open_demo_round(
+        session, lead, DEMO_DELPHI_ROUND, [specs[i]["id"] for i in DELPHI_TASKS], experts
     )
-    assign_round(session=session, actor=lead, review_round=review_round, experts=experts)
     consensus.start_delphi(
         session=session, actor=lead, round_name=review_round.name, iqr_max=1.0, max_phases=3
     )
-    order = {u.id: i for i, u in enumerate(experts)}
     for task_index, version_id in zip(DELPHI_TASKS, version_ids, strict=True):
-        for assignment in rounds_queries.assignments_of_task(
-            session=session,
-            round_id=review_round.id,
-            task_version_id=version_id,
-            holding_only=False,
-        ):
-            expert = next(u for u in experts if u.id == assignment.expert_id)
-            index = order[expert.id]
+        for assignment, expert, index in _raters(session, review_round, version_id, experts):
             scores, verdict, flags, confidence = _demo_scores(definition, seed, task_index, index)
             apart = index in DELPHI_DISSENT[task_index]
             if apart:  # reads the task as unrealistic: two points below, at least 1
@@ -558,18 +646,7 @@ def load_demo(
     say("synthetic BPI 2014 tables")
     _load_bpi2014(session, users, data_dir, seed, incidents=max(200, cases // 2))
     say("demo task set")
-    variants = coverage_queries.variants_frame(
-        session=session, log_id=log.id, level=VariantLevel.raw
-    )
-    cases_table = (
-        get_storage()
-        .read_table(log.events_path, "cases.parquet", columns=["case_id", "started_at"])
-        .to_pandas()
-    )
-    tasks = build_task_set(variants, cases_table, DEMO_LOG_NAME)
-    report = import_tasks(
-        tasks, session=session, source_format="native", actor_id=users["admin"].id, author_id=None
-    )
+    report = _import_log_tasks(session, users, DEMO_LOG_NAME, SPECS)
     say("review round")
     round_created = rounds_queries.round_by_name(session=session, name=DEMO_ROUND) is None
     if round_created:
@@ -577,6 +654,10 @@ def load_demo(
     if rounds_queries.round_by_name(session=session, name=DEMO_DELPHI_ROUND) is None:
         say("a finished consensus (Delphi) round")
         _seed_delphi(session, users, seed)
+    say("BPI 2014 tasks: a released pilot round and drafts")
+    pilot = _import_log_tasks(session, users, DEMO_BPI2014_NAME, BPI2014_SPECS)
+    if rounds_queries.round_by_name(session=session, name=DEMO_PILOT_ROUND) is None:
+        _seed_pilot(session, users, seed, data_dir)
     if not review_queries.any_persona_activity(session=session):
         _seed_completeness(session, users, log.name)
     say("simulator realism: the demo transcripts mapped to the demo log's events")
@@ -593,7 +674,7 @@ def load_demo(
         users=len(users),
         log_name=log.name,
         log_created=imported.created,
-        tasks_created=len(report.created),
+        tasks_created=len(report.created) + len(pilot.created),
         round_created=round_created,
         ratings=ratings,
     )

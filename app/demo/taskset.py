@@ -9,6 +9,7 @@ import yaml
 from itsmreview.catalog.native import NativeTask, parse_bundle
 
 SPECS = Path(__file__).parent / "tasks.yaml"
+BPI2014_SPECS = Path(__file__).parent / "rabobank.yaml"  # tied to the BPI 2014 demo tables
 QUEUED = "Queued-Awaiting Assignment"
 
 
@@ -37,6 +38,15 @@ PATTERNS: dict[str, Callable[[list[str]], bool]] = {
     "implementation": lambda s: "Accepted-Wait - Implementation" in s,
     "cancelled": lambda s: "Completed-Cancelled" in s,
     "reopened": _reopened,
+    # BPI 2014's activities (the synthetic `rabobank-demo` tables)
+    "rb_quick_close": lambda s: len(s) <= 4 and s[-1] == "Closed" and "Reassignment" not in s,
+    "rb_caused_by_ci": lambda s: "Caused By CI" in s and "Reassignment" not in s,
+    "rb_customer_update": lambda s: "Update from customer" in s and "Reassignment" not in s,
+    "rb_reassigned": lambda s: "Reassignment" in s,
+    "rb_communication": lambda s: "Communication with customer" in s,
+    "rb_vendor": lambda s: "Pending vendor" in s,
+    "rb_analysis": lambda s: "Analysis/Research" in s,
+    "rb_mail": lambda s: "Mail to Customer" in s,
 }
 
 
@@ -157,14 +167,16 @@ def _tool_turns(spec: dict, index: int, team: list[str], at: Callable[..., str])
     return messages
 
 
-def build_task_set(variants: pd.DataFrame, cases: pd.DataFrame, log_name: str) -> list[NativeTask]:
-    """The demo tasks, each tied to a raw variant of the demo log with example cases.
+def build_task_set(
+    variants: pd.DataFrame, cases: pd.DataFrame, log_name: str, specs: Path = SPECS
+) -> list[NativeTask]:
+    """The demo tasks of `specs`, each tied to a raw variant of the log with example cases.
 
     `variants`: raw variants as materialised; `cases`: the materialised cases table.
     """
     starts = cases.set_index("case_id")["started_at"]
     bundle = []
-    for spec in load_specs():
+    for spec in load_specs(specs):
         variant = pick_variant(variants, spec["pattern"], spec.get("pick", 0))
         case_ids = list(variant["example_case_ids"])[:3]
         start = pd.Timestamp(starts[case_ids[0]]).to_pydatetime().replace(tzinfo=None)
@@ -195,6 +207,7 @@ def build_task_set(variants: pd.DataFrame, cases: pd.DataFrame, log_name: str) -
                     "variants": [list(variant["sequence"])],
                     "case_ids": case_ids,
                     "roles": spec.get("roles", {}),
+                    **({"outcomes": spec["outcomes"]} if spec.get("outcomes") else {}),
                 },
                 "provenance": [
                     {"field": "source", "source": "logs", "reference": rank_ref},

@@ -2,6 +2,7 @@
 
 import pandas as pd
 import streamlit as st
+from itsmreview.ui.words import MISSING
 
 HIDDEN = "preload"
 KEY_PREFIX = "preload-"
@@ -15,7 +16,7 @@ def preload_grid_and_code() -> None:
     st.html(f"<style>.st-key-{HIDDEN} {{display: none}}</style>")
     hidden = {"label_visibility": "collapsed", "disabled": True}
     with st.container(key=HIDDEN):
-        st.dataframe(pd.DataFrame({"-": ["-"]}), hide_index=True)
+        st.dataframe(pd.DataFrame({"-": ["-"]}), hide_index=True, placeholder=MISSING)
         st.code("{}", language="json")
         st.radio("-", [1], index=None, horizontal=True, key=f"{KEY_PREFIX}radio", **hidden)
         st.selectbox("-", [1], key=f"{KEY_PREFIX}select", **hidden)

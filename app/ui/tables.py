@@ -38,7 +38,7 @@ def readable(frame: pd.DataFrame, names: dict[str, str] | None = None) -> Styler
 
 
 def show_table(frame: pd.DataFrame, names: dict[str, str] | None = None, **options) -> None:
-    st.dataframe(readable(frame, names), hide_index=True, **options)
+    st.dataframe(readable(frame, names), hide_index=True, **options, placeholder=MISSING)
 
 
 def _cell(value: object, formats: dict, column: str) -> str:

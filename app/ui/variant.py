@@ -10,6 +10,7 @@ from itsmreview.settings import get_settings
 from itsmreview.ui.charts import NO_TOOLBAR
 from itsmreview.ui.tables import text_table
 from itsmreview.ui.text import literal
+from itsmreview.ui.words import MISSING
 
 # variant details read parquet files; a page rerun (every answer on the rating page is one)
 # must not read them again. The key holds the log's newest version, so a new import shows at once.
@@ -93,7 +94,9 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
                     case_timeline(detail.examples), key=f"{key}-timeline", config=NO_TOOLBAR
                 )
                 st.caption("Hours since each case's first event; hover a point for its details.")
-                st.dataframe(detail.examples, hide_index=True, key=f"{key}-examples")
+                st.dataframe(
+                    detail.examples, hide_index=True, key=f"{key}-examples", placeholder=MISSING
+                )
 
 
 def case_timeline(examples: pd.DataFrame) -> go.Figure:

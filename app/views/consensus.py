@@ -9,6 +9,7 @@ from itsmreview.review.consensus.service import reveal, revise, rounds_to_revise
 from itsmreview.ui.action import FAILED, perform
 from itsmreview.ui.auth import require
 from itsmreview.ui.text import literal
+from itsmreview.ui.words import MISSING
 
 user = require(Role.expert)
 st.title("Consensus")
@@ -46,7 +47,7 @@ rows = [
     }
     for item, f in task["items"].items()
 ]
-st.dataframe(pd.DataFrame(rows), hide_index=True)
+st.dataframe(pd.DataFrame(rows), hide_index=True, placeholder=MISSING)
 for note in task["comments"]:
     st.markdown(literal(f"*{note['by']}:* {note['comment']}"))
 key = f"consensus-{name}-{task['task_version_id']}"

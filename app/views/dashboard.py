@@ -24,7 +24,7 @@ from itsmreview.ui.charts import (
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import readable, show_table, text_table
 from itsmreview.ui.text import literal
-from itsmreview.ui.words import prose, words
+from itsmreview.ui.words import MISSING, prose, words
 
 QUEUE_PAGE = 25  # tasks of the adjudication queue per page
 
@@ -111,6 +111,7 @@ if table.open:
             },
         ),
         hide_index=True,
+        placeholder=MISSING,
     )
 models = data.model_frame()
 if not models.empty:
@@ -409,6 +410,7 @@ if open_list.open:
             },
         ),
         hide_index=True,
+        placeholder=MISSING,
     )
 if data.progress_computed_at is not None:
     st.caption(

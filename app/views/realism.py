@@ -20,6 +20,7 @@ from itsmreview.ui.cache import cached
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
+from itsmreview.ui.words import MISSING
 
 LABELS = {
     "ping_pong_rate": "Ping-pong rate",
@@ -158,6 +159,7 @@ st.caption(
 st.dataframe(
     table.style.map(lambda v: VERDICT_COLOURS.get(v, ""), subset=["Verdict"]),
     hide_index=True,
+    placeholder=MISSING,
 )
 
 st.subheader("Where the behaviour differs")

@@ -24,6 +24,7 @@ from itsmreview.ui.cache import cached
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import readable
 from itsmreview.ui.text import literal
+from itsmreview.ui.words import MISSING
 
 user = require(Role.lead)
 SHOWN_ASSIGNMENTS = 200
@@ -61,6 +62,7 @@ else:
             },
         ),
         hide_index=True,
+        placeholder=MISSING,
     )
 
 new_tab, manage_tab = st.tabs(["New round", "Manage a round"])
@@ -144,6 +146,7 @@ with new_tab:
                 },
             ),
             hide_index=True,
+            placeholder=MISSING,
         )
         if preview.matching > len(preview.rows):
             st.caption(f"The first {len(preview.rows)} of {preview.matching}.")
@@ -262,6 +265,7 @@ with manage_tab:
                 },
             ),
             hide_index=True,
+            placeholder=MISSING,
         )
         if len(holding) > SHOWN_ASSIGNMENTS:
             holding = holding.head(SHOWN_ASSIGNMENTS)

@@ -16,7 +16,7 @@ from itsmreview.ui.text import literal
 from itsmreview.ui.transcript import render_transcript
 from itsmreview.ui.variant import render_variant, variant_details
 from itsmreview.ui.verifier import checks_panel, state_panel
-from itsmreview.ui.words import words
+from itsmreview.ui.words import MISSING, words
 
 PAGE_SIZE = 50
 TABLE_COLUMNS = [
@@ -144,6 +144,7 @@ event = st.dataframe(
             "Repairs", help="New versions put back into review after a needs-revision decision"
         ),
     },
+    placeholder=MISSING,
 )
 if pages > 1:
     st.number_input(f"Page (of {pages:,})", min_value=1, max_value=pages, step=1, key="task-page")

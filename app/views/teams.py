@@ -21,6 +21,7 @@ from itsmreview.ui.logs import logs_or_stop
 from itsmreview.ui.notice import announce
 from itsmreview.ui.tables import show_table
 from itsmreview.ui.text import literal
+from itsmreview.ui.words import MISSING
 
 user = require(Role.lead)
 st.title("Team mapping")
@@ -71,6 +72,7 @@ with st.form("team-mapping"):
             "level": st.column_config.TextColumn("Level or role", max_chars=64),
         },
         key=f"teams-editor-{log_name}-{attribute}",
+        placeholder=MISSING,
     )
     source = st.radio(
         "Source",

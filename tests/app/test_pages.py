@@ -346,13 +346,18 @@ def test_a_persona_opens_its_tasks_from_completeness_and_coverage(demo_configure
     assert titles(at) == ["Tasks"]
     shown = task_filters_shown(at)
     assert shown["personas"] == ["L2 resolver"] and shown["variant"] is None
-    assert 0 < shown["tasks"] < 24
+    assert 0 < shown["tasks"] < _tasks()
     assert set(at.dataframe[0].value["Persona"]) == {"L2 resolver"}
     at = open_page(at, "coverage")
     assert not at.page_link  # every persona: no link
     next(b for b in at.selectbox if b.label == "Persona").set_value("Incident manager").run()
     at = follow(at, literal("Open the tasks of Incident manager"))
-    assert task_filters_shown(at) == {"personas": ["Incident manager"], "variant": None, "tasks": 6}
+    managed = _tasks(persona="Incident manager")
+    assert task_filters_shown(at) == {
+        "personas": ["Incident manager"],
+        "variant": None,
+        "tasks": managed,
+    }
 
 
 def test_the_home_tiles_open_their_pages(demo_configured):
@@ -465,6 +470,19 @@ def _first_waiting_task_version() -> int:
         lead = user_by_username(session=session, username="lead")
         board = dashboard(session=session, actor=lead, bootstrap=0)
         return int(board.disagreements["task_version_id"].iloc[0])
+
+
+def _tasks(**where: str) -> int:
+    """How many tasks of the demo copy have these column values (the demo's shape changes)."""
+    from itsmreview.catalog.models import Task
+    from itsmreview.db import session_scope
+    from sqlmodel import func, select
+
+    statement = select(func.count()).select_from(Task)
+    for column, value in where.items():
+        statement = statement.where(getattr(Task, column) == value)
+    with session_scope() as session:
+        return session.exec(statement).one()
 
 
 def _waiting_task_versions() -> list[int]:
@@ -614,13 +632,15 @@ def test_the_next_adjudication_never_inherits_the_last_reason(demo_configured):
 def test_task_browser_filters_and_shows_a_task(demo_configured):
     at = open_page(log_in("lead"), "tasks")
     assert titles(at) == ["Tasks"]
-    assert at.caption[0].value.startswith("24 of 24 tasks")
+    total = _tasks()
+    assert at.caption[0].value.startswith(f"{total} of {total} tasks")
     at.multiselect[0].set_value(["Incident manager"]).run()
-    assert at.caption[0].value.startswith("6 of 24 tasks")
+    managed = _tasks(persona="Incident manager")
+    assert at.caption[0].value.startswith(f"{managed} of {total} tasks")
     at.multiselect[0].set_value([]).run()
     at.selectbox[0].select_index(1).run()
     shown = int(at.caption[0].value.split()[0])
-    assert 1 <= shown < 24, "the source-variant filter keeps the tasks declaring it"
+    assert 1 <= shown < total, "the source-variant filter keeps the tasks declaring it"
     assert at.header[0].value  # the first matching task is shown in full
     provenance = [e for e in at.expander if e.label.startswith("Provenance (")]
     assert provenance and not provenance[0].label.startswith("Provenance (0 ")
@@ -876,7 +896,12 @@ def test_an_expert_in_two_rounds_rates_on_in_the_round_they_chose(demo_configure
     at = log_in("expert1")
     round_box = next(b for b in at.selectbox if b.label == "Round")
     # open rounds first; the demo's finished consensus round last, for the expert's record
-    assert round_box.options == ["Round 2", "Demo round 1", "Demo consensus round"]
+    assert round_box.options == [
+        "Round 2",
+        "Demo round 1",
+        "Pilot round (released)",
+        "Demo consensus round",
+    ]
     assert round_box.value == "Demo round 1"  # where the expert's open work is
     for radio in at.radio:
         radio.set_value(_top_score(radio))
@@ -1008,16 +1033,18 @@ def test_a_lead_exports_the_demos_approved_set_from_the_page(
     monkeypatch.setenv("ITSMREVIEW_DATA_DIR", str(tmp_path))  # the demo's data folder is shared
     settings_module.get_settings.cache_clear()
     at = open_page(log_in("lead"), "exports")
-    assert [m.value for m in at.metric][:1] == ["2"]  # the demo round approves two tasks
+    approved = _tasks(status="approved")
+    assert approved >= 5  # the demo's rounds approve tasks of both logs
+    assert [m.value for m in at.metric][:1] == [str(approved)]
     at.text_input[0].set_value("demo-set")
     at.button(key="FormSubmitter:export-Export").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("Exported 2 task(s)" in s.value for s in at.success)
+    assert any(f"Exported {approved} task(s)" in s.value for s in at.success)
     folder = get_settings().data_dir / "exports" / "demo-set"
     assert verify_folder(folder).ok
     assert (folder.parent / "demo-set.zip").is_file()
     history = at.dataframe[-1].value
-    assert list(history["Name"]) == ["demo-set"]
+    assert list(history["Name"]) == ["demo-set", "rabobank-pilot"]  # newest first; the demo's
 
 
 def test_with_workers_a_leads_export_runs_in_a_worker(demo_configured, tmp_path, monkeypatch):
@@ -1039,7 +1066,7 @@ def test_with_workers_a_leads_export_runs_in_a_worker(demo_configured, tmp_path,
     assert run_next(kinds=["export"]) is not None
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert any("Exported 2 task(s)" in s.value for s in at.success)
+    assert any(f"Exported {_tasks(status='approved')} task(s)" in s.value for s in at.success)
     assert verify_folder(folder).ok
     from itsmreview.storage import get_storage
 
@@ -1121,7 +1148,7 @@ def test_a_refused_source_keeps_the_form_the_task_is_picked_and_the_head_moves(d
     form = _record_form(at)
     assert form["Artifact kind"].value == "task"
     task = form["Task"]  # picked from the catalogue's tasks, not typed
-    assert task.value is None and len(task.options) == 24
+    assert task.value is None and len(task.options) == _tasks()
     chosen = task.options[3]
     task.set_value(chosen.split(" · ")[0])
     form["Task version"].set_value(1)
@@ -1490,13 +1517,15 @@ def test_the_lead_reads_authoring_figures_and_filters_tasks_by_difficulty(demo_c
     ].value
     assert list(difficulty["Difficulty"]) == ["easy", "medium", "hard"]
     assert "Mean audit score" not in difficulty.columns  # not an audit round
-    assert difficulty["Tasks"].sum() == 24
+    from itsmreview.demo.taskset import load_specs
+
+    assert difficulty["Tasks"].sum() == len(load_specs())  # the tasks of the Dashboard's round
     assert any(c.proto.spec for c in at.get("plotly_chart"))
     at = open_page(at, "tasks")
     choose = next(m for m in at.multiselect if m.label == "Difficulty")
     choose.set_value(["hard"]).run()
     shown = int(at.caption[0].value.split()[0])
-    assert 0 < shown < 24
+    assert 0 < shown < _tasks()
     assert set(at.dataframe[0].value["Difficulty"]) == {"hard"}
 
 

@@ -37,18 +37,20 @@ def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
         versions = session.exec(select(TaskVersion)).all()
         provenance_kinds = {p["source"] for v in versions for p in v.provenance}
         assert provenance_kinds == {"logs", "external", "expert"}
-        log = session.exec(select(EventLog).where(EventLog.name == "demo-vinst")).one()
-        in_log = {
-            tuple(s)
-            for s in session.exec(
-                select(LogVariant.sequence).where(
-                    LogVariant.log_id == log.id, LogVariant.level == "raw"
-                )
-            ).all()
-        }
+        in_log = {}
+        for log in session.exec(select(EventLog)).all():
+            in_log[log.name] = {
+                tuple(s)
+                for s in session.exec(
+                    select(LogVariant.sequence).where(
+                        LogVariant.log_id == log.id, LogVariant.level == "raw"
+                    )
+                ).all()
+            }
+        assert {v.source["log"] for v in versions} == {"demo-vinst", "rabobank-demo"}
         for version in versions:
             for sequence in version.source["variants"]:
-                assert tuple(sequence) in in_log
+                assert tuple(sequence) in in_log[version.source["log"]]
         transcripts = session.exec(select(Transcript)).all()
         assert len(transcripts) == len(versions)
         roles = {m["role"] for t in transcripts for m in t.messages}
@@ -65,3 +67,41 @@ def test_demo_loads_and_a_second_run_changes_nothing(engine, tmp_path):
         ).one()
         assert 0 < submitted < len(per_task) * round_.k, "the demo round is partly finished"
         assert session.exec(select(func.count()).select_from(RatingScore)).one() >= submitted * 5
+
+
+def test_the_demo_has_drafts_a_released_round_and_covered_bpi2014_outcomes(engine, tmp_path):
+    """Issue 35: the demo shows what a lead does next (drafts no round holds), a released
+    round (closed, its approved tasks exported with a card that calls the log synthetic) and
+    BPI 2014 tasks whose case outcomes the approved set covers."""
+    from itsmreview.catalog.models import TaskStatus
+    from itsmreview.coverage.report import coverage_report
+    from itsmreview.demo.loader import DEMO_PILOT_ROUND, DEMO_RELEASE
+    from itsmreview.exports.models import Export
+    from itsmreview.review.models import RoundTask
+
+    with session_scope(engine) as session:
+        load_demo(session=session, data_dir=tmp_path, cases=600)
+    with session_scope(engine) as session:
+        held = set(session.exec(select(RoundTask.task_version_id)).all())
+        drafts = session.exec(select(Task).where(Task.status == TaskStatus.draft)).all()
+        assert len(drafts) >= 3
+        draft_versions = session.exec(
+            select(TaskVersion.id).where(TaskVersion.task_id.in_([t.id for t in drafts]))
+        ).all()
+        assert set(draft_versions).isdisjoint(held)
+        pilot = session.exec(select(ReviewRound).where(ReviewRound.name == DEMO_PILOT_ROUND)).one()
+        assert pilot.status == "closed"
+        export = session.exec(select(Export).where(Export.name == DEMO_RELEASE)).one()
+        statuses = {
+            t.external_id: t.status
+            for t in session.exec(select(Task).where(Task.external_id.like("demo-rb-%"))).all()
+        }
+        approved = sorted(k for k, v in statuses.items() if v == TaskStatus.approved)
+        assert export.task_count == len(approved) >= 3
+        assert {TaskStatus.needs_revision, TaskStatus.rejected} <= set(statuses.values())
+        report, _ = coverage_report(
+            session=session, log_name="rabobank-demo", task_filter="approved"
+        )
+        assert report.outcomes["closure_code"]["coverage"] > 0
+    card = tmp_path / "exports" / DEMO_RELEASE / "tasks" / "hf" / "README.md"
+    assert "derived from synthetic event logs" in card.read_text(encoding="utf-8")

@@ -501,8 +501,41 @@ def test_a_tab_open_when_its_expert_is_deactivated_submits_nothing(served, brows
     _screenshot(browser, tmp_path, "session-ended.png")
 
 
-def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browser, tmp_path):
-    """The Rounds page: preview, one click to open the round, then its members."""
+def _one_value(database: Path, sql: str, *arguments):
+    with sqlite3.connect(database) as connection:
+        return connection.execute(sql, arguments).fetchone()[0]
+
+
+def _claim(database: Path, username: str, round_name: str) -> int:
+    """An expert's claim in the round, as the queue page makes it (its assignment id)."""
+    script = (
+        "import sys\n"
+        "from itsmreview.accounts.queries import user_by_username\n"
+        "from itsmreview.db import session_scope\n"
+        "from itsmreview.review.rounds.assignment import claim_next\n"
+        "with session_scope() as session:\n"
+        "    expert = user_by_username(session=session, username=sys.argv[1])\n"
+        "    print(claim_next(session=session, actor=expert, round_name=sys.argv[2]).id)\n"
+    )
+    claimed = subprocess.run(
+        [sys.executable, "-c", script, username, round_name],
+        env=dict(os.environ, ITSMREVIEW_DATABASE_URL=f"sqlite:///{database}"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert claimed.returncode == 0, claimed.stderr
+    return int(claimed.stdout.split()[-1])
+
+
+ROUND_OF = "SELECT {} FROM review_rounds WHERE name = 'Browser round'"  # the flow's round
+
+
+def test_a_lead_runs_a_round_from_the_rounds_page(served, browser, tmp_path):
+    """Issue 35's round flow on the Rounds page, each step read back from the database: the
+    default filter previews the demo's drafts, one click opens the round over them, the lead
+    admits two experts, hands the assignment one of them took to the other, releases it and
+    closes the round. Its screenshots are the user guide's."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
@@ -511,6 +544,25 @@ def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browse
     server, database = served
     wait = WebDriverWait(browser, 45)
     body = (By.TAG_NAME, "body")
+
+    def click(text: str) -> None:
+        wait.until(ec.element_to_be_clickable((By.XPATH, f"//button[.//p[text()='{text}']]")))
+        browser.find_element(By.XPATH, f"//button[.//p[text()='{text}']]").click()
+
+    def pick(label: str, option: str) -> None:
+        box = wait.until(
+            ec.element_to_be_clickable(
+                (By.XPATH, f"//div[@data-testid='stSelectbox'][.//p[text()='{label}']]//input")
+            )
+        )
+        box.click()
+        box.send_keys(option, Keys.ENTER)
+
+    def chosen(label: str) -> str:  # a select box's choice is its input's value
+        return browser.find_element(By.CSS_SELECTOR, f"input[aria-label='{label}']").get_attribute(
+            "value"
+        )
+
     _log_in(browser, server, "lead")
     _wait_for_heading(browser, "Dashboard")
     wait.until(
@@ -519,25 +571,24 @@ def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browse
         )
     ).click()
     _wait_for_heading(browser, "Review rounds")
-    with sqlite3.connect(database) as connection:
-        tasks = connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
-    wait.until(ec.text_to_be_present_in_element(body, f"{tasks} task(s) match"))
+    drafts = _one_value(database, "SELECT count(*) FROM tasks WHERE status = 'draft'")
+    assert drafts >= 3, "the demo holds drafts for a new round"
+    wait.until(ec.text_to_be_present_in_element(body, f"{drafts} task(s) match"))
     name = browser.find_element(By.CSS_SELECTOR, "input[aria-label='Round name']")
     name.send_keys(Keys.CONTROL, "a")
     name.send_keys("Browser round", Keys.ENTER)
     wait.until(lambda b: name.get_attribute("value") == "Browser round")
-    wait.until(
-        ec.element_to_be_clickable(
-            (By.XPATH, f"//button[.//p[text()='Open round over {tasks} task(s)']]")
-        )
-    ).click()
+    _screenshot(browser, tmp_path, "round-new.png")
+    click(f"Open round over {drafts} task(s)")
     wait.until(ec.text_to_be_present_in_element(body, "Browser round opened over"))
-    with sqlite3.connect(database) as connection:
-        size = connection.execute(
-            "SELECT count(*) FROM round_tasks JOIN review_rounds ON review_rounds.id = round_id "
-            "WHERE review_rounds.name = 'Browser round'"
-        ).fetchone()[0]
-    assert size == tasks
+    size = _one_value(
+        database,
+        "SELECT count(*) FROM round_tasks JOIN review_rounds ON review_rounds.id = round_id "
+        "WHERE review_rounds.name = 'Browser round'",
+    )
+    assert size == drafts
+    assert _one_value(database, "SELECT count(*) FROM tasks WHERE status = 'draft'") == 0
+
     browser.find_element(By.XPATH, "//*[@role='tab'][.//p[text()='Manage a round']]").click()
     members = wait.until(
         ec.element_to_be_clickable(
@@ -549,19 +600,57 @@ def test_a_lead_opens_a_round_and_admits_an_expert_in_the_browser(served, browse
         )
     )
     members.click()
-    members.send_keys("expert1", Keys.ENTER, Keys.ESCAPE)
-    wait.until(
-        ec.element_to_be_clickable((By.XPATH, "//button[.//p[text()='Save experts']]"))
+    members.send_keys("expert1", Keys.ENTER, "expert4", Keys.ENTER, Keys.ESCAPE)
+    click("Save experts")
+    wait.until(ec.text_to_be_present_in_element(body, "2 expert(s) admitted to Browser round"))
+    admitted = _one_value(
+        database,
+        "SELECT group_concat(users.username, ',') FROM round_experts "
+        "JOIN users ON users.id = expert_id JOIN review_rounds ON review_rounds.id = round_id "
+        "WHERE review_rounds.name = 'Browser round'",
+    )
+    assert sorted(admitted.split(",")) == ["expert1", "expert4"]
+    _screenshot(browser, tmp_path, "round-members.png")
+
+    taken = _claim(database, "expert1", "Browser round")
+    browser.refresh()
+    _wait_for_heading(browser, "Review rounds")
+    browser.find_element(By.XPATH, "//*[@role='tab'][.//p[text()='Manage a round']]").click()
+    pick("Round", "Browser round")
+    wait.until(lambda _: chosen("Assignment").startswith(f"#{taken} "))
+    pick("Hand it to", "expert4")
+    click("Reassign")
+    wait.until(ec.text_to_be_present_in_element(body, f"Assignment {taken} handed to expert4"))
+    status = "SELECT status FROM assignments WHERE id = ?"
+    assert _one_value(database, status, taken) == "released"
+    moved = _one_value(  # the same task, now expert4's
+        database,
+        "SELECT assignments.id FROM assignments JOIN users ON users.id = expert_id "
+        "WHERE users.username = 'expert4' AND status = 'reserved' AND task_version_id = "
+        "(SELECT task_version_id FROM assignments WHERE id = ?)",
+        taken,
+    )
+    assert moved is not None
+    _screenshot(browser, tmp_path, "round-assignments.png")
+    wait.until(lambda _: chosen("Assignment").startswith(f"#{moved} "))
+    click("Release")
+    wait.until(ec.text_to_be_present_in_element(body, "released."))
+    wait.until(ec.text_to_be_present_in_element(body, "No reservation is open in this round"))
+    assert _one_value(database, status, moved) == "released"
+
+    browser.find_element(
+        By.XPATH, "//label[.//p[starts-with(text(), 'Close Browser round')]]"
     ).click()
-    wait.until(ec.text_to_be_present_in_element(body, "1 expert(s) admitted to Browser round"))
-    _screenshot(browser, tmp_path, "rounds.png")
-    with sqlite3.connect(database) as connection:
-        admitted = connection.execute(
-            "SELECT users.username FROM round_experts JOIN users ON users.id = expert_id "
-            "JOIN review_rounds ON review_rounds.id = round_id "
-            "WHERE review_rounds.name = 'Browser round'"
-        ).fetchall()
-    assert admitted == [("expert1",)]
+    click("Close round")
+    wait.until(ec.text_to_be_present_in_element(body, "Round Browser round closed"))
+    assert _one_value(database, ROUND_OF.format("status")) == "closed"
+    _screenshot(browser, tmp_path, "round-closed.png")
+    actions = _one_value(
+        database,
+        "SELECT group_concat(action, ',') FROM ledger_entries "
+        "WHERE artifact_type = 'review_round' AND artifact_id = 'Browser round'",
+    )
+    assert {"create", "members", "reassign", "release", "close"} <= set(actions.split(","))
 
 
 def test_a_lead_reads_a_simulator_against_its_log_in_the_browser(server, browser, tmp_path):
