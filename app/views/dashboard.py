@@ -27,6 +27,7 @@ from itsmreview.ui.text import literal
 from itsmreview.ui.words import MISSING, prose, words
 
 QUEUE_PAGE = 25  # tasks of the adjudication queue per page
+DECIDED = "adjudicate-decided"  # set once a decision is recorded: the next run starts blank
 
 user = require(Role.lead)
 st.title("Dashboard")
@@ -246,6 +247,10 @@ else:
             {"external_id": "Task", "title": "Title", "reasons": "Why a lead decides"},
             reasons=prose,
         )
+    if st.session_state.pop(DECIDED, False):
+        # a decision was recorded: the box is drawn empty (its key popped instead, the browser
+        # kept showing the decided task)
+        st.session_state["adjudicate-task"] = None
     choice = st.selectbox(
         "Task",
         shown["task_version_id"].tolist(),
@@ -299,8 +304,9 @@ else:
             round_name=data.round_name,
         )
         if result is not FAILED:
-            for key in ("adjudicate-task", f"{form}-decision", f"{form}-reason"):
+            for key in (f"{form}-decision", f"{form}-reason"):
                 st.session_state.pop(key, None)  # recorded: the form starts blank
+            st.session_state[DECIDED] = True  # and no task is chosen
             announce(f"Recorded: task is now {words(result.status).lower()}.")
             st.rerun()
 
