@@ -48,11 +48,11 @@ class Reference:
 
     def check(self) -> "Reference":
         if not self.title.strip() or len(self.title) > 1000 or "\x00" in self.title:
-            raise InvalidInput("--reference needs a title of 1 to 1,000 characters")
+            raise InvalidInput("the reference needs a title of 1 to 1,000 characters")
         if self.url and not re.match(r"^https?://[^\s]+$", self.url):
-            raise InvalidInput(f"--url {self.url!r} is not an http(s) address")
+            raise InvalidInput(f"URL {self.url!r} is not an http(s) address")
         if self.doi and not DOI.match(self.doi):
-            raise InvalidInput(f"--doi {self.doi!r} is not a DOI (10.NNNN/...)")
+            raise InvalidInput(f"DOI {self.doi!r} is not a DOI (10.NNNN/...)")
         return self
 
     def as_dict(self) -> dict:
@@ -90,11 +90,11 @@ def _artifact(session: Session, about: str) -> tuple[str, str]:
     name = name.strip()
     if kind not in ARTIFACT_KINDS or not name:
         raise InvalidInput(
-            f"--about {about!r}: expected KIND:NAME with KIND one of {', '.join(ARTIFACT_KINDS)} "
+            f"artifact {about!r}: expected KIND:NAME with KIND one of {', '.join(ARTIFACT_KINDS)} "
             "(task:ID or task:ID@VERSION, log:NAME, rubric:NAME, world:NAME, ...)"
         )
     if len(name) > 200 or "\x00" in name:
-        raise InvalidInput(f"--about {about!r}: the name is too long or holds a NUL")
+        raise InvalidInput(f"artifact {about!r}: the name is too long or holds a NUL")
     if kind == "task":
         external_id, _, version = name.partition("@")
         task = catalog_queries.task_by_external_id(session=session, external_id=external_id)
@@ -136,10 +136,11 @@ def record_source(
     with a structured reference. Leads only. Raises InvalidInput or NotFound."""
     require_role(actor, Role.lead)
     if kind not in KINDS:
-        raise InvalidInput(f"--kind {kind!r} is not one of {', '.join(KINDS)}")
+        raise InvalidInput(f"source kind {kind!r} is not one of {', '.join(KINDS)}")
     if not re.fullmatch(r"[A-Za-z0-9_.:/ -]{1,128}", field_name or ""):
         raise InvalidInput(
-            f"--field {field_name!r}: name the field in 1-128 letters, digits, '_', '.', '-'"
+            f"field {field_name!r}: name the field in 1-128 letters, digits, spaces and "
+            "'_', '.', ':', '/', '-'"
         )
     artifact_type, artifact_id = _artifact(session, about)
     reference = reference.check()

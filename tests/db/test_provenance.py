@@ -265,7 +265,7 @@ def test_sources_of_any_artifact_are_recorded_with_structured_references(history
                     kind="logs",
                     reference=Reference("r"),
                 )
-        with pytest.raises(InvalidInput, match="--kind"):
+        with pytest.raises(InvalidInput, match="source kind 'guess'"):
             record_source(
                 session=session,
                 actor=lead,
@@ -274,7 +274,7 @@ def test_sources_of_any_artifact_are_recorded_with_structured_references(history
                 kind="guess",
                 reference=Reference("r"),
             )
-        with pytest.raises(InvalidInput, match="--url"):
+        with pytest.raises(InvalidInput, match="is not an http"):
             record_source(
                 session=session,
                 actor=lead,

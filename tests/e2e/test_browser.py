@@ -558,6 +558,15 @@ def test_a_lead_runs_a_round_from_the_rounds_page(served, browser, tmp_path):
         box.click()
         box.send_keys(option, Keys.ENTER)
 
+    def admitted() -> list[str]:
+        names = _one_value(
+            database,
+            "SELECT group_concat(users.username, ',') FROM round_experts "
+            "JOIN users ON users.id = expert_id JOIN review_rounds ON review_rounds.id = round_id "
+            "WHERE review_rounds.name = 'Browser round'",
+        )
+        return sorted(names.split(",")) if names else []
+
     def chosen(label: str) -> str:  # a select box's choice is its input's value
         return browser.find_element(By.CSS_SELECTOR, f"input[aria-label='{label}']").get_attribute(
             "value"
@@ -603,13 +612,7 @@ def test_a_lead_runs_a_round_from_the_rounds_page(served, browser, tmp_path):
     members.send_keys("expert1", Keys.ENTER, "expert4", Keys.ENTER, Keys.ESCAPE)
     click("Save experts")
     wait.until(ec.text_to_be_present_in_element(body, "2 expert(s) admitted to Browser round"))
-    admitted = _one_value(
-        database,
-        "SELECT group_concat(users.username, ',') FROM round_experts "
-        "JOIN users ON users.id = expert_id JOIN review_rounds ON review_rounds.id = round_id "
-        "WHERE review_rounds.name = 'Browser round'",
-    )
-    assert sorted(admitted.split(",")) == ["expert1", "expert4"]
+    assert admitted() == ["expert1", "expert4"]
     _screenshot(browser, tmp_path, "round-members.png")
 
     taken = _claim(database, "expert1", "Browser round")
@@ -637,6 +640,13 @@ def test_a_lead_runs_a_round_from_the_rounds_page(served, browser, tmp_path):
     wait.until(ec.text_to_be_present_in_element(body, "released."))
     wait.until(ec.text_to_be_present_in_element(body, "No reservation is open in this round"))
     assert _one_value(database, status, moved) == "released"
+
+    wait.until(
+        ec.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Remove expert1']"))
+    ).click()
+    click("Save experts")
+    wait.until(ec.text_to_be_present_in_element(body, "1 expert(s) admitted to Browser round"))
+    assert admitted() == ["expert4"]
 
     browser.find_element(
         By.XPATH, "//label[.//p[starts-with(text(), 'Close Browser round')]]"

@@ -619,6 +619,8 @@ def test_a_lead_records_a_source_keeping_the_fields_through_a_refusal(served, br
         _field(browser, label).send_keys(text)
     _button(browser, "Record").click()
     _until_text(browser, "name the field in 1-128 letters")
+    refusal = browser.find_element(By.CSS_SELECTOR, "[data-testid='stAlertContentError']").text
+    assert "--" not in refusal, "the page's refusal names no command-line option"
     assert _one(database, "SELECT max(seq) FROM ledger_entries") == before
     assert _field(browser, "Field").get_attribute("value") == "org structure!"
     assert {label: _field(browser, label).get_attribute("value") for label in typed} == typed
