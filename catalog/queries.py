@@ -293,15 +293,17 @@ def _matching(filters: TaskFilters) -> list:
             )
         )
     if filters.variant_key:
+        # from the variant's index to its tasks: a correlated EXISTS made SQLite test every
+        # task of the catalogue (130 ms at 100,000 tasks, 4-6 ms this way)
         conditions.append(
-            select(TaskVersionVariant.task_version_id)
-            .join(TaskVersion, TaskVersion.id == TaskVersionVariant.task_version_id)
-            .where(
-                TaskVersion.task_id == Task.id,
-                TaskVersion.version == _newest_for(TaskVersion),
-                TaskVersionVariant.sequence_key == filters.variant_key,
+            Task.id.in_(
+                select(TaskVersion.task_id)
+                .join(TaskVersionVariant, TaskVersion.id == TaskVersionVariant.task_version_id)
+                .where(
+                    TaskVersionVariant.sequence_key == filters.variant_key,
+                    TaskVersion.version == _newest_for(TaskVersion),
+                )
             )
-            .exists()
         )
     return conditions
 
