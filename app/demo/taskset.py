@@ -55,10 +55,22 @@ def load_specs(path: Path = SPECS) -> list[dict]:
 
 
 def pick_variant(variants: pd.DataFrame, pattern: str, pick: int) -> pd.Series:
-    """The `pick`-th most frequent raw variant matching `pattern`."""
+    """The `pick`-th most frequent raw variant matching `pattern`; a small demo log (a few
+    hundred cases) may have none, and then the task takes its shortest, most frequent one.
+
+    >>> variants = pd.DataFrame(
+    ...     {"rank": [1, 2], "sequence": [["Open", "Assignment", "Reassignment", "Closed"],
+    ...                                   ["Open", "Assignment", "Update", "Closed"]]}
+    ... )
+    >>> list(pick_variant(variants, "rb_reassigned", 0)["sequence"])[2]
+    'Reassignment'
+    >>> int(pick_variant(variants, "rb_vendor", 0)["rank"])  # none waits for a vendor
+    1
+    """
     matching = variants[variants["sequence"].map(PATTERNS[pattern])].sort_values("rank")
     if matching.empty:
-        raise ValueError(f"no variant of the demo log matches pattern {pattern!r}")
+        lengths = variants["sequence"].map(len)
+        matching = variants.assign(length=lengths).sort_values(["length", "rank"])
     return matching.iloc[min(pick, len(matching) - 1)]
 
 
