@@ -1159,7 +1159,7 @@ def test_a_refused_source_keeps_the_form_the_task_is_picked_and_the_head_moves(d
     form["Note"].set_value("the checks of the end state")
     at.button(key="FormSubmitter:record-source-Record").click().run()
     assert [e.value for e in at.error] == [
-        literal("--url 'htp://example.org/tau2' is not an http(s) address")
+        literal("URL 'htp://example.org/tau2' is not an http(s) address")
     ]
     form = _record_form(at)  # every field as typed, the typo to correct
     assert {label: w.value for label, w in form.items()} == {
