@@ -2,23 +2,15 @@
 the server runs on), not only in the page's text. The demo's content changes: counts of
 tasks, rounds and ratings are read from the database, never written here."""
 
-import importlib.util
 import json
 import sqlite3
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from browser_module import browser_tests as _browser_tests
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-browser_tests = _load("browser_tests", Path(__file__).with_name("test_browser.py"))
+browser_tests = _browser_tests()
 browser = browser_tests.browser  # the same fixtures
 served = browser_tests.served
 _log_in = browser_tests._log_in

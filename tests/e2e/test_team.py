@@ -2,7 +2,6 @@
 replicas behind nginx (app/deploy/nginx.conf, sticky by cookie), one `itsmreview worker`; an
 expert rates a task on each replica in Chromium, and the worker applies both to the gate."""
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -14,6 +13,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from browser_module import browser_tests as _browser_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get(
@@ -32,14 +32,7 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-browser_tests = _load("browser_tests", Path(__file__).with_name("test_browser.py"))
+browser_tests = _browser_tests()
 browser = browser_tests.browser  # the same fixture
 
 
