@@ -121,12 +121,11 @@ def task_names(
 ) -> list[tuple[str, str]]:
     """(external id, title) of the tasks whose id or title holds `search` (every task when
     empty; case-insensitive), by id, at most `limit`."""
-    query = select(Task.external_id, Task.title).order_by(Task.external_id)
-    if search:
-        pattern = f"%{search.lower()}%"
-        query = query.where(
-            or_(func.lower(Task.external_id).like(pattern), func.lower(Task.title).like(pattern))
-        )
+    query = (  # the Tasks page's text filter: '%' and '_' match themselves
+        select(Task.external_id, Task.title)
+        .where(*_matching(TaskFilters(text=search)))
+        .order_by(Task.external_id)
+    )
     return list(session.exec(query.limit(limit) if limit else query))
 
 
