@@ -268,16 +268,13 @@ def test_an_expert_marks_an_optional_item_not_applicable_with_a_reason(prepared,
     assert "Does not apply" in _body(browser)  # said where the item would be
     colleague = "Simulated colleague realism (optional)"
     assert colleague in labels
-    keys = []  # a point of each item in turn; the colleague's last choice is Not applicable
-    for label in labels:
-        if label == colleague:
-            keys.append(str(len(_radios(browser, label))))
-        elif label == "Overall verdict":
-            keys.append("1")
-        else:
-            keys.append("4")
-    for key in keys:
+    keys = "".join("1" if label == "Overall verdict" else "4" for label in labels)
+    for key in keys:  # a point of each item in turn, without a rerun between them
         ActionChains(browser).send_keys(key).perform()
+    _wait(browser).until(lambda b: "".join(map(str, b.execute_script(CHOSEN))) == keys)
+    # then the colleague's last choice, Not applicable: the draft reruns the form to ask why
+    not_applicable = _radios(browser, colleague)[-1]
+    browser.execute_script("arguments[0].closest('label').click()", not_applicable)
     reason = _field(browser, "Simulated colleague realism: why it does not apply to this task")
     reason.send_keys("no colleague takes part in this task")
     rating = (
@@ -298,6 +295,12 @@ def test_an_expert_marks_an_optional_item_not_applicable_with_a_reason(prepared,
     for empty in ("simulated_colleague_realism", "log_fidelity"):
         assert scores.get(empty) is None, scores
     assert scores["scenario_realism"] == 4
+
+
+CHOSEN = (  # the point chosen in each rubric item, 1-based; 0 where none is
+    "return [...document.querySelectorAll('.st-key-rubric [role=radiogroup]')].map(g => "
+    "[...g.querySelectorAll('input[type=radio]')].findIndex(r => r.checked) + 1)"
+)
 
 
 def _radios(browser, label: str) -> list:
