@@ -280,6 +280,7 @@ def build(url: str, tasks: int, approved: bool = False) -> int:
                     created_at=when,
                     submitted_at=when + timedelta(seconds=rid),
                     score_vector=pack(keys, scores),
+                    not_applicable=None,
                 )
                 put(
                     Assignment,

@@ -514,16 +514,12 @@ def _lead(session):
 def group_pages(repeats: int = 5) -> dict:
     import itsmreview
     from itsmreview.summaries.service import wait_for_background
-    from streamlit.testing.v1 import AppTest
 
     app = str(Path(itsmreview.__file__).parent / "streamlit_app.py")
     out = {}
     for role, pages in PAGES.items():
-        at = AppTest.from_file(app, default_timeout=600)
-        at.run()
-        at.text_input(key="login_username").input("lead" if role == "lead" else "e1")
-        at.text_input(key="login_password").input(PASSWORD)
-        at.button(key="FormSubmitter:login-Log in").click().run()
+        at, login = _logged_in(app, role)
+        out[f"login to the start page ({role}), first session of the process"] = _median([login])
         for page in pages:
             times = []
             for run in range(repeats + 2):
@@ -541,6 +537,71 @@ def group_pages(repeats: int = 5) -> dict:
                         )
             out[f"page {page} ({role}), first view"] = _median(times[:1])
             out[f"page {page} ({role})"] = _median(times[2:])
+            if page == "tasks":
+                out.update(_filtered_tasks(at, repeats))
+    out.update(_new_sessions(app, repeats))
+    return out
+
+
+def _logged_in(app: str, role: str):
+    """A new session (AppTest) logged in as `role`, and the seconds from the login's click to
+    its start page drawn."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(app, default_timeout=600)
+    at.run()
+    at.text_input(key="login_username").input("lead" if role == "lead" else "e1")
+    at.text_input(key="login_password").input(PASSWORD)
+    start = time.perf_counter()
+    at.button(key="FormSubmitter:login-Log in").click().run()
+    return at, time.perf_counter() - start
+
+
+def _filtered_tasks(at, repeats: int) -> dict:
+    """The Tasks page's views after a filter changes: each filter set and cleared in turn, the
+    set views timed (the page's own filters: status, persona, text)."""
+    out = {}
+    filters = {
+        "status adjudication": (at.multiselect, "tasks-statuses", ["adjudication"]),
+        "one persona": (
+            at.multiselect,
+            "tasks-personas",
+            at.multiselect(key="tasks-personas").options[:1],
+        ),
+        "text 'task-12'": (at.text_input, "tasks-text", "task-12"),
+    }
+    for name, (kind, key, value) in filters.items():
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            kind(key=key).set_value(value).run()
+            times.append(time.perf_counter() - start)
+            if at.exception:
+                raise SystemExit(f"tasks filtered by {name} failed: {at.exception}")
+            kind(key=key).set_value("" if isinstance(value, str) else []).run()
+        out[f"page tasks (lead), filtered by {name}"] = _median(times)
+    return out
+
+
+def _new_sessions(app: str, repeats: int) -> dict:
+    """Each page's first view in a new session of a warm process (a second login, a new
+    browser tab): what a lead or an expert opening the tool meets."""
+    out = {}
+    logins = {role: [] for role in PAGES}
+    for role, pages in PAGES.items():
+        for page in pages:
+            times = []
+            for _ in range(repeats):
+                at, login = _logged_in(app, role)
+                logins[role].append(login)
+                start = time.perf_counter()
+                at.switch_page(f"views/{page}.py").run()
+                times.append(time.perf_counter() - start)
+                if at.exception:
+                    raise SystemExit(f"page {page} failed in a new session: {at.exception}")
+            out[f"page {page} ({role}), a new session"] = _median(times)
+    for role, times in logins.items():
+        out[f"login to the start page ({role}), a new session"] = _median(times)
     return out
 
 

@@ -10,9 +10,12 @@ same document.
 import hashlib
 import io
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
+from functools import lru_cache
+from json.encoder import encode_basestring
 from typing import IO, Any
 from urllib.parse import quote
 
@@ -20,11 +23,33 @@ NAMESPACE = "https://itsmreview.org/ns#"
 _BODY = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
 _KEY = json.JSONEncoder(ensure_ascii=False).encode
 CREATING_ACTIONS = {"import", "submit", "add", "export", "add-source"}
+# the characters quote() leaves as they are with safe='@.-_': a name of only these is its own
+# quoted form (most are: ids, versions, sequence numbers), so it skips quote()
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~@-]*")
 
 
 def _id(kind: str, value: str) -> str:
     """A qualified name whose local part PROV-N can write (spaces and the like escaped)."""
-    return f"itsm:{quote(kind, safe='/')}/{quote(value, safe='@.-_')}"
+    local = value if _UNQUOTED.fullmatch(value) else quote(value, safe="@.-_")
+    return f"itsm:{_kind(kind)}/{local}"
+
+
+@lru_cache(maxsize=256)
+def _kind(kind: str) -> str:
+    return quote(kind, safe="/")
+
+
+def _string(value: Any) -> str:
+    """A JSON value as `_BODY` writes it inside a record (a string through the C encoder)."""
+    return _TEXT(value) if type(value) is str else _BODY(value)
+
+
+_TEXT = encode_basestring  # what JSONEncoder(ensure_ascii=False) writes for a str
+
+
+def _pair(first: str, a: str, second: str, b: str) -> str:
+    """A record body of two string fields, `first` sorting before `second`."""
+    return f'{{"{first}":{_TEXT(a)},"{second}":{_TEXT(b)}}}'
 
 
 SECTIONS = (
@@ -37,6 +62,10 @@ SECTIONS = (
     "wasAttributedTo",
     "wasDerivedFrom",
 )
+
+
+def _type(name: str) -> str:
+    return f'{{"prov:type":{_TEXT(name)}}}'
 
 
 class ProvWriter:
@@ -67,77 +96,82 @@ class ProvWriter:
         for spool in self._spools.values():
             spool.close()
 
-    def _put(self, kind: str, key: str, body: dict) -> None:
+    def _put(self, kind: str, key: str, body: str) -> None:
+        """A record: `body` is its JSON text, keys sorted as `_BODY` sorts them."""
         pending = self._pending[kind]
         if self._counts[kind]:
             pending.append(",")
-        pending += (_KEY(key), ":", _BODY(body))
+        pending += (_TEXT(key), ":", body)
         self._counts[kind] += 1
         if len(pending) > 4000:
             self._spools[kind].write("".join(pending))
             pending.clear()
 
-    def _entity(self, entity: str, body: dict) -> None:
+    def _entity(self, entity: str, body: str) -> None:
         if entity not in self._entities:
             self._entities.add(entity)
             self._put("entity", entity, body)
 
-    def _relation(self, kind: str, body: dict) -> None:
+    def _relation(self, kind: str, body: str) -> None:
         self._relations += 1
         self._put(kind, f"_:{kind}{self._relations}", body)
 
     def add_entry(self, entry: Any) -> None:
         """One ledger entry (an object with the LedgerEntry fields)."""
         entity = _id(entry.artifact_type, entry.artifact_id)
-        self._entity(entity, {"prov:type": f"itsm:{entry.artifact_type}"})
+        self._entity(entity, _type(f"itsm:{entry.artifact_type}"))
         activity = _id("ledger", str(entry.seq))
+        at = _TEXT(entry.created_at.isoformat())
+        # the activity's fields in the order sort_keys gives them
         self._put(
             "activity",
             activity,
-            {
-                "prov:startTime": entry.created_at.isoformat(),
-                "prov:endTime": entry.created_at.isoformat(),
-                "itsm:action": entry.action,
-                "itsm:sourceKind": entry.source_kind,
-                "itsm:entryHash": entry.entry_hash,
-                **({"itsm:field": entry.field} if entry.field else {}),
-                **({"itsm:reference": entry.reference} if entry.reference else {}),
-            },
+            f'{{"itsm:action":{_string(entry.action)},"itsm:entryHash":{_string(entry.entry_hash)}'
+            + (f',"itsm:field":{_string(entry.field)}' if entry.field else "")
+            + (f',"itsm:reference":{_string(entry.reference)}' if entry.reference else "")
+            + f',"itsm:sourceKind":{_string(entry.source_kind)}'
+            + f',"prov:endTime":{at},"prov:startTime":{at}}}',
         )
         if entry.action in CREATING_ACTIONS and entity not in self._generated:
             self._generated.add(entity)
-            self._relation("wasGeneratedBy", {"prov:entity": entity, "prov:activity": activity})
+            self._relation(
+                "wasGeneratedBy", _pair("prov:activity", activity, "prov:entity", entity)
+            )
         else:
-            self._relation("used", {"prov:activity": activity, "prov:entity": entity})
+            self._relation("used", _pair("prov:activity", activity, "prov:entity", entity))
         if entry.actor_id is not None and entry.actor_id in self.agent_names:
             agent = _id("agent", self.agent_names[entry.actor_id])
             if agent not in self._entities:
                 self._entities.add(agent)
-                self._put("agent", agent, {"prov:type": "prov:Person"})
-            self._relation("wasAssociatedWith", {"prov:activity": activity, "prov:agent": agent})
+                self._put("agent", agent, _type("prov:Person"))
+            self._relation(
+                "wasAssociatedWith", _pair("prov:activity", activity, "prov:agent", agent)
+            )
             if entry.action in CREATING_ACTIONS:
-                self._relation("wasAttributedTo", {"prov:entity": entity, "prov:agent": agent})
+                self._relation("wasAttributedTo", _pair("prov:agent", agent, "prov:entity", entity))
         if entry.field and entry.source_kind in ("logs", "external", "expert"):
             reference = entry.reference or entry.source_kind
             digest = hashlib.sha256(reference.encode()).hexdigest()[:16]
             source = _id(f"source/{entry.source_kind}", digest)
             self._entity(
-                source, {"prov:type": f"itsm:{entry.source_kind}", "prov:label": reference}
+                source, _pair("prov:label", reference, "prov:type", f"itsm:{entry.source_kind}")
             )
             part = f"{entity}.{quote(entry.field, safe='')}"
-            self._entity(part, {"prov:type": "itsm:field"})
+            self._entity(part, _type("itsm:field"))
             self._relation(
-                "wasDerivedFrom", {"prov:generatedEntity": part, "prov:usedEntity": source}
+                "wasDerivedFrom",
+                _pair("prov:generatedEntity", part, "prov:usedEntity", source),
             )
 
     def add_derivation(self, derived: str, source: str) -> None:
         """A (derived artifact, source artifact) pair as `type/id` strings, e.g. a task
         version derived from an event log."""
         derived_id, source_id = _id(*derived.split("/", 1)), _id(*source.split("/", 1))
-        self._entity(derived_id, {"prov:type": f"itsm:{derived.split('/', 1)[0]}"})
-        self._entity(source_id, {"prov:type": f"itsm:{source.split('/', 1)[0]}"})
+        self._entity(derived_id, _type(f"itsm:{derived.split('/', 1)[0]}"))
+        self._entity(source_id, _type(f"itsm:{source.split('/', 1)[0]}"))
         self._relation(
-            "wasDerivedFrom", {"prov:generatedEntity": derived_id, "prov:usedEntity": source_id}
+            "wasDerivedFrom",
+            _pair("prov:generatedEntity", derived_id, "prov:usedEntity", source_id),
         )
 
     def write(self, handle: IO[str]) -> None:

@@ -93,26 +93,37 @@ st.caption(
     )
 )
 names = ["Variants", "Gaps", "Roles", "Directly-follows map", "Activities"]
-tabs = st.tabs([*names, "Outcomes"] if report.outcomes else names)
-with tabs[0]:
-    st.plotly_chart(pareto(view.variants), key="pareto", config=NO_TOOLBAR)
-    st.caption("Green bars: variants a task declares; the line is the cumulative share of cases.")
-    table = view.variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
-    show_table(
-        table[["rank", "case_count", "share", "covered", "length", "sequence"]],
-        COLUMNS,
-        column_config={"Share of cases": st.column_config.NumberColumn(format="percent")},
-    )
-with tabs[1]:
-    gap_tables(view)
-with tabs[2]:
-    role_bars(report.role_coverage, view.role_values, report.gaps["role_values"])
-with tabs[3]:
-    st.graphviz_chart(df_map(view.df_pairs))
-    st.caption("Green edges occur in a task's sequence; edge width grows with frequency.")
-with tabs[4]:
-    show_table(view.activities, COLUMNS)
-if report.outcomes:
+# only the open tab is drawn (a tab change reruns the page): the map and tables of the others
+# cost more than the whole of the rest of the page
+tabs = st.tabs(
+    [*names, "Outcomes"] if report.outcomes else names, key="coverage-tab", on_change="rerun"
+)
+if tabs[0].open:
+    with tabs[0]:
+        st.plotly_chart(pareto(view.variants), key="pareto", config=NO_TOOLBAR)
+        st.caption(
+            "Green bars: variants a task declares; the line is the cumulative share of cases."
+        )
+        table = view.variants.head(500).assign(sequence=lambda f: f["sequence"].map(" → ".join))
+        show_table(
+            table[["rank", "case_count", "share", "covered", "length", "sequence"]],
+            COLUMNS,
+            column_config={"Share of cases": st.column_config.NumberColumn(format="percent")},
+        )
+if tabs[1].open:
+    with tabs[1]:
+        gap_tables(view)
+if tabs[2].open:
+    with tabs[2]:
+        role_bars(report.role_coverage, view.role_values, report.gaps["role_values"])
+if tabs[3].open:
+    with tabs[3]:
+        st.graphviz_chart(df_map(view.df_pairs))
+        st.caption("Green edges occur in a task's sequence; edge width grows with frequency.")
+if tabs[4].open:
+    with tabs[4]:
+        show_table(view.activities, COLUMNS)
+if report.outcomes and tabs[5].open:
     with tabs[5]:
         outcome_bars(report.outcomes)
 

@@ -206,7 +206,15 @@ def test_coverage_page_shows_metrics_gaps_and_df_map(demo_configured):
         "Activities",
     ]
     assert at.metric[0].value == "24"
+    # only the open tab is drawn: Variants first, the others once chosen
+    assert at.get("plotly_chart") and not at.get("graphviz_chart")
+    assert not any(h.value == "Most frequent uncovered variants" for h in at.subheader)
+    at.session_state["coverage-tab"] = "Gaps"  # what choosing the tab does
+    at.run()
     assert any(h.value == "Most frequent uncovered variants" for h in at.subheader)
+    assert not at.get("graphviz_chart")
+    at.session_state["coverage-tab"] = "Directly-follows map"
+    at.run()
     assert at.get("graphviz_chart")
     at.segmented_control[0].set_value("rated").run()
     assert not at.exception
@@ -226,6 +234,8 @@ def test_coverage_page_shows_the_outcomes_of_a_log_of_linked_tables(demo_configu
     at.selectbox[0].set_value("rabobank").run()
     assert not at.exception
     assert [t.label for t in at.tabs][-1] == "Outcomes"
+    at.session_state["coverage-tab"] = "Outcomes"
+    at.run()
     outcome = next(b for b in at.selectbox if b.label == "Outcome")
     assert "closure_code" in outcome.options and "reassigned" in outcome.options
     outcome.set_value("closure_code").run()
