@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "itsmreview.coverage.variants",
+    "itsmreview.coverage.engine",
     "itsmreview.coverage.metrics",
     "itsmreview.coverage.synthetic",
     "itsmreview.coverage.synthetic_bpi2014",
