@@ -19,8 +19,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 from itsmreview.coverage.eventlog import ROLE_PREFIX
-from itsmreview.coverage.variants import EXAMPLE_CASES_PER_VARIANT, Materialised
-from itsmreview.sequences import sequence_key
+from itsmreview.coverage.variants import EXAMPLE_CASES_PER_VARIANT, Materialised, variant_frame
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -381,18 +380,14 @@ def _variant_table(
     rank = np.empty(n_variants, dtype=np.int64)
     rank[order] = np.arange(1, n_variants + 1)
     sequences = [names[codes].tolist() for codes in _sequences(con, level)]
-    table_frame = pd.DataFrame(
-        {
-            "level": level,
-            "rank": rank,
-            "sequence": sequences,
-            "sequence_key": [sequence_key(seq) for seq in sequences],
-            "length": [len(seq) for seq in sequences],
-            "case_count": counts,
-            "share": counts / n_cases,
-            "median_throughput_s": found["median"].astype(np.float64),
-            "example_case_ids": [list(e) for e in found["examples"]],
-        }
+    table_frame = variant_frame(
+        level,
+        rank,
+        sequences,
+        counts,
+        n_cases,
+        found["median"].astype(np.float64),
+        [list(e) for e in found["examples"]],
     )
     return table_frame.iloc[order].reset_index(drop=True), table_frame["sequence_key"].to_numpy()
 

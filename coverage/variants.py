@@ -129,7 +129,16 @@ def _variant_table(
     examples = [kept_case_ids[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     ends = np.append(starts, len(act))
     sequences = [names[act[ends[c] : ends[c + 1]]].tolist() for c in first_case]
-    table = pd.DataFrame(
+    table = variant_frame(level, rank, sequences, counts, n_cases, medians, examples)
+    return table.iloc[order].reset_index(drop=True), table["sequence_key"].to_numpy()
+
+
+DENSE_LIMIT = 64_000_000
+
+
+def variant_frame(level, rank, sequences, counts, n_cases, medians, examples) -> pd.DataFrame:
+    """A level's variants table, one row per variant in the order given."""
+    return pd.DataFrame(
         {
             "level": level,
             "rank": rank,
@@ -142,10 +151,6 @@ def _variant_table(
             "example_case_ids": examples,
         }
     )
-    return table.iloc[order].reset_index(drop=True), table["sequence_key"].to_numpy()
-
-
-DENSE_LIMIT = 64_000_000
 
 
 def _cases_per_value(
