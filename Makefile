@@ -78,6 +78,7 @@ bench: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/imports.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/realism.py
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/delphi.py
+	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/logs.py
 
 bench-scale: venv
 	PYTHONSAFEPATH=1 $(BIN)/python benchmarks/scale.py
