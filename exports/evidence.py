@@ -321,8 +321,40 @@ def rubrics_file(rubrics: list) -> dict[str, str]:
     }
 
 
+_TEXT = json.encoder.encode_basestring  # a str as JSON text, as jsonl's encoder writes it
+_PAYLOAD = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def ledger_line(entry, names: dict[int | None, str]) -> str:
-    return jsonl([entry_record(entry, names.get(entry.actor_id))])
+    """`jsonl([entry_record(entry, actor)])`, written field by field in the order its sorted
+    keys give (no record dict, no key sorting): the export's slice has a line per entry. An
+    entry whose columns are not the stored types goes the general way."""
+    actor = names.get(entry.actor_id)
+    field = entry.field
+    if not (
+        type(entry.seq) is int
+        and (actor is None or type(actor) is str)
+        and (field is None or type(field) is str)
+        and type(entry.action) is str
+        and type(entry.artifact_id) is str
+        and type(entry.artifact_type) is str
+        and type(entry.reference) is str
+        and type(entry.source_kind) is str
+        and type(entry.prev_hash) is str
+        and type(entry.entry_hash) is str
+    ):
+        return jsonl([entry_record(entry, actor)])
+    return (
+        f'{{"action": {_TEXT(entry.action)}, "actor": {"null" if actor is None else _TEXT(actor)}, '
+        f'"artifact_id": {_TEXT(entry.artifact_id)}, '
+        f'"artifact_type": {_TEXT(entry.artifact_type)}, '
+        f'"created_at": {_TEXT(entry.created_at.isoformat())}, '
+        f'"entry_hash": {_TEXT(entry.entry_hash)}, '
+        f'"field": {"null" if field is None else _TEXT(field)}, '
+        f'"payload": {_PAYLOAD(entry.payload)}, "prev_hash": {_TEXT(entry.prev_hash)}, '
+        f'"reference": {_TEXT(entry.reference)}, "seq": {entry.seq}, '
+        f'"source_kind": {_TEXT(entry.source_kind)}}}\n'
+    )
 
 
 SYNTHETIC = re.compile(r"\bsynthetic\b|\bgenerated\b|\bsimulated\b", re.IGNORECASE)

@@ -22,6 +22,8 @@ def _entry(seq, artifact_type, artifact_id, action, **fields):
         reference=fields.get("reference", ""),
         actor_id=fields.get("actor_id"),
         entry_hash=f"{seq:064x}",
+        prev_hash=f"{seq - 1:064x}",
+        payload=fields.get("payload"),
     )
 
 
@@ -38,7 +40,20 @@ ENTRIES = [
         actor_id=1,
     ),
     _entry(3, "task", "a task/with spaces & ünïcode", "import", actor_id=2),
-    _entry(4, "rating", "17", "submit", source_kind="expert", actor_id=2),
+    _entry(
+        4,
+        "rating",
+        "17",
+        "submit",
+        source_kind="expert",
+        actor_id=2,
+        payload={
+            "content_sha256": "ab" * 32,
+            "scores": {"z": 1.5, "a": None},
+            "note": 'ünïcode "quoted"\n',
+            "flags": ["b", "a"],
+        },
+    ),
     _entry(5, "rating", "17", "status", actor_id=None),
     _entry(
         6,
@@ -118,3 +133,15 @@ def test_prov_document_is_the_written_document():
     assert prov_document(ENTRIES, agent_names=AGENTS, derivations=derivations) == json.loads(
         _document_text()
     )
+
+
+def test_the_exports_ledger_lines_are_its_records_as_jsonl_writes_them():
+    from itsmreview.exports.bundle import jsonl
+    from itsmreview.exports.evidence import ledger_line
+    from itsmreview.ledger.service import entry_record
+
+    odd = _entry(7, "task", "T-2@v1", "import", actor_id=1, payload={"n": [1, {"b": 2, "a": 1}]})
+    odd.seq = "7"  # not the stored type: the general way
+    for entry in [*ENTRIES, odd]:
+        expected = jsonl([entry_record(entry, AGENTS.get(entry.actor_id))])
+        assert ledger_line(entry, AGENTS) == expected
