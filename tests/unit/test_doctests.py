@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "itsmreview.coverage.variants",
     "itsmreview.coverage.engine",
+    "itsmreview.coverage.xes_stream",
     "itsmreview.coverage.metrics",
     "itsmreview.coverage.synthetic",
     "itsmreview.coverage.synthetic_bpi2014",
