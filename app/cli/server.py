@@ -50,7 +50,8 @@ def demo(
             progress=lambda message: typer.echo(f"  loading {message} ..."),
         )
     typer.echo(
-        f"demo ready: {summary.users} users, log {summary.log_name!r}, "
+        f"demo ready: {summary.users} users, logs "
+        f"{' and '.join(repr(name) for name in summary.log_names)}, "
         f"{summary.ratings} ratings ({'new' if summary.round_created else 'already loaded'})"
     )
     port = port or settings.port

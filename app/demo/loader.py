@@ -90,11 +90,12 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class DemoSummary:
     users: int
-    log_name: str
+    log_name: str  # the synthetic BPI 2013-shaped log; `log_names` lists every demo log
     log_created: bool
     tasks_created: int
     round_created: bool
     ratings: int
+    log_names: tuple[str, ...] = ()
 
 
 def _ensure_users(session: Session) -> dict[str, User]:
@@ -677,4 +678,5 @@ def load_demo(
         tasks_created=len(report.created) + len(pilot.created),
         round_created=round_created,
         ratings=ratings,
+        log_names=(log.name, DEMO_BPI2014_NAME),
     )

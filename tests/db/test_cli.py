@@ -124,6 +124,7 @@ def test_demo_no_serve_prints_logins(configured, monkeypatch):
     result = run("demo", "--no-serve")
     assert result.exit_code == 0, result.output
     assert "expert1" in result.output and "itsm-demo" in result.output
+    assert "logs 'demo-vinst' and 'rabobank-demo'" in result.output  # both demo logs named
 
 
 def test_round_create_list_close(configured, tmp_path):
