@@ -182,6 +182,15 @@ def test_lead_logs_in_and_opens_coverage(server, browser, tmp_path):
     _wait_for_heading(browser, "Coverage")
     wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "[data-testid='stMetric']")))
     _screenshot(browser, tmp_path, "coverage.png")
+    # only the open tab is drawn: the map appears once its tab is chosen
+    assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid='stGraphVizChart']")
+    tab = wait.until(
+        ec.element_to_be_clickable(
+            (By.XPATH, "//*[@data-testid='stTab'][.//p[text()='Directly-follows map']]")
+        )
+    )
+    tab.click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "[data-testid='stGraphVizChart']")))
 
 
 def test_a_closed_dashboard_expander_computes_its_figures_when_opened(server, browser):
