@@ -258,6 +258,52 @@ def insert_rows(
     session.execute(insert(target), [dict(zip(columns, row, strict=True)) for row in rows])
 
 
+def driver_rows(session: Session, sql: str, params: Sequence = ()) -> list[tuple]:
+    """The rows of `sql` as the driver returns them: tuples, no SQLAlchemy row or type
+    processing (which costs more than the read itself for hundreds of thousands of small
+    rows), in the session's transaction. `sql` uses `?` placeholders on every dialect; JSON
+    columns come back as text on SQLite and decoded on PostgreSQL (see `json_reader`)."""
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(sql, tuple(params))
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def ids_in(session: Session, column: str) -> str:
+    """`column IN` a list of ids given as ONE `?` parameter (see `ids_param`): a JSON array
+    read by `json_each` on SQLite, an integer array on PostgreSQL."""
+    if session.get_bind().dialect.name == "postgresql":
+        return f"{column} = ANY(?::integer[])"
+    return f"{column} IN (SELECT value FROM json_each(?))"
+
+
+def ids_param(session: Session, ids: Sequence[int]):
+    """The parameter `ids_in` expects for these ids."""
+    import json
+
+    values = [int(i) for i in ids]
+    return values if session.get_bind().dialect.name == "postgresql" else json.dumps(values)
+
+
+def json_reader(session: Session):
+    """How to read a JSON column's value from `driver_rows`: SQLite gives its text (decoded
+    here; NULL stays None), PostgreSQL's driver has decoded it already."""
+    if session.get_bind().dialect.name == "postgresql":
+        return _as_is
+    import json
+
+    return lambda value: None if value is None else json.loads(value)
+
+
+def _as_is(value):
+    return value
+
+
 def in_ids(session: Session, column, ids: Sequence[int]):
     """column IN (ids) with the whole list as ONE bind parameter: an integer array on
     PostgreSQL (`= ANY(:ids)`), a JSON array read by `json_each` on SQLite. Never one

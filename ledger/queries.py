@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from itsmreview.db import bulk_insert_records
+from itsmreview.db import bulk_insert_records, driver_rows
 from itsmreview.ledger.models import LedgerEntry
 from sqlalchemy import insert, text
 from sqlmodel import Session, select
@@ -77,21 +77,20 @@ def entry_rows(*, session: Session, where=None, batch: int = 5000) -> Iterator:
         after = rows[-1].seq
 
 
-RAW_ENTRIES = text(
+RAW_ENTRIES = (
     "SELECT seq, created_at, artifact_type, artifact_id, field, source_kind, reference, action,"
-    " actor_id, payload, prev_hash, entry_hash FROM ledger_entries WHERE seq > :after"
-    " ORDER BY seq LIMIT :batch"
+    " actor_id, payload, prev_hash, entry_hash FROM ledger_entries WHERE seq > ?"
+    " ORDER BY seq LIMIT ?"
 )
 
 
 def raw_entries(*, session: Session, batch: int = 20_000) -> Iterator[tuple]:
-    """Every entry as the driver returns it (no ORM type processing, which costs more than
-    hashing): created_at as text (SQLite) or datetime (PostgreSQL), payload as JSON text or
-    dict; the columns of ENTRY_COLUMNS. In sequence order, in batches."""
-    connection = session.connection()
+    """Every entry as the driver returns it (no SQLAlchemy row or type processing, which
+    costs more than hashing): created_at as text (SQLite) or datetime (PostgreSQL), payload
+    as JSON text or dict; the columns of ENTRY_COLUMNS. In sequence order, in batches."""
     after = 0
     while True:
-        rows = connection.execute(RAW_ENTRIES, {"after": after, "batch": batch}).fetchall()
+        rows = driver_rows(session, RAW_ENTRIES, (after, batch))
         if not rows:
             return
         yield from rows

@@ -1,16 +1,25 @@
 """Queries of the provenance audit: objects read in id batches, ledger entries as plain rows."""
 
+from collections import namedtuple
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog.models import Task, TaskVersion, Transcript
-from itsmreview.db import distinct_walk, frame_of, in_ids
+from itsmreview.db import (
+    distinct_walk,
+    driver_rows,
+    frame_of,
+    ids_in,
+    ids_param,
+    in_ids,
+    json_reader,
+)
 from itsmreview.exports.models import Export
 from itsmreview.ledger import queries as ledger_queries
 from itsmreview.ledger.models import LedgerEntry
-from itsmreview.review.models import Adjudication, Rating, RatingScore, ReviewRound
+from itsmreview.review.models import Adjudication, Rating, ReviewRound
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
@@ -220,24 +229,34 @@ RATING_FIELDS = (
 )
 
 
+RatingRow = namedtuple("RatingRow", [c.key for c in RATING_FIELDS])
+RATINGS_SQL = f"SELECT {', '.join(RatingRow._fields)} FROM ratings WHERE "
+
+
 def ratings_by_ids(*, session: Session, ids: list[int]) -> tuple[dict, dict]:
     """{id: rating row} of these ratings (any status; the fields a rating's content and its
     packed scores are made of, as attributes) and {rating id: {dimension: value}}."""
     if not ids:
         return {}, {}
-    connection = session.connection()  # Core rows: no ORM loading, a third of the time
-    ratings = {
-        r.id: r
-        for r in connection.execute(
-            select(*RATING_FIELDS).where(in_ids(session, Rating.id, ids))
-        ).all()
-    }
+    # the driver's rows: SQLAlchemy's rows cost three times the read for 600,000 scores
+    listed = ids_param(session, ids)
+    read_json = json_reader(session)
+    fields = RatingRow._fields
+    flags, marks, packed = (fields.index(f) for f in ("flags", "not_applicable", "score_vector"))
+    ratings = {}
+    for row in driver_rows(session, RATINGS_SQL + ids_in(session, "id"), (listed,)):
+        values = list(row)
+        values[flags], values[marks] = read_json(row[flags]), read_json(row[marks])
+        values[packed] = None if row[packed] is None else bytes(row[packed])
+        rating = RatingRow._make(values)
+        ratings[rating.id] = rating
     scores: dict[int, dict] = {}
-    for rating_id, dimension, value in connection.execute(
-        select(RatingScore.rating_id, RatingScore.dimension, RatingScore.value).where(
-            in_ids(session, RatingScore.rating_id, ids)
-        )
-    ).all():
+    for rating_id, dimension, value in driver_rows(
+        session,
+        "SELECT rating_id, dimension, value FROM rating_scores WHERE "
+        + ids_in(session, "rating_id"),
+        (listed,),
+    ):
         if rating_id in scores:
             scores[rating_id][dimension] = value
         else:
