@@ -230,9 +230,7 @@ def rubrics_by_id(*, session: Session, rubric_ids: list[int]) -> list[Rubric]:
 
 def ledger_entries_of(*, session: Session, artifact_types: tuple[str, ...]) -> Iterator:
     """Entries of the given artifact types in chain order, as plain rows, in batches."""
-    return ledger_queries.entry_rows(
-        session=session, where=LedgerEntry.artifact_type.in_(artifact_types)
-    )
+    return ledger_queries.entries_of_types(session=session, artifact_types=artifact_types)
 
 
 def log_entries(*, session: Session, artifact_id: str) -> list[LedgerEntry]:

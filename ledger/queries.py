@@ -1,8 +1,10 @@
 """The ledger chain's statements: the head, appending (insert, lock) and streaming entries."""
 
-from collections.abc import Iterator
+from collections import namedtuple
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 
-from itsmreview.db import bulk_insert_records, driver_rows
+from itsmreview.db import bulk_insert_records, driver_rows, json_reader
 from itsmreview.ledger.models import LedgerEntry
 from sqlalchemy import insert, text
 from sqlmodel import Session, select
@@ -75,6 +77,42 @@ def entry_rows(*, session: Session, where=None, batch: int = 5000) -> Iterator:
             return
         yield from rows
         after = rows[-1].seq
+
+
+EntryRow = namedtuple("EntryRow", [c.key for c in ENTRY_COLUMNS])
+_ENTRY_LIST = ", ".join(EntryRow._fields)
+
+
+def entries_of_types(
+    *, session: Session, artifact_types: Sequence[str], batch: int = 20_000
+) -> Iterator[EntryRow]:
+    """The entries of these artifact types in chain order, with the fields (and types) of
+    `entry_rows`' rows, read as the driver's rows in batches (a fifth of the time of
+    SQLAlchemy's rows for an export's hundreds of thousands of entries)."""
+    sql = (
+        f"SELECT {_ENTRY_LIST} FROM ledger_entries WHERE seq > ? AND artifact_type IN "
+        f"({', '.join('?' * len(artifact_types))}) ORDER BY seq LIMIT ?"
+    )
+    read_json = json_reader(session)
+    created, payload = EntryRow._fields.index("created_at"), EntryRow._fields.index("payload")
+    after = 0
+    while True:
+        rows = driver_rows(session, sql, (after, *artifact_types, batch))
+        if not rows:
+            return
+        for row in rows:
+            values = list(row)
+            values[created] = _utc(row[created])
+            values[payload] = read_json(row[payload])
+            yield EntryRow._make(values)
+        after = rows[-1][0]
+
+
+def _utc(value) -> datetime:
+    """A stored time as the column's type reads it: SQLite's text or the driver's datetime,
+    as an aware datetime in UTC."""
+    when = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 RAW_ENTRIES = (
