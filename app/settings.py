@@ -58,6 +58,19 @@ class Settings(BaseSettings):
         description="Longest row of a CSV event log (bytes); a longer row is refused with its "
         "position (real event-log rows are a few hundred bytes).",
     )
+    log_memory: str | None = Field(
+        default=None,
+        description="Memory the log engine (DuckDB) may use while it materialises or queries "
+        "a log: a size such as `4GB` or `512MiB`, or a fraction of the machine's memory such "
+        "as `0.25`. Beyond it, work spills to a temporary folder. Default: half the memory.",
+    )
+    log_stream_bytes: int = Field(
+        default=256 * 2**20,
+        description="CSV event logs of this size (bytes on disk, compressed or not) or larger "
+        "are imported in bounded batches through the log engine, in memory that does not grow "
+        "with the number of events; smaller ones are read whole, which is faster. 0 streams "
+        "every CSV log.",
+    )
     timestamp_min_year: int = Field(
         default=1970, description="Earliest year an event-log timestamp may have."
     )

@@ -12,7 +12,6 @@ variant seen first; example cases are a variant's first cases.
 import os
 import re
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 import duckdb
@@ -20,32 +19,12 @@ import numpy as np
 import pandas as pd
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.variants import EXAMPLE_CASES_PER_VARIANT, Materialised, variant_frame
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from itsmreview.settings import get_settings
 
 DEFAULT_MEMORY_FRACTION = 0.5
 _HASHES = {"raw": "h1, h2", "collapsed": "c1, c2"}
 REQUIRED_COLUMNS = ("case_id", "activity", "timestamp")
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*$", re.IGNORECASE)
-
-
-class LogEngineSettings(BaseSettings):
-    """The engine's setting. It joins `itsmreview.settings.Settings` when that module is free
-    to change; until then it is read the same way (prefix, `.env`)."""
-
-    model_config = SettingsConfigDict(env_prefix="ITSMREVIEW_", env_file=".env", extra="ignore")
-
-    log_memory: str | None = Field(
-        default=None,
-        description="Memory the log engine (DuckDB) may use while it materialises or queries "
-        "a log: a size such as `4GB` or `512MiB`, or a fraction of the machine's memory such "
-        "as `0.25`. Beyond it, work spills to a temporary folder. Default: half the memory.",
-    )
-
-
-@lru_cache
-def get_engine_settings() -> LogEngineSettings:
-    return LogEngineSettings()
 
 
 def memory_limit(setting: str | None = None) -> str:
@@ -58,7 +37,7 @@ def memory_limit(setting: str | None = None) -> str:
     >>> memory_limit("1").endswith("MiB")
     True
     """
-    text = setting if setting is not None else get_engine_settings().log_memory
+    text = setting if setting is not None else get_settings().log_memory
     text = (text or str(DEFAULT_MEMORY_FRACTION)).strip()
     if _SIZE.match(text):
         return text

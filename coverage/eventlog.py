@@ -368,11 +368,22 @@ def _encode_checked(table: pa.Table, column: str, source: str) -> tuple[np.ndarr
     codes, labels = encode(table.column(column))
     bad = next((label for label in labels if "\x00" in label), None)
     if bad is not None:
-        raise ValueError(
-            f"{source}: column {column!r} has a value with a NUL character ({bad[:40]!r}); "
-            "text with NUL cannot be stored: clean the export"
-        )
+        raise ValueError(nul_message(source, column, bad))
     return codes, labels
+
+
+def nul_message(source: str, column: str, value: str) -> str:
+    return (
+        f"{source}: column {column!r} has a value with a NUL character ({value[:40]!r}); "
+        "text with NUL cannot be stored: clean the export"
+    )
+
+
+def missing_values_message(source: str, count: int, label: str, column: str, rows) -> str:
+    return (
+        f"{source}: {count} event(s) have no {label} (column {column!r}); "
+        f"first at row(s) {list(rows)}; fill them or drop those rows"
+    )
 
 
 def normalise(
@@ -401,8 +412,9 @@ def normalise(
         missing = codes < 0
         if missing.any():
             raise ValueError(
-                f"{source}: {int(missing.sum())} event(s) have no {label} (column {column!r}); "
-                f"first at row(s) {_rows(missing, header_rows)}; fill them or drop those rows"
+                missing_values_message(
+                    source, int(missing.sum()), label, column, _rows(missing, header_rows)
+                )
             )
     stamps = parse_timestamps(table.column(mapping.timestamp), mapping, source, header_rows, limits)
     same_case = case_codes[1:] == case_codes[:-1]
@@ -493,7 +505,7 @@ def _examples(values: pa.ChunkedArray, mask: np.ndarray, rows: np.ndarray) -> st
     )
 
 
-def _parse_one(values: pa.ChunkedArray, fmt: str, source: str) -> pa.ChunkedArray:
+def parse_format(values: pa.ChunkedArray, fmt: str, source: str) -> pa.ChunkedArray:
     """Microseconds since the epoch (UTC) of each value `fmt` reads, null where it does not."""
     if fmt == "ISO8601":
         for target in (pa.timestamp("us", tz="UTC"), pa.timestamp("us")):
@@ -553,7 +565,7 @@ def parse_times(
         formats = formats_of(timestamp_format)
         micros = None
         for fmt in formats:
-            one = _parse_one(values, fmt, source)
+            one = parse_format(values, fmt, source)
             micros = one if micros is None else pc.coalesce(micros, one)
             if micros.null_count == values.null_count:
                 break  # every value read: the later forms need not be tried
@@ -561,27 +573,60 @@ def parse_times(
     bad = _null_mask(micros) & ~given_null
     if bad.any():
         raise ValueError(
-            f"{source}: {int(bad.sum())} timestamp(s) in column {column!r} do not match "
-            f"{_described(formats)} ({_examples(values, bad, rows)}); give the right "
-            "timestamp format, e.g. '%d/%m/%Y %H:%M' for day-first dates"
+            unmatched_times_message(
+                source, int(bad.sum()), column, formats, _examples(values, bad, rows)
+            )
         )
     if given_null.any() and not allow_missing:
         raise ValueError(
-            f"{source}: {int(given_null.sum())} event(s) have no timestamp (column {column!r}); "
-            f"first at row(s) {[int(r) for r in rows[given_null][:MAX_BAD_ROWS_SHOWN]]}"
+            missing_times_message(
+                source, int(given_null.sum()), column, rows[given_null][:MAX_BAD_ROWS_SHOWN]
+            )
         )
+    outside = ~given_null & outside_years(micros, limits)
+    if outside.any():
+        raise ValueError(
+            outside_years_message(
+                source, int(outside.sum()), column, limits, _examples(values, outside, rows)
+            )
+        )
+    return micros
+
+
+def outside_years(micros: pa.ChunkedArray | pa.Array, limits: Limits) -> np.ndarray:
+    """Where microseconds since the epoch lie outside the years `limits` allow (missing: no)."""
     us = micros.to_numpy(zero_copy_only=False)
     low = int(pd.Timestamp(year=limits.min_year, month=1, day=1).value // 1000)
     high = int(pd.Timestamp(year=limits.max_year + 1, month=1, day=1).value // 1000)
     with np.errstate(invalid="ignore"):
-        outside = ~given_null & ((us < low) | (us >= high))
-    if outside.any():
-        raise ValueError(
-            f"{source}: {int(outside.sum())} timestamp(s) in column {column!r} lie outside the "
-            f"years {limits.min_year}-{limits.max_year} ({_examples(values, outside, rows)}); "
-            "correct them, or widen ITSMREVIEW_TIMESTAMP_MIN_YEAR / _MAX_YEAR"
-        )
-    return micros
+        return (us < low) | (us >= high)
+
+
+def unmatched_times_message(
+    source: str, count: int, column: str, formats: tuple[str, ...], examples: str
+) -> str:
+    return (
+        f"{source}: {count} timestamp(s) in column {column!r} do not match "
+        f"{_described(formats)} ({examples}); give the right "
+        "timestamp format, e.g. '%d/%m/%Y %H:%M' for day-first dates"
+    )
+
+
+def missing_times_message(source: str, count: int, column: str, rows) -> str:
+    return (
+        f"{source}: {count} event(s) have no timestamp (column {column!r}); "
+        f"first at row(s) {[int(r) for r in rows]}"
+    )
+
+
+def outside_years_message(
+    source: str, count: int, column: str, limits: Limits, examples: str
+) -> str:
+    return (
+        f"{source}: {count} timestamp(s) in column {column!r} lie outside the "
+        f"years {limits.min_year}-{limits.max_year} ({examples}); "
+        "correct them, or widen ITSMREVIEW_TIMESTAMP_MIN_YEAR / _MAX_YEAR"
+    )
 
 
 def parse_timestamps(

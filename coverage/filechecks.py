@@ -169,8 +169,11 @@ def _long_line(path: Path, limit: int) -> int | None:
     return None
 
 
-def csv_error(path: Path, exc: BaseException, encoding: str, block_size: int) -> str:
-    """What Arrow's CSV reader failed on, said with the file and the fix."""
+def csv_error(
+    path: Path, exc: BaseException, encoding: str, block_size: int, line: int | None = None
+) -> str:
+    """What Arrow's CSV reader failed on, said with the file and the fix (and the row's
+    `line`, when the reader knows it)."""
     text = str(exc)
     first = text.splitlines()[0] if text else type(exc).__name__
     if "UTF8" in text or isinstance(exc, UnicodeDecodeError):
@@ -192,10 +195,11 @@ def csv_error(path: Path, exc: BaseException, encoding: str, block_size: int) ->
     counts = re.search(r"Expected (\d+) columns, got (\d+): ?(.*)", first)
     if counts:
         shown = counts.group(3)[:80].encode("unicode_escape").decode("ascii")
+        at = f"line {line:,}: " if line else ""
         return (
             f"{path}: a CSV row has {counts.group(2)} fields where the header has "
-            f"{counts.group(1)} (the row starts {shown!r}); check the separator and the quoting "
-            "of that row"
+            f"{counts.group(1)} ({at}the row starts {shown!r}); check the separator and the "
+            "quoting of that row"
         )
     return f"{path}: cannot parse the CSV{where}: {first}"
 

@@ -5,11 +5,14 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
+from tempfile import TemporaryDirectory
 
 from itsmreview.coverage import queries
+from itsmreview.coverage.engine import materialise_file
 from itsmreview.coverage.eventlog import (
     PRESETS,
     XES_DEFAULT,
@@ -38,10 +41,12 @@ from itsmreview.coverage.models import (
     LogRoleValue,
     LogVariant,
 )
-from itsmreview.coverage.variants import materialise
+from itsmreview.coverage.streaming import stream_csv, streamable
+from itsmreview.coverage.variants import Materialised, materialise
 from itsmreview.db import analyze, bulk_insert
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger.service import append_entry
+from itsmreview.settings import get_settings
 from itsmreview.storage import get_storage
 from sqlmodel import Session
 
@@ -200,6 +205,53 @@ def _import_file(
     mapping = mapping or XES_DEFAULT
     mapping_hash = mapping.digest()
     report("hashing", 0.05)
+    with ExitStack() as stack:  # a streamed log's working folder lives until it is stored
+        return _read_and_store(
+            path,
+            stack,
+            session=session,
+            name=name,
+            preset=preset,
+            mapping=mapping,
+            mapping_hash=mapping_hash,
+            actor_id=actor_id,
+            report=report,
+        )
+
+
+def streams(path: Path, mapping: ColumnMapping) -> bool:
+    """Whether the import of `path` reads it in bounded batches through the log engine
+    (`coverage.streaming`): a CSV log of ITSMREVIEW_LOG_STREAM_BYTES or more."""
+    return streamable(path, mapping) and path.stat().st_size >= get_settings().log_stream_bytes
+
+
+def _read_streamed(
+    path: Path, mapping: ColumnMapping, work: Path, report: Progress
+) -> tuple[Path, Materialised]:
+    """The canonical events file of a streamed CSV log (in `work`) and its materialisation
+    by the log engine."""
+    events_file = work / EVENTS_FILE
+
+    def rows_read(rows: int, share: float) -> None:
+        report(f"reading: {rows:,} rows", 0.05 + 0.35 * share)
+
+    stream_csv(path, mapping, events_file, work=work, progress=rows_read)
+    report("materialising variants", 0.45)
+    return events_file, materialise_file(events_file, spill_dir=work)
+
+
+def _read_and_store(
+    path: Path,
+    stack: ExitStack,
+    *,
+    session: Session,
+    name: str | None,
+    preset: str | None,
+    mapping: ColumnMapping,
+    mapping_hash: str,
+    actor_id: int | None,
+    report: Progress,
+) -> ImportResult:
     with ThreadPoolExecutor(max_workers=1) as pool:
         # the worker hashes the file while it is parsed
         hashing = pool.submit(file_sha256, path)
@@ -217,17 +269,25 @@ def _import_file(
         if existing is not None:
             return ImportResult(existing, created=False)
         try:
-            events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
+            if streams(path, mapping):
+                work = Path(stack.enter_context(TemporaryDirectory(prefix="itsmreview-import-")))
+                events, counters = None, None
+                streamed = _read_streamed(path, mapping, work, report)
+                used = mapping
+            else:
+                events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
+                events, counters = case_counters(events)
+                streamed = None
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         sha = hashing.result()
     existing = queries.log_by_digest(session=session, sha256=sha, mapping_hash=mapping_hash)
     if existing is not None:
         return ImportResult(existing, created=False)
-    events, counters = case_counters(events)
     return _store_log(
         session=session,
         events=events,
+        streamed=streamed,
         case_attributes=counters,
         mapping=used.to_dict(),
         mapping_hash=mapping_hash,
@@ -307,8 +367,10 @@ def _store_log(
     actor_id: int | None,
     report: Progress,
     case_attributes=None,
+    streamed: tuple[Path, Materialised] | None = None,
 ) -> ImportResult:
-    """Materialise and store a read log: parquet files under a new key of the storage, held
+    """Materialise and store a read log (`events`, or a streamed log's events file and its
+    materialisation): parquet files under a new key of the storage, held
     by a lease (`ImportLease`) while they are written, statistics in the caller's
     transaction, a ledger entry. The log is published when the caller commits: the same
     transaction points the log at the key and marks the lease published."""
@@ -321,9 +383,13 @@ def _store_log(
         with ThreadPoolExecutor(max_workers=1) as pool:
             # parquet files are written while variants are materialised and stored: both
             # release the GIL for long spells
-            events_written = pool.submit(storage.write_frame, events, key, EVENTS_FILE)
-            report("materialising variants", 0.5)
-            mat = materialise(events)
+            if streamed is None:
+                events_written = pool.submit(storage.write_frame, events, key, EVENTS_FILE)
+                report("materialising variants", 0.5)
+                mat = materialise(events)
+            else:
+                events_file, mat = streamed
+                events_written = pool.submit(storage.upload, events_file, key, EVENTS_FILE)
             cases = _with_case_attributes(mat.cases, case_attributes)
             cases_written = pool.submit(storage.write_frame, cases, key, CASES_FILE)
             log = EventLog(

@@ -136,17 +136,17 @@ def test_too_little_memory_is_an_error_naming_the_setting(tmp_path):
 
 
 def test_memory_limit_reads_sizes_fractions_and_the_setting(monkeypatch):
-    from itsmreview.coverage.engine import get_engine_settings
+    from itsmreview.settings import get_settings
 
     assert memory_limit("4GB") == "4GB"
     whole = int(memory_limit("1").removesuffix("MiB"))
     assert int(memory_limit("0.25").removesuffix("MiB")) == pytest.approx(whole / 4, abs=1)
     monkeypatch.setenv("ITSMREVIEW_LOG_MEMORY", "300MB")
-    get_engine_settings.cache_clear()
+    get_settings.cache_clear()
     try:
         assert memory_limit() == "300MB"
     finally:
-        get_engine_settings.cache_clear()
+        get_settings.cache_clear()
     for bad in ("lots", "0", "1.5", "-2GB"):
         with pytest.raises(ValueError, match="ITSMREVIEW_LOG_MEMORY"):
             memory_limit(bad)
