@@ -150,7 +150,7 @@ def check_unique(path: Path, wanted: list[str], present: list[str]) -> None:
             )
 
 
-def _long_line(path: Path, limit: int) -> int | None:
+def first_long_line(path: Path, limit: int) -> int | None:
     """The number of the first line longer than `limit` bytes (read in bounded blocks)."""
     opener = _compression(path)
     line, length = 1, 0
@@ -182,7 +182,7 @@ def csv_error(
             "--encoding latin-1"
         )
     if "straddl" in text:
-        line = _long_line(path, block_size)
+        line = first_long_line(path, block_size)
         where = f"line {line:,}: " if line else ""
         return (
             f"{path}: a row is longer than {block_size:,} bytes ({where}a quote left open, or "

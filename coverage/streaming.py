@@ -35,6 +35,7 @@ from itsmreview.coverage.filechecks import (
     check_size,
     check_unique,
     csv_error,
+    first_long_line,
 )
 
 # the CSV reader's block: it holds several at once (parsed, converting, read ahead)
@@ -240,12 +241,20 @@ def _stage(
     block_size = min(BLOCK_BYTES, limits.max_row_bytes)
     try:
         return _stage_in_blocks(path, mapping, staging, limits, progress, block_size)
-    except _LongRow:
+    except _LongRow as long_row:
+        # the reader takes a row over up to two blocks: the bound is checked line by line
+        if first_long_line(path, limits.max_row_bytes):
+            message = csv_error(path, long_row.error, mapping.encoding, limits.max_row_bytes)
+            raise ValueError(message) from None
         return _stage_in_blocks(path, mapping, staging, limits, progress, limits.max_row_bytes)
 
 
 class _LongRow(Exception):
     """A row longer than the reader's block, which is smaller than the longest row allowed."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
 
 
 def _stage_in_blocks(
@@ -279,7 +288,7 @@ def _stage_in_blocks(
                     progress(n_events, min(raw.tell() / size, 1.0))
         except (pa.ArrowInvalid, UnicodeDecodeError, OSError, EOFError) as exc:
             if "straddl" in str(exc) and block_size < limits.max_row_bytes:
-                raise _LongRow from None
+                raise _LongRow(exc) from None
             line = None
             if "Expected" in str(exc):
                 line = _failing_line(path, mapping, block_size)

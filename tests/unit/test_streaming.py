@@ -191,8 +191,13 @@ def test_a_row_longer_than_a_block_but_within_the_bound_is_read(tmp_path, monkey
     assert blocks == [512, LIMITS.max_row_bytes]  # read again in larger blocks
 
 
-def test_a_row_longer_than_the_bound_is_named_by_its_line(tmp_path):
+@pytest.mark.parametrize(("block", "length"), [(2048, 5000), (512, 3000)])
+def test_a_row_longer_than_the_bound_is_named_by_its_line(tmp_path, monkeypatch, block, length):
+    from itsmreview.coverage import streaming
+
+    # 3000 bytes fit in two blocks of the bound: the reader would take the row
+    monkeypatch.setattr(streaming, "BLOCK_BYTES", block)
     lines = _lines()
-    lines[1500] = lines[1500].replace(",team ", ",team " + "x" * 5000, 1)
+    lines[1500] = lines[1500].replace(",team ", ",team " + "x" * length, 1)
     with pytest.raises(ValueError, match=r"log.csv: a row is longer than 2,048 bytes \(line 1,501"):
         _streamed(tmp_path, _write(tmp_path, lines))
