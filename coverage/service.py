@@ -41,7 +41,7 @@ from itsmreview.coverage.models import (
     LogRoleValue,
     LogVariant,
 )
-from itsmreview.coverage.streaming import stream_csv, streamable
+from itsmreview.coverage.streaming import stream_csv, stream_xes, streamable
 from itsmreview.coverage.variants import Materialised, materialise
 from itsmreview.db import analyze, bulk_insert
 from itsmreview.errors import InvalidInput
@@ -221,23 +221,27 @@ def _import_file(
 
 def streams(path: Path, mapping: ColumnMapping) -> bool:
     """Whether the import of `path` reads it in bounded batches through the log engine
-    (`coverage.streaming`): a CSV log of ITSMREVIEW_LOG_STREAM_BYTES or more."""
+    (`coverage.streaming`): a CSV or XES log of ITSMREVIEW_LOG_STREAM_BYTES or more."""
     return streamable(path, mapping) and path.stat().st_size >= get_settings().log_stream_bytes
 
 
 def _read_streamed(
     path: Path, mapping: ColumnMapping, work: Path, report: Progress
-) -> tuple[Path, Materialised]:
-    """The canonical events file of a streamed CSV log (in `work`) and its materialisation
-    by the log engine."""
+) -> tuple[Path, Materialised, ColumnMapping]:
+    """The canonical events file of a streamed CSV or XES log (in `work`), its
+    materialisation by the log engine, and the mapping used (an XES mapping fitted to the
+    keys the file has)."""
     events_file = work / EVENTS_FILE
 
     def rows_read(rows: int, share: float) -> None:
         report(f"reading: {rows:,} rows", 0.05 + 0.35 * share)
 
-    stream_csv(path, mapping, events_file, work=work, progress=rows_read)
+    if log_format(path) == "xes":
+        _, mapping = stream_xes(path, mapping, events_file, work=work, progress=rows_read)
+    else:
+        stream_csv(path, mapping, events_file, work=work, progress=rows_read)
     report("materialising variants", 0.45)
-    return events_file, materialise_file(events_file, spill_dir=work)
+    return events_file, materialise_file(events_file, spill_dir=work), mapping
 
 
 def _read_and_store(
@@ -272,8 +276,8 @@ def _read_and_store(
             if streams(path, mapping):
                 work = Path(stack.enter_context(TemporaryDirectory(prefix="itsmreview-import-")))
                 events, counters = None, None
-                streamed = _read_streamed(path, mapping, work, report)
-                used = mapping
+                events_file, mat, used = _read_streamed(path, mapping, work, report)
+                streamed = (events_file, mat)
             else:
                 events, used = read_log(path, mapping, progress=lambda stage: report(stage, 0.2))
                 events, counters = case_counters(events)

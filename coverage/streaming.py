@@ -1,7 +1,8 @@
-"""Reading a large CSV log in bounded batches into the canonical events parquet file."""
+"""Reading a large CSV or XES log in bounded batches into the canonical events parquet file."""
 
+import gzip
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from itsmreview.coverage.eventlog import (
     ROLE_PREFIX,
     ColumnMapping,
     csv_columns,
+    fit_standard_keys,
     formats_of,
     log_format,
     missing_times_message,
@@ -34,6 +36,8 @@ from itsmreview.coverage.filechecks import (
     check_inflated_size,
     check_size,
     check_unique,
+    check_xes,
+    corrupt_message,
     csv_error,
     first_long_line,
 )
@@ -42,17 +46,19 @@ from itsmreview.coverage.filechecks import (
 BLOCK_BYTES = 1 << 20
 # rows of the ordered events handed from DuckDB to the parquet writer at a time (a row group)
 ORDERED_BATCH_ROWS = 65_536
-STREAMED_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz")
+STREAMED_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".xes", ".xes.gz")
+XES_BATCH_EVENTS = 32_768  # events of an XES log checked and staged at a time
 RowsRead = Callable[[int, float], None]  # rows read so far, share of the file read
 
 
 def streamable(path: Path, mapping: ColumnMapping | None) -> bool:
-    """Whether `stream_csv` reads this log: a plain or gzipped CSV whose mapping keeps no
-    per-event counters (those are read whole, `eventlog.case_counters`)."""
+    """Whether `stream_csv` or `stream_xes` reads this log: a plain or gzipped CSV or XES
+    whose mapping keeps no per-event counters (those are read whole,
+    `eventlog.case_counters`)."""
     return (
         mapping is not None
         and not mapping.counters
-        and log_format(path) == "csv"
+        and log_format(path) in ("csv", "xes")
         and path.name.lower().endswith(STREAMED_SUFFIXES)
     )
 
@@ -410,3 +416,151 @@ def stream_csv(
     finally:
         staging.unlink(missing_ok=True)
     return n_events
+
+
+# XES ---------------------------------------------------------------------------------------
+XES_VALUES = {"string", "date", "int", "float", "boolean", "id"}
+
+
+def _xes_text(kind: str, value: str) -> str:
+    """An XES attribute's value as text, as pm4py's typed value becomes text in `encode`."""
+    if kind == "int":
+        return str(int(value))
+    if kind == "boolean":
+        return value.strip().lower()
+    return value
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _xes_events(handle, wanted: list[str], keys: dict[str, None]) -> Iterator[list]:
+    """Each event of the XES document `handle` as its values of the `wanted` keys (text, None
+    where missing; `case:<key>` from its trace), trace by trace; every key seen goes into
+    `keys` (trace keys as `case:<key>`). Only one trace is held at a time."""
+    from lxml import etree
+
+    trace: dict[str, str] = {}
+    events: list[dict[str, str]] = []
+    for action, element in etree.iterparse(
+        handle, events=("start", "end"), resolve_entities=False, no_network=True, huge_tree=True
+    ):
+        tag = _local(element.tag)
+        if action == "start":
+            if tag == "trace":
+                trace, events = {}, []
+            elif tag == "event":
+                events.append({})
+            continue
+        if tag in XES_VALUES:
+            parent = element.getparent()
+            owner_tag = _local(parent.tag) if parent is not None else ""
+            key, value = element.get("key"), element.get("value")
+            if key is not None and value is not None:
+                if owner_tag == "event" and events:
+                    events[-1][key] = _xes_text(tag, value)
+                elif owner_tag == "trace":
+                    trace[key] = _xes_text(tag, value)
+        elif tag == "event":
+            element.clear()
+        elif tag == "trace":
+            for key in trace:
+                keys.setdefault("case:" + key)
+            for event in events:
+                for key in event:
+                    keys.setdefault(key)
+                yield [
+                    trace.get(key[5:]) if key.startswith("case:") else event.get(key)
+                    for key in wanted
+                ]
+            element.clear()
+            while element.getprevious() is not None:
+                del element.getparent()[0]
+
+
+def _stage_xes(
+    path: Path,
+    mapping: ColumnMapping,
+    staging: Path,
+    limits: Limits,
+    progress: RowsRead | None,
+) -> tuple[int, ColumnMapping]:
+    """Write the XES log's canonical rows in document order to `staging`; the number of
+    events and the mapping fitted to the keys the file has (`eventlog.fit_standard_keys`).
+    Raises ValueError as `read_log` does for an XES log."""
+    from lxml import etree
+
+    source = str(path)
+    wanted = mapping.columns()
+    checks = _Checks(source, mapping, limits)
+    keys: dict[str, None] = {}
+    size = max(path.stat().st_size, 1)
+    n_events = 0
+    writer = None
+    rows: list[list] = []
+
+    def flush() -> None:
+        nonlocal writer, n_events, rows
+        columns = list(zip(*rows, strict=True))
+        batch = pa.record_batch([pa.array(column, pa.string()) for column in columns], names=wanted)
+        table = _canonical_batch(batch, mapping, checks, first_row=n_events + 1)
+        n_events += len(rows)
+        rows = []
+        if not checks.failed():
+            if writer is None:
+                writer = pq.ParquetWriter(staging, table.schema)
+            writer.write_table(table)
+        if progress:
+            progress(n_events, min(raw.tell() / size, 1.0))
+
+    with open(path, "rb") as raw:
+        try:
+            handle = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
+            for row in _xes_events(handle, wanted, keys):
+                rows.append(row)
+                if len(rows) == XES_BATCH_EVENTS:
+                    flush()
+            if rows:
+                flush()
+        except etree.XMLSyntaxError as exc:
+            raise ValueError(f"{path}: not a well-formed XES (XML) file: {exc}") from None
+        except (OSError, EOFError) as exc:
+            raise ValueError(corrupt_message(path, exc)) from None
+        finally:
+            if writer is not None:
+                writer.close()
+    if n_events == 0:
+        raise ValueError(f"{path}: the XES file holds no events")
+    fitted = fit_standard_keys(mapping, list(keys))
+    check_columns(path, fitted.columns(), list(keys), mapping.sep)
+    message = checks.first_message()
+    if message:
+        raise ValueError(message)
+    return n_events, fitted
+
+
+def stream_xes(
+    path: Path,
+    mapping: ColumnMapping,
+    target: Path,
+    *,
+    work: Path,
+    limits: Limits | None = None,
+    memory: str | None = None,
+    progress: RowsRead | None = None,
+) -> tuple[int, ColumnMapping]:
+    """`stream_csv` for an XES log (plain or gzipped), read with `lxml.etree.iterparse` one
+    trace at a time: trace attributes are `case:<key>` as pm4py names them, values are text.
+    Returns the number of events and the mapping fitted to the file's keys (`org:resource`
+    only where present). Raises ValueError as `read_log` does."""
+    limits = limits or Limits.from_settings()
+    check_size(path, limits)
+    check_xes(path, limits)
+    staging = work / "staged-events.parquet"
+    try:
+        n_events, fitted = _stage_xes(path, mapping, staging, limits, progress)
+        _write_ordered(staging, target, fitted, work, memory)
+    finally:
+        staging.unlink(missing_ok=True)
+    return n_events, fitted

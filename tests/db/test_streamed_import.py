@@ -1,4 +1,4 @@
-"""A CSV log imported in bounded batches through the log engine (`coverage.streaming`, above
+"""A CSV or XES log imported in bounded batches through the log engine (`coverage.streaming`, above
 ITSMREVIEW_LOG_STREAM_BYTES) publishes what the in-memory import publishes: every
 materialised table, the log's summary, events.parquet and cases.parquet; a bad row leaves
 nothing behind and the previous logs as they were."""
@@ -17,7 +17,7 @@ from itsmreview.coverage.models import (
     LogVariant,
 )
 from itsmreview.coverage.service import import_log
-from itsmreview.coverage.synthetic import generate_log, write_csv
+from itsmreview.coverage.synthetic import generate_log, write_csv, write_xes
 from itsmreview.errors import InvalidInput
 from itsmreview.storage import get_storage
 from pandas.testing import assert_frame_equal
@@ -33,6 +33,7 @@ SUMMARY = (
     "n_singleton_variants",
     "first_timestamp",
     "last_timestamp",
+    "mapping",
 )
 TABLES = (LogVariant, LogDirectlyFollows, LogActivity, LogRoleValue)
 
@@ -126,6 +127,27 @@ def test_a_synthetic_log_streamed_publishes_what_the_in_memory_import_does(
     path = write_csv(frame, tmp_path / "synthetic.csv")
     memory, streamed = _import_both_ways(session, path, stream_from, monkeypatch, preset="bpi2013")
     assert memory["summary"]["n_cases"] == 3000
+    _assert_same(memory, streamed)
+
+
+@pytest.mark.realdata
+def test_helpdesk_xes_streamed_publishes_what_the_in_memory_import_does(
+    session, real_file, stream_from, monkeypatch
+):
+    path = real_file("logs", "helpdesk.xes.gz")
+    memory, streamed = _import_both_ways(session, path, stream_from, monkeypatch, preset="helpdesk")
+    assert memory["summary"]["n_events"] == 21348
+    _assert_same(memory, streamed)
+
+
+def test_a_synthetic_xes_streamed_publishes_what_the_in_memory_import_does(
+    session, tmp_path, stream_from, monkeypatch
+):
+    frame = generate_log(1500, seed=12)
+    frame = pd.concat([frame.iloc[:50], frame.iloc[[70]], frame.iloc[50:70], frame.iloc[71:]])
+    path = write_xes(frame, tmp_path / "synthetic.xes.gz")
+    memory, streamed = _import_both_ways(session, path, stream_from, monkeypatch)
+    assert memory["summary"]["n_cases"] == 1500
     _assert_same(memory, streamed)
 
 

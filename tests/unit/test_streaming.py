@@ -7,9 +7,10 @@ import gzip
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from itsmreview.coverage.eventlog import DAY_FIRST, ColumnMapping, read_log
+from itsmreview.coverage.eventlog import DAY_FIRST, ColumnMapping, read_log, standard_mapping
 from itsmreview.coverage.filechecks import Limits
-from itsmreview.coverage.streaming import stream_csv, streamable
+from itsmreview.coverage.streaming import stream_csv, stream_xes, streamable
+from itsmreview.coverage.synthetic import generate_log, write_xes
 from itsmreview.storage import storage_from_url
 from pandas.testing import assert_frame_equal
 
@@ -170,7 +171,8 @@ def test_only_plain_or_gzipped_csv_without_counters_streams(tmp_path):
     assert streamable(tmp_path / "a.csv", MAPPING)
     assert streamable(tmp_path / "a.CSV.GZ", MAPPING)
     assert not streamable(tmp_path / "a.csv.zip", MAPPING)
-    assert not streamable(tmp_path / "a.xes.gz", MAPPING)
+    assert streamable(tmp_path / "a.xes.gz", MAPPING)
+    assert not streamable(tmp_path / "a.parquet", MAPPING)
     counted = ColumnMapping(case="c", activity="a", timestamp="t", counters=(("moves", "m"),))
     assert not streamable(tmp_path / "a.csv", counted)
 
@@ -201,3 +203,114 @@ def test_a_row_longer_than_the_bound_is_named_by_its_line(tmp_path, monkeypatch,
     lines[1500] = lines[1500].replace(",team ", ",team " + "x" * length, 1)
     with pytest.raises(ValueError, match=r"log.csv: a row is longer than 2,048 bytes \(line 1,501"):
         _streamed(tmp_path, _write(tmp_path, lines))
+
+
+# XES -----------------------------------------------------------------------------------------
+ONE = ("a", "2024-01-01T10:00:00Z")
+XES_HEAD = '<?xml version="1.0" encoding="utf-8" ?>\n<log xmlns="http://www.xes-standard.org/">\n'
+
+
+def _xes_trace(case: str | None, events: list[tuple[str, str]], extra: str = "") -> str:
+    name = "" if case is None else f'<string key="concept:name" value="{case}"/>'
+    body = "".join(
+        f'<event><string key="concept:name" value="{activity}"/>'
+        f'<date key="time:timestamp" value="{stamp}"/>{extra}</event>'
+        for activity, stamp in events
+    )
+    return f"<trace>{name}<string key='channel' value='mail'/>{body}</trace>\n"
+
+
+def _xes_log(traces: list[str]) -> str:
+    return XES_HEAD + "".join(traces) + "</log>\n"
+
+
+def _xes_streamed(tmp_path, path, mapping):
+    target = tmp_path / "events.parquet"
+    found = stream_xes(path, mapping, target, work=tmp_path, limits=LIMITS, memory="256MB")
+    return found, pq.read_table(target).to_pandas()
+
+
+def _assert_xes_reads_alike(tmp_path, path, mapping):
+    events, used = read_log(path, mapping, limits=LIMITS)
+    storage = storage_from_url(str(tmp_path / "memory"))
+    storage.write_frame(events, "events.parquet")
+    expected = storage.read_table("events.parquet").to_pandas()
+    (n_events, fitted), found = _xes_streamed(tmp_path, path, mapping)
+    assert (n_events, fitted) == (len(expected), used)
+    assert list(found.dtypes) == list(expected.dtypes)
+    assert_frame_equal(_as_text(found), _as_text(expected), check_exact=True)
+    return found, fitted
+
+
+@pytest.mark.parametrize("name", ["log.xes", "log.xes.gz"])
+def test_an_xes_log_streams_to_the_events_read_log_reads(tmp_path, name):
+    frame = generate_log(400, seed=9)
+    # a case split over two traces, and events out of order within a trace
+    frame = pd.concat([frame.iloc[:30], frame.iloc[[40]], frame.iloc[30:40], frame.iloc[41:]])
+    frame.iloc[[5, 6], 1] = frame.iloc[[6, 5], 1].to_numpy()
+    path = write_xes(frame, tmp_path / name)
+    mapping = standard_mapping(roles=("st_level", "involved_st"))
+    found, fitted = _assert_xes_reads_alike(tmp_path, path, mapping)
+    assert len(found) == len(frame) and fitted.resource == "org:resource"
+
+
+def test_xes_without_org_resource_and_with_trace_attributes(tmp_path):
+    traces = [
+        _xes_trace(
+            f"c{i}",
+            [("open", f"2024-01-0{1 + i % 9}T10:00:00Z"), ("close", "2024-02-01T10:00:00.5+01:00")],
+        )
+        for i in range(300)
+    ]
+    path = tmp_path / "log.xes"
+    path.write_text(_xes_log(traces), encoding="utf-8")
+    mapping = standard_mapping(roles=("case:channel",))
+    found, fitted = _assert_xes_reads_alike(tmp_path, path, mapping)
+    assert fitted.resource is None and found["resource"].isna().all()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (_xes_log([_xes_trace("c1", [("a", "2024-01-01T10:00:00Z")])])[:-20], "not a well-formed"),
+        (
+            '<?xml version="1.0"?><!DOCTYPE log [<!ENTITY x "y">]>'
+            + _xes_log([_xes_trace("c1", [("a", "2024-01-01T10:00:00Z")])]).split("?>", 1)[1],
+            "declares a DTD",
+        ),
+        (_xes_log([]), "the XES file holds no events"),
+        (
+            _xes_log(
+                [
+                    _xes_trace("c1", [("a", "2024-01-01T10:00:00Z")] * 40),
+                    _xes_trace(None, [("a", "2024-01-01T10:00:00Z")]),
+                ]
+            ),
+            "have no case id",
+        ),
+    ],
+)
+def test_a_bad_xes_is_refused_as_read_log_refuses_it(tmp_path, text, message):
+    path = tmp_path / "log.xes"
+    path.write_text(text, encoding="utf-8")
+    mapping = standard_mapping()
+    with pytest.raises(ValueError, match=message):
+        read_log(path, mapping, limits=LIMITS)
+    with pytest.raises(ValueError, match=message) as raised:
+        _xes_streamed(tmp_path, path, mapping)
+    assert str(path) in str(raised.value)
+
+
+def test_an_xes_without_a_mapped_key_names_the_keys_it_has(tmp_path):
+    path = tmp_path / "log.xes"
+    path.write_text(_xes_log([_xes_trace("c1", [("a", "2024-01-01T10:00:00Z")])]))
+    with pytest.raises(ValueError, match=r"mapped column\(s\) 'team' not in the file") as raised:
+        _xes_streamed(tmp_path, path, standard_mapping(roles=("team",)))
+    assert "'concept:name'" in str(raised.value) and "'case:channel'" in str(raised.value)
+
+
+def test_a_truncated_gzipped_xes_is_refused(tmp_path):
+    path = write_xes(generate_log(200, seed=2), tmp_path / "log.xes.gz")
+    path.write_bytes(path.read_bytes()[:-300])
+    with pytest.raises(ValueError, match="log.xes.gz: the compressed file is truncated"):
+        _xes_streamed(tmp_path, path, standard_mapping())
