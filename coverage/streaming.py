@@ -3,7 +3,7 @@
 import gzip
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
@@ -422,10 +422,23 @@ def stream_csv(
 XES_VALUES = {"string", "date", "int", "float", "boolean", "id"}
 
 
-def _xes_text(kind: str, value: str) -> str:
-    """An XES attribute's value as text, as pm4py's typed value becomes text in `encode`."""
+def _xes_text(typed: tuple[str, str] | None) -> str | None:
+    """An XES attribute's (kind, value) as text, as pm4py's typed value becomes text in
+    `encode`: an int or a float as Arrow writes the number, a boolean as true/false,
+    anything else as written."""
+    if typed is None:
+        return None
+    kind, value = typed
     if kind == "int":
-        return str(int(value))
+        try:
+            return str(int(value))
+        except ValueError:
+            return value
+    if kind == "float":
+        try:
+            return pa.scalar(float(value)).cast(pa.string()).as_py()  # as Arrow writes it
+        except ValueError:
+            return value
     if kind == "boolean":
         return value.strip().lower()
     return value
@@ -441,10 +454,10 @@ def _xes_events(handle, wanted: list[str], keys: dict[str, None]) -> Iterator[li
     `keys` (trace keys as `case:<key>`). Only one trace is held at a time."""
     from lxml import etree
 
-    trace: dict[str, str] = {}
-    events: list[dict[str, str]] = []
+    trace: dict[str, tuple[str, str]] = {}  # key: (kind, value as written)
+    events: list[dict[str, tuple[str, str]]] = []
     for action, element in etree.iterparse(
-        handle, events=("start", "end"), resolve_entities=False, no_network=True, huge_tree=True
+        handle, events=("start", "end"), resolve_entities=False, no_network=True
     ):
         tag = _local(element.tag)
         if action == "start":
@@ -459,9 +472,9 @@ def _xes_events(handle, wanted: list[str], keys: dict[str, None]) -> Iterator[li
             key, value = element.get("key"), element.get("value")
             if key is not None and value is not None:
                 if owner_tag == "event" and events:
-                    events[-1][key] = _xes_text(tag, value)
+                    events[-1][key] = (tag, value)
                 elif owner_tag == "trace":
-                    trace[key] = _xes_text(tag, value)
+                    trace[key] = (tag, value)
         elif tag == "event":
             element.clear()
         elif tag == "trace":
@@ -471,7 +484,7 @@ def _xes_events(handle, wanted: list[str], keys: dict[str, None]) -> Iterator[li
                 for key in event:
                     keys.setdefault(key)
                 yield [
-                    trace.get(key[5:]) if key.startswith("case:") else event.get(key)
+                    _xes_text(trace.get(key[5:]) if key.startswith("case:") else event.get(key))
                     for key in wanted
                 ]
             element.clear()
@@ -493,7 +506,9 @@ def _stage_xes(
 
     source = str(path)
     wanted = mapping.columns()
-    checks = _Checks(source, mapping, limits)
+    # an XES date is ISO 8601 (xs:dateTime) whatever format the mapping names, as pm4py reads it
+    parsing = replace(mapping, timestamp_format="ISO8601")
+    checks = _Checks(source, parsing, limits)
     keys: dict[str, None] = {}
     size = max(path.stat().st_size, 1)
     n_events = 0
@@ -504,7 +519,7 @@ def _stage_xes(
         nonlocal writer, n_events, rows
         columns = list(zip(*rows, strict=True))
         batch = pa.record_batch([pa.array(column, pa.string()) for column in columns], names=wanted)
-        table = _canonical_batch(batch, mapping, checks, first_row=n_events + 1)
+        table = _canonical_batch(batch, parsing, checks, first_row=n_events + 1)
         n_events += len(rows)
         rows = []
         if not checks.failed():

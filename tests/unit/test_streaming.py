@@ -254,17 +254,19 @@ def test_an_xes_log_streams_to_the_events_read_log_reads(tmp_path, name):
     assert len(found) == len(frame) and fitted.resource == "org:resource"
 
 
-def test_xes_without_org_resource_and_with_trace_attributes(tmp_path):
+def test_xes_without_org_resource_with_trace_and_typed_attributes(tmp_path):
+    closed = ("close", "2024-02-01T10:00:00.5+01:00")
+    typed = (
+        '<int key="priority" value="3"/><boolean key="vip" value="true"/>'
+        '<float key="cost" value="3.0"/>'
+    )
     traces = [
-        _xes_trace(
-            f"c{i}",
-            [("open", f"2024-01-0{1 + i % 9}T10:00:00Z"), ("close", "2024-02-01T10:00:00.5+01:00")],
-        )
+        _xes_trace(f"c{i}", [("open", f"2024-01-0{1 + i % 9}T10:00:00Z"), closed], typed)
         for i in range(300)
     ]
     path = tmp_path / "log.xes"
     path.write_text(_xes_log(traces), encoding="utf-8")
-    mapping = standard_mapping(roles=("case:channel",))
+    mapping = standard_mapping(roles=("case:channel", "priority", "vip", "cost"))
     found, fitted = _assert_xes_reads_alike(tmp_path, path, mapping)
     assert fitted.resource is None and found["resource"].isna().all()
 
