@@ -1,9 +1,9 @@
 """Reading a large CSV or XES log in bounded batches into the canonical events parquet file."""
 
-import gzip
+import lzma
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -41,13 +41,13 @@ from itsmreview.coverage.filechecks import (
     csv_error,
     first_long_line,
 )
+from itsmreview.coverage.xes_stream import xes_batches, xes_schema
 
 # the CSV reader's block: it holds several at once (parsed, converting, read ahead)
 BLOCK_BYTES = 1 << 20
 # rows of the ordered events handed from DuckDB to the parquet writer at a time (a row group)
 ORDERED_BATCH_ROWS = 65_536
 STREAMED_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".xes", ".xes.gz")
-XES_BATCH_EVENTS = 32_768  # events of an XES log checked and staged at a time
 RowsRead = Callable[[int, float], None]  # rows read so far, share of the file read
 
 
@@ -143,6 +143,11 @@ def _trimmed(values: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
 
 
+def _as_text(values: pa.Array) -> pa.Array:
+    """A typed column (an XES int, float or boolean) as text, as `eventlog.encode` reads it."""
+    return values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
+
+
 def _micros(values: pa.Array, mapping: ColumnMapping, source: str) -> pa.Array:
     """Microseconds since the epoch of each value the mapping's format(s) read, else null."""
     values = pa.chunked_array([values])
@@ -166,7 +171,7 @@ def _canonical_batch(
         named.append(("resource", mapping.resource))
     named += [(ROLE_PREFIX + role, role) for role in mapping.roles]
     for name, column in named:
-        values = _trimmed(batch.column(column))
+        values = _trimmed(_as_text(batch.column(column)))
         if column not in checks.nul and pc.any(pc.match_substring(values, "\x00")).as_py():
             at = pc.index(pc.match_substring(values, "\x00"), True).as_py()
             checks.nul[column] = values[at].as_py()
@@ -175,8 +180,13 @@ def _canonical_batch(
     checks.no_activity.add(
         pc.is_null(columns["activity"]).to_numpy(zero_copy_only=False), first_row
     )
-    text = pc.utf8_trim_whitespace(batch.column(mapping.timestamp))
-    micros = _micros(text, mapping, checks.source)
+    text = batch.column(mapping.timestamp)
+    if pa.types.is_timestamp(text.type):  # typed (an XES date): no format to read it by
+        zone = text if text.type.tz else pc.assume_timezone(text, "UTC")
+        micros = pc.cast(pc.cast(zone, pa.timestamp("us", tz="UTC"), safe=False), pa.int64())
+    else:
+        text = pc.utf8_trim_whitespace(_as_text(text))
+        micros = _micros(text, mapping, checks.source)
     given_null = pc.is_null(text).to_numpy(zero_copy_only=False)
     unread = pc.is_null(micros).to_numpy(zero_copy_only=False) & ~given_null
     checks.unmatched.add(unread, first_row, text)
@@ -419,77 +429,6 @@ def stream_csv(
 
 
 # XES ---------------------------------------------------------------------------------------
-XES_VALUES = {"string", "date", "int", "float", "boolean", "id"}
-
-
-def _xes_text(typed: tuple[str, str] | None) -> str | None:
-    """An XES attribute's (kind, value) as text, as pm4py's typed value becomes text in
-    `encode`: an int or a float as Arrow writes the number, a boolean as true/false,
-    anything else as written."""
-    if typed is None:
-        return None
-    kind, value = typed
-    if kind == "int":
-        try:
-            return str(int(value))
-        except ValueError:
-            return value
-    if kind == "float":
-        try:
-            return pa.scalar(float(value)).cast(pa.string()).as_py()  # as Arrow writes it
-        except ValueError:
-            return value
-    if kind == "boolean":
-        return value.strip().lower()
-    return value
-
-
-def _local(tag) -> str:
-    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
-
-
-def _xes_events(handle, wanted: list[str], keys: dict[str, None]) -> Iterator[list]:
-    """Each event of the XES document `handle` as its values of the `wanted` keys (text, None
-    where missing; `case:<key>` from its trace), trace by trace; every key seen goes into
-    `keys` (trace keys as `case:<key>`). Only one trace is held at a time."""
-    from lxml import etree
-
-    trace: dict[str, tuple[str, str]] = {}  # key: (kind, value as written)
-    events: list[dict[str, tuple[str, str]]] = []
-    for action, element in etree.iterparse(
-        handle, events=("start", "end"), resolve_entities=False, no_network=True
-    ):
-        tag = _local(element.tag)
-        if action == "start":
-            if tag == "trace":
-                trace, events = {}, []
-            elif tag == "event":
-                events.append({})
-            continue
-        if tag in XES_VALUES:
-            parent = element.getparent()
-            owner_tag = _local(parent.tag) if parent is not None else ""
-            key, value = element.get("key"), element.get("value")
-            if key is not None and value is not None:
-                if owner_tag == "event" and events:
-                    events[-1][key] = (tag, value)
-                elif owner_tag == "trace":
-                    trace[key] = (tag, value)
-        elif tag == "event":
-            element.clear()
-        elif tag == "trace":
-            for key in trace:
-                keys.setdefault("case:" + key)
-            for event in events:
-                for key in event:
-                    keys.setdefault(key)
-                yield [
-                    _xes_text(trace.get(key[5:]) if key.startswith("case:") else event.get(key))
-                    for key in wanted
-                ]
-            element.clear()
-            while element.getprevious() is not None:
-                del element.getparent()[0]
 
 
 def _stage_xes(
@@ -499,56 +438,41 @@ def _stage_xes(
     limits: Limits,
     progress: RowsRead | None,
 ) -> tuple[int, ColumnMapping]:
-    """Write the XES log's canonical rows in document order to `staging`; the number of
+    """Write the XES log's canonical rows in document order to `staging`, read by
+    `coverage.xes_stream` (pm4py's columns and types; only the mapped ones); the number of
     events and the mapping fitted to the keys the file has (`eventlog.fit_standard_keys`).
     Raises ValueError as `read_log` does for an XES log."""
     from lxml import etree
 
-    source = str(path)
-    wanted = mapping.columns()
-    # an XES date is ISO 8601 (xs:dateTime) whatever format the mapping names, as pm4py reads it
-    parsing = replace(mapping, timestamp_format="ISO8601")
-    checks = _Checks(source, parsing, limits)
-    keys: dict[str, None] = {}
-    size = max(path.stat().st_size, 1)
-    n_events = 0
-    writer = None
-    rows: list[list] = []
-
-    def flush() -> None:
-        nonlocal writer, n_events, rows
-        columns = list(zip(*rows, strict=True))
-        batch = pa.record_batch([pa.array(column, pa.string()) for column in columns], names=wanted)
-        table = _canonical_batch(batch, parsing, checks, first_row=n_events + 1)
-        n_events += len(rows)
-        rows = []
-        if not checks.failed():
-            if writer is None:
-                writer = pq.ParquetWriter(staging, table.schema)
-            writer.write_table(table)
-        if progress:
-            progress(n_events, min(raw.tell() / size, 1.0))
-
-    with open(path, "rb") as raw:
+    try:
+        schema = xes_schema(path)
+        if all(name.startswith("case:") for name in schema.names):
+            raise ValueError(f"{path}: the XES file holds no events")
+        fitted = fit_standard_keys(mapping, schema.names)
+        # checked against every key the file has, as `eventlog.read_raw` checks it
+        check_columns(path, fitted.columns(), schema.names, mapping.sep)
+        batches = xes_batches(path, schema=pa.schema([schema.field(c) for c in fitted.columns()]))
+        checks = _Checks(str(path), fitted, limits)
+        n_events, writer = 0, None
         try:
-            handle = gzip.GzipFile(fileobj=raw) if path.name.lower().endswith(".gz") else raw
-            for row in _xes_events(handle, wanted, keys):
-                rows.append(row)
-                if len(rows) == XES_BATCH_EVENTS:
-                    flush()
-            if rows:
-                flush()
-        except etree.XMLSyntaxError as exc:
-            raise ValueError(f"{path}: not a well-formed XES (XML) file: {exc}") from None
-        except (OSError, EOFError) as exc:
-            raise ValueError(corrupt_message(path, exc)) from None
+            for batch in batches:
+                table = _canonical_batch(batch, fitted, checks, first_row=n_events + 1)
+                n_events += batch.num_rows
+                if not checks.failed():
+                    if writer is None:
+                        writer = pq.ParquetWriter(staging, table.schema)
+                    writer.write_table(table)
+                if progress:
+                    progress(n_events, 0.0)  # how much of the file is read is not known
         finally:
             if writer is not None:
                 writer.close()
+    except etree.XMLSyntaxError as exc:
+        raise ValueError(f"{path}: not a well-formed XES (XML) file: {exc}") from None
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ValueError(corrupt_message(path, exc)) from None
     if n_events == 0:
         raise ValueError(f"{path}: the XES file holds no events")
-    fitted = fit_standard_keys(mapping, list(keys))
-    check_columns(path, fitted.columns(), list(keys), mapping.sep)
     message = checks.first_message()
     if message:
         raise ValueError(message)
@@ -565,10 +489,12 @@ def stream_xes(
     memory: str | None = None,
     progress: RowsRead | None = None,
 ) -> tuple[int, ColumnMapping]:
-    """`stream_csv` for an XES log (plain or gzipped), read with `lxml.etree.iterparse` one
-    trace at a time: trace attributes are `case:<key>` as pm4py names them, values are text.
-    Returns the number of events and the mapping fitted to the file's keys (`org:resource`
-    only where present). Raises ValueError as `read_log` does."""
+    """`stream_csv` for an XES log (plain or gzipped), read by `coverage.xes_stream`
+    (`lxml.etree.iterparse`, one trace and one batch at a time) with pm4py's columns and
+    types: trace attributes are `case:<key>`, typed values become text as `read_log` makes
+    them, a `date` timestamp needs no format. Returns the number of events and the mapping
+    fitted to the file's keys (`org:resource` only where present). Raises ValueError as
+    `read_log` does."""
     limits = limits or Limits.from_settings()
     check_size(path, limits)
     check_xes(path, limits)
