@@ -84,11 +84,12 @@ _ENTRY_LIST = ", ".join(EntryRow._fields)
 
 
 def entries_of_types(
-    *, session: Session, artifact_types: Sequence[str], batch: int = 20_000
+    *, session: Session, artifact_types: Sequence[str], batch: int = 5_000
 ) -> Iterator[EntryRow]:
     """The entries of these artifact types in chain order, with the fields (and types) of
     `entry_rows`' rows, read as the driver's rows in batches (a fifth of the time of
-    SQLAlchemy's rows for an export's hundreds of thousands of entries)."""
+    SQLAlchemy's rows for an export's hundreds of thousands of entries), 5,000 at a time (20,000
+    raised an export's peak by 20-35 MB)."""
     sql = (
         f"SELECT {_ENTRY_LIST} FROM ledger_entries WHERE seq > ? AND artifact_type IN "
         f"({', '.join('?' * len(artifact_types))}) ORDER BY seq LIMIT ?"
