@@ -91,7 +91,9 @@ def entries_of_types(
     SQLAlchemy's rows for an export's hundreds of thousands of entries), 5,000 at a time (20,000
     raised an export's peak by 20-35 MB)."""
     sql = (
-        f"SELECT {_ENTRY_LIST} FROM ledger_entries WHERE seq > ? AND artifact_type IN "
+        # `|| ''` keeps the type's index out of the plan: on it SQLite sorted every matching
+        # entry for each batch (10 s of reads for 400,000 entries, 0.2 s on the seq index)
+        f"SELECT {_ENTRY_LIST} FROM ledger_entries WHERE seq > ? AND artifact_type || '' IN "
         f"({', '.join('?' * len(artifact_types))}) ORDER BY seq LIMIT ?"
     )
     read_json = json_reader(session)
