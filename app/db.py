@@ -264,8 +264,8 @@ def driver_rows(session: Session, sql: str, params: Sequence = ()) -> list[tuple
     rows), in the session's transaction. `sql` uses `?` placeholders on every dialect; JSON
     columns come back as text on SQLite and decoded on PostgreSQL (see `json_reader`)."""
     connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        sql = sql.replace("?", "%s")
+    if connection.dialect.name == "postgresql":  # psycopg's placeholders; a literal % doubled
+        sql = sql.replace("%", "%%").replace("?", "%s")
     cursor = connection.connection.cursor()
     try:
         cursor.execute(sql, tuple(params))

@@ -113,3 +113,24 @@ def test_a_set_of_70000_ids_is_one_bind_parameter(session):
         ).one()
         == 0
     )
+
+
+def test_driver_rows_take_ids_as_one_parameter_and_keep_literal_percent_signs(session):
+    """`driver_rows` with `ids_in`/`ids_param` on either dialect: the driver's tuples, the id
+    list as one parameter, a `%` in the statement's text left as it is."""
+    from itsmreview.catalog.models import Task
+    from itsmreview.db import driver_rows, ids_in, ids_param
+
+    for n in (1, 2, 3):
+        session.add(Task(external_id=f"p{n}%", title="t", persona="p", track="single-agent"))
+    session.flush()
+    ids = [t.id for t in session.exec(select(Task).order_by(Task.id)).all()]
+    rows = driver_rows(
+        session,
+        "SELECT external_id, '100%' FROM tasks WHERE external_id LIKE ? AND "
+        + ids_in(session, "id")
+        + " ORDER BY id",
+        ("p%", ids_param(session, [*ids[:2], 10**6])),
+    )
+    assert rows == [("p1%", "100%"), ("p2%", "100%")]
+    assert isinstance(rows[0], tuple)
