@@ -274,19 +274,25 @@ def driver_rows(session: Session, sql: str, params: Sequence = ()) -> list[tuple
         cursor.close()
 
 
-def ids_in(session: Session, column: str) -> str:
-    """`column IN` a list of ids given as ONE `?` parameter (see `ids_param`): a JSON array
-    read by `json_each` on SQLite, an integer array on PostgreSQL."""
+def ids_in(session: Session, column: str, of: str = "integer") -> str:
+    """`column IN` a list of ids (of: "integer" or "text") given as ONE `?` parameter (see
+    `ids_param`, `values_param`): a JSON array read by `json_each` on SQLite, an array on
+    PostgreSQL."""
     if session.get_bind().dialect.name == "postgresql":
-        return f"{column} = ANY(?::integer[])"
+        return f"{column} = ANY(?::{of}[])"
     return f"{column} IN (SELECT value FROM json_each(?))"
 
 
 def ids_param(session: Session, ids: Sequence[int]):
     """The parameter `ids_in` expects for these ids."""
+    return values_param(session, [int(i) for i in ids])
+
+
+def values_param(session: Session, values: Sequence):
+    """The parameter `ids_in` expects for these values (whole numbers or texts)."""
     import json
 
-    values = [int(i) for i in ids]
+    values = list(values)
     return values if session.get_bind().dialect.name == "postgresql" else json.dumps(values)
 
 

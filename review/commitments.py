@@ -1,8 +1,12 @@
 """What the ledger entry of each review record commits to (its content_sha256)."""
 
+import hashlib
+import json
+import math
 from collections.abc import Mapping
 from datetime import UTC
 
+from itsmreview.ledger.chain import canonical_json
 from itsmreview.review.models import (
     Adjudication,
     MachineCheck,
@@ -39,6 +43,67 @@ def rating_content(rating: Rating, scores: Mapping[str, float | None]) -> dict:
         "scores": {k: (None if v is None else float(v)) for k, v in sorted(scores.items())},
         **({"not_applicable": dict(sorted(marks.items()))} if marks else {}),
     }
+
+
+def rating_digest(rating: Rating, scores: Mapping[str, float | None]) -> str:
+    """`content_digest(rating_content(rating, scores))`, its canonical text written field by
+    field (no dicts, no key sorting: the ledger check hashes every rating); a rating whose
+    fields are not the stored types (text, whole numbers, finite scores) goes the general
+    way."""
+    return hashlib.sha256(_rating_text(rating, scores).encode()).hexdigest()
+
+
+_TEXT = json.encoder.encode_basestring  # a str as JSON text, as the canonical encoder writes it
+
+
+def _rating_text(rating, scores: Mapping) -> str:
+    verdict, flags, marks, comment = (
+        rating.verdict,
+        rating.flags or [],
+        rating.not_applicable,
+        rating.comment or "",
+    )
+    if not (
+        _whole(rating.task_version_id, rating.expert_id, rating.revision, rating.confidence)
+        and _whole(rating.round_id)
+        and type(rating.rater_kind) is str
+        and type(comment) is str
+        and (verdict is None or isinstance(verdict, str))
+        and all(type(f) is str for f in flags)
+        and all(type(k) is str and type(v) is str for k, v in (marks or {}).items())
+        and all(
+            type(k) is str and (v is None or (type(v) in (int, float) and math.isfinite(v)))
+            for k, v in scores.items()
+        )
+    ):
+        return canonical_json(rating_content(rating, scores))
+    score_text = ",".join(
+        f"{_TEXT(k)}:{'null' if v is None else repr(float(v))}" for k, v in sorted(scores.items())
+    )
+    marks_text = (
+        ',"not_applicable":{'
+        + ",".join(f"{_TEXT(k)}:{_TEXT(v)}" for k, v in sorted(marks.items()))
+        + "}"
+        if marks
+        else ""
+    )
+    return (
+        f'{{"comment":{_TEXT(comment)},"confidence":{_number(rating.confidence)},'
+        f'"expert_id":{_number(rating.expert_id)},'
+        f'"flags":[{",".join(_TEXT(f) for f in sorted(flags))}]{marks_text},'
+        f'"rater_kind":{_TEXT(rating.rater_kind)},"revision":{_number(rating.revision)},'
+        f'"round_id":{_number(rating.round_id)},"scores":{{{score_text}}},'
+        f'"task_version_id":{_number(rating.task_version_id)},'
+        f'"verdict":{"null" if verdict is None else _TEXT(str(verdict))}}}'
+    )
+
+
+def _whole(*values) -> bool:
+    return all(v is None or type(v) is int for v in values)
+
+
+def _number(value: int | None) -> str:
+    return "null" if value is None else str(value)
 
 
 CHECK_CONTENT_FIELDS = (

@@ -44,6 +44,7 @@ def ledger_verify(
             session=session,
             expect_head=expect_head,
             progress=lambda stage, n: print(f"  {stage}: {n:,}", file=sys.stderr),
+            parallel=True,
         )
     if as_json:
         echo_json(report.as_dict())

@@ -15,7 +15,11 @@
 Sits above catalog, review, coverage and ledger; none of them imports it.
 """
 
+import multiprocessing
+import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 
 from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.service import version_to_native
@@ -33,7 +37,7 @@ from itsmreview.ledger.evidence.findings import (
 )
 from itsmreview.ledger.evidence.marks import Decisions, IdSet
 from itsmreview.ledger.service import verify_chain
-from itsmreview.review.commitments import adjudication_content, check_content, rating_content
+from itsmreview.review.commitments import adjudication_content, check_content, rating_digest
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
 from itsmreview.review.scorevector import pack
 from sqlmodel import Session
@@ -49,6 +53,7 @@ def verify_ledger(
     session: Session,
     expect_head: str | None = None,
     progress: Callable[[str, int], None] | None = None,
+    parallel: bool = False,
 ) -> AuditReport:
     """Recompute the hash chain, check an expected head (`SEQ:HASH`, kept outside the
     database), and check the database against the ledger both ways: each committing entry's
@@ -58,10 +63,50 @@ def verify_ledger(
     of task versions and tasks are the ones the ledger's decisions give.
 
     Streams the ledger and reads objects in batches (memory does not grow with the ledger).
-    Raises InvalidInput for a malformed expected head.
+    `parallel`: a second process checks every object but the ratings from its own connection
+    (for a session with nothing uncommitted: the CLI's, the Ledger page's), when the ledger
+    is long enough to pay for it, the machine has a second core and the database is not in
+    memory. The report is the same either way. Raises InvalidInput for a malformed expected
+    head.
     """
+    url = _parallel_url(session) if parallel else None
+    if url is None:
+        return _verify(session, expect_head, progress, ALL_KINDS)
+    with ProcessPoolExecutor(1, mp_context=_process_context()) as pool:
+        others = pool.submit(_verify_objects, url, OTHER_KINDS)
+        report = _verify(session, expect_head, progress, frozenset({"rating"}))
+        part = others.result()
+    report.findings = _ordered(report.findings + part.findings)
+    report.objects_checked += part.objects_checked
+    report.queued += part.queued
+    return report
+
+
+PARALLEL_MIN_ENTRIES = 50_000  # below this a second process costs more than it saves
+
+
+def _parallel_url(session: Session) -> str | None:
+    """The URL a second process opens the session's database by, or None when one would
+    not help (one core, a short ledger) or cannot (a database in memory)."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    url = session.get_bind().url
+    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+        return None
+    newest = queries.head(session=session)
+    if newest is None or newest[0] < PARALLEL_MIN_ENTRIES:
+        return None
+    return url.render_as_string(hide_password=False)
+
+
+def _process_context():
+    """fork where it is safe (one thread: the CLI), spawn where threads run (the app)."""
+    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+
+
+def _verify(session, expect_head, progress, kinds) -> AuditReport:
     report = AuditReport()
-    audit = _Audit(session, report)
+    audit = _Audit(session, report, kinds)
     try:
         checked = verify_chain(
             session=session, expect_head=expect_head, on_entry=audit.note, progress=progress
@@ -74,13 +119,63 @@ def verify_ledger(
     report.chain_problem = checked.problem
     report.expected_head_problem = checked.expected_head_problem
     audit.finish(progress)
+    report.findings = _ordered(report.findings)
     return report
 
 
+def _verify_objects(url: str, kinds: frozenset[str]) -> AuditReport:
+    """The second process's part: the objects of `kinds` against their entries up to the
+    newest when it starts (not hashed: the first process recomputes the chain), on a
+    connection of its own."""
+    from itsmreview.db import create_db_engine
+
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as session:
+            report = AuditReport()
+            audit = _Audit(session, report, kinds)
+            newest = queries.head(session=session)
+            up_to = newest[0] if newest else 0
+            for entry in queries.committing_entries(
+                session=session, artifact_types=kinds, up_to=up_to
+            ):
+                audit.note(entry)
+            audit.last_seq = up_to
+            audit.finish(None)
+            return report
+    finally:
+        engine.dispose()
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    """Findings at an entry in the ledger's order, then those at no entry kind by kind, each
+    kind's in the order found: the same order however the work was shared."""
+    return sorted(findings, key=lambda f: (f.seq is None, f.seq or 0, _KIND_ORDER.get(f.kind, 0)))
+
+
+_KIND_ORDER = {
+    kind: rank
+    for rank, kind in enumerate(
+        (
+            "review_round",
+            "export",
+            "rating",
+            "adjudication",
+            "machine_check",
+            "resolution_proposal",
+            "team_mapping",
+            "event_log",
+            "task",
+        )
+    )
+}
+
+
 class _Audit:
-    def __init__(self, session: Session, report: AuditReport) -> None:
+    def __init__(self, session: Session, report: AuditReport, kinds: frozenset[str]) -> None:
         self.session = session
         self.report = report
+        self.kinds = kinds  # the artifact types this audit checks
         self.last_seq = 0
         self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
         self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment
@@ -95,6 +190,8 @@ class _Audit:
     def note(self, entry) -> None:
         self.last_seq = entry.seq
         kind, action, payload = entry.artifact_type, entry.action, entry.payload or {}
+        if kind not in self.kinds:
+            return
         if kind == "rating":
             if action not in RATING_ACTIONS:
                 return
@@ -206,7 +303,7 @@ class _Audit:
                     "its packed scores differ from its score rows",
                     label,
                 )
-            if digest and chain.content_digest(rating_content(rating, values)) != digest:
+            if digest and rating_digest(rating, values) != digest:
                 self.mismatch("rating", ident, seq, label)
         self.session.expunge_all()
 
@@ -371,9 +468,12 @@ class _Audit:
             self._flush(kind)
         if progress:
             progress("objects named by entries", self.report.objects_checked)
-        self.check_gates()
-        self.check_exports()
-        self.check_uncovered_ratings()
+        if "review_round" in self.kinds:
+            self.check_gates()
+        if "export" in self.kinds:
+            self.check_exports()
+        if "rating" in self.kinds:
+            self.check_uncovered_ratings()
         for kind, what in (
             ("adjudication", "adjudication"),
             ("machine_check", "machine check"),
@@ -382,11 +482,14 @@ class _Audit:
             ("event_log", "event log"),
             ("export", "export"),
         ):
+            if kind not in self.kinds:
+                continue
             for _, ident in self.uncovered(kind):
                 self.add(
                     kind, ident, UNCOVERED, None, "no ledger entry commits to it", f"{what} {ident}"
                 )
-        self.check_statuses()
+        if "task" in self.kinds:
+            self.check_statuses()
         if progress:
             progress("objects", self.report.objects_checked)
 
@@ -416,7 +519,7 @@ class _Audit:
                     continue
                 label = f"rating {rating_id} (task version {rating.task_version_id})"
                 values = scores.get(rating_id, {})
-                digest = chain.content_digest(rating_content(rating, values))
+                digest = rating_digest(rating, values)
                 if rating_id in queued:
                     entry, held = queued[rating_id]
                     committed = (entry.get("payload") or {}).get("content_sha256")
@@ -548,7 +651,7 @@ def _int_ids(audit: _Audit, kind: str, items: list) -> dict[int, str]:
     return ids
 
 
-_CHECKS: dict[str, Callable[[_Audit, list], None]] = {
+_CHECKS: dict[str, Callable[[_Audit, list], None]] = {  # committing entries, by artifact type
     "rating": _Audit.check_ratings,
     "task": _Audit.check_versions,
     "adjudication": _Audit.check_adjudications,
@@ -557,3 +660,5 @@ _CHECKS: dict[str, Callable[[_Audit, list], None]] = {
     "team_mapping": _Audit.check_team_mappings,
     "event_log": _Audit.check_event_logs,
 }
+ALL_KINDS = frozenset(_CHECKS) | {"review_round", "export"}
+OTHER_KINDS = ALL_KINDS - {"rating"}  # the second process's share when two share the work

@@ -27,7 +27,8 @@ class Finding:
 
 @dataclass
 class AuditReport:
-    """What `verify_ledger` found. `findings` name each object, in the order found."""
+    """What `verify_ledger` found. `findings` name each object: those at an entry in the
+    ledger's order, then the rest kind by kind."""
 
     entries: int = 0
     head: tuple[int, str] | None = None

@@ -359,7 +359,7 @@ def summary_for(*, session: Session, actor: User) -> dict:
 def audit_for(*, session: Session, actor: User, expect_head: str | None = None) -> AuditReport:
     """`verify_ledger` for a lead (the Ledger page's Verify button)."""
     require_role(actor, Role.lead)
-    return verify_ledger(session=session, expect_head=expect_head or None)
+    return verify_ledger(session=session, expect_head=expect_head or None, parallel=True)
 
 
 FRESH_FIELDS = ("instruction", "environment", "verifier")  # what a task asks, starts from, checks

@@ -15,7 +15,7 @@ from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.db import session_scope, utcnow, write_transaction
 from itsmreview.errors import Conflict, InvalidInput
-from itsmreview.ledger.chain import canonical_json, content_digest
+from itsmreview.ledger.chain import canonical_json
 from itsmreview.ledger.service import append_entry
 from itsmreview.processes import process_alive, this_process
 from itsmreview.review.assist import client as model_client
@@ -29,7 +29,7 @@ from itsmreview.review.assist.rating import (
     rate_prompt_sha256,
     rating_request,
 )
-from itsmreview.review.commitments import rating_content
+from itsmreview.review.commitments import rating_digest
 from itsmreview.review.gate.queries import reads as gate_queries
 from itsmreview.review.gate.round_data import find_round
 from itsmreview.review.models import (
@@ -338,7 +338,7 @@ def _store_rating(
             "task_version_id": version_id,
             "round": review_round.name,
             "revision": 1,
-            "content_sha256": content_digest(rating_content(rating, judgement.scores)),
+            "content_sha256": rating_digest(rating, judgement.scores),
             "generated_by": {
                 "model": run.model,
                 "prompt_sha256": run.prompt_sha256,

@@ -23,9 +23,8 @@ import threading
 
 from itsmreview.db import get_engine, write_transaction
 from itsmreview.jobs.service import wake_workers
-from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import append_entry, chain_at_commit
-from itsmreview.review.commitments import rating_content
+from itsmreview.review.commitments import rating_digest
 from itsmreview.review.gate import cache as gatecache
 from itsmreview.review.gate.approval import Decision, weak_dimensions
 from itsmreview.review.gate.concordance import spread_of_counts
@@ -164,7 +163,7 @@ def _hold_changed(session: Session, review_round: ReviewRound, rubric) -> list[t
             continue
         rating, values = ratings[rating_id], scores.get(rating_id, {})
         committed = (entry.get("payload") or {}).get("content_sha256")
-        if committed and content_digest(rating_content(rating, values)) != committed:
+        if committed and rating_digest(rating, values) != committed:
             held[rating_id] = (
                 f"rating {rating_id} changed after its submit: its content no longer matches "
                 f"the content_sha256 {committed[:12]}... its queued ledger entry commits to"

@@ -8,9 +8,8 @@ from itsmreview.accounts.service import require_role
 from itsmreview.catalog.models import Transcript
 from itsmreview.db import utcnow
 from itsmreview.errors import Conflict, InvalidInput
-from itsmreview.ledger.chain import content_digest
 from itsmreview.ledger.service import chain_at_commit
-from itsmreview.review.commitments import rating_content
+from itsmreview.review.commitments import rating_digest
 from itsmreview.review.gate import work as gatework
 from itsmreview.review.gate.queries import spreads as spread_queries
 from itsmreview.review.models import (
@@ -171,7 +170,7 @@ def _submit_entry(
             "task_version_id": rating.task_version_id,
             "round": review_round.name,
             "revision": rating.revision,
-            "content_sha256": content_digest(rating_content(rating, scores)),
+            "content_sha256": rating_digest(rating, scores),
         },
     }
 

@@ -19,6 +19,7 @@ from itsmreview import db as db_module
 from itsmreview import settings as settings_module
 from itsmreview.cli import app
 from itsmreview.db import session_scope
+from itsmreview.ledger.evidence import audit as audit_module
 from itsmreview.ledger.evidence.service import ledger_head, verify_ledger
 from itsmreview.ledger.models import LedgerEntry
 from itsmreview.ledger.service import append_entry
@@ -228,8 +229,17 @@ def db(world, tmp_path, monkeypatch):
 
 
 def audit(expect_head=None):
+    """The report of one process, checked equal to that of two sharing the work (as the
+    CLI and the Ledger page run it on a long ledger)."""
     with session_scope() as session:
-        return verify_ledger(session=session, expect_head=expect_head)
+        alone = verify_ledger(session=session, expect_head=expect_head)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
+        with session_scope() as session:
+            assert audit_module._parallel_url(session) is not None
+            shared = verify_ledger(session=session, expect_head=expect_head, parallel=True)
+    assert shared.as_dict() == alone.as_dict()
+    return alone
 
 
 def sql(*statements: str) -> None:
@@ -622,3 +632,37 @@ def test_an_entry_that_commits_to_no_content_covers_nothing(db):
     forge_entry("rating", str(forged), "submit", {"task_version_id": 1})
     hit = found(audit(), "rating", "object without entry")[0]
     assert hit.ident == str(forged)
+
+
+def test_the_second_process_may_be_spawned_as_under_the_app(db, monkeypatch):
+    """Where threads run (the app), the second process is spawned, not forked: it imports
+    what it needs and opens the database by its URL (a password included)."""
+    import multiprocessing
+
+    sql("DELETE FROM adjudications WHERE id = (SELECT MIN(id) FROM adjudications)")
+    with session_scope() as session:
+        alone = verify_ledger(session=session)
+    monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
+    monkeypatch.setattr(
+        audit_module, "_process_context", lambda: multiprocessing.get_context("spawn")
+    )
+    with session_scope() as session:
+        shared = verify_ledger(session=session, parallel=True)
+    assert not shared.ok
+    found(shared, "adjudication", "missing object")
+    assert shared.as_dict() == alone.as_dict()
+
+
+def test_a_database_in_memory_or_a_short_ledger_is_checked_in_one_process(db, monkeypatch):
+    with session_scope() as session:
+        assert audit_module._parallel_url(session) is None  # the demo's ledger is short
+        monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
+        assert audit_module._parallel_url(session) is not None
+        monkeypatch.setattr(audit_module.os, "cpu_count", lambda: 1)
+        assert audit_module._parallel_url(session) is None
+    from itsmreview.db import create_db_engine
+    from sqlmodel import Session
+
+    monkeypatch.setattr(audit_module.os, "cpu_count", lambda: 2)
+    with Session(create_db_engine("sqlite://")) as session:
+        assert audit_module._parallel_url(session) is None
