@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -232,9 +233,12 @@ def _read_streamed(
     materialisation by the log engine, and the mapping used (an XES mapping fitted to the
     keys the file has)."""
     events_file = work / EVENTS_FILE
+    started = time.monotonic()
 
     def rows_read(rows: int, share: float) -> None:
-        report(f"reading: {rows:,} rows", 0.05 + 0.35 * share)
+        seconds = time.monotonic() - started
+        rate = f", {rows / seconds:,.0f} events/s" if seconds > 0 else ""
+        report(f"reading: {rows:,} rows{rate}", 0.05 + 0.35 * share)
 
     if log_format(path) == "xes":
         _, mapping = stream_xes(path, mapping, events_file, work=work, progress=rows_read)

@@ -4,6 +4,7 @@ import contextlib
 import functools
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -81,8 +82,12 @@ def _root(
 
 @contextlib.contextmanager
 def progress_bar(label: str):
-    """A progress bar on standard error; yields the `progress(stage, fraction)` callback that
-    services take."""
+    """Progress on standard error: a bar with its ETA on a terminal; elsewhere (a log file, a
+    pipe, CI) plain lines, see `plain_progress`. Yields the `progress(stage, fraction)`
+    callback that services take."""
+    if not sys.stderr.isatty():
+        yield plain_progress(label)
+        return
     with typer.progressbar(length=100, label=label, file=sys.stderr) as bar:
         done = [0]
 
@@ -94,3 +99,30 @@ def progress_bar(label: str):
             bar.label = stage
 
         yield progress
+
+
+PLAIN_EVERY_S = 10.0  # a plain progress line at most this often within one stage
+
+
+def plain_progress(label: str, every: float = PLAIN_EVERY_S, clock=time.monotonic):
+    """`progress(stage, fraction)` writing a line ('importing: 40% reading: 1,200,000 rows,
+    95,000 events/s, about 12 s left') when a stage begins (its text before ':') and at most
+    every `every` seconds within it."""
+    started = clock()
+    last = {"stage": None, "at": started}
+
+    def progress(stage: str, fraction: float) -> None:
+        now = clock()
+        kind = stage.split(":", 1)[0]
+        if kind == last["stage"] and now - last["at"] < every:
+            return
+        last.update(stage=kind, at=now)
+        elapsed = now - started
+        left = (
+            f", about {elapsed * (1 - fraction) / fraction:,.0f} s left"
+            if 0.05 <= fraction < 1 and elapsed >= 1
+            else ""
+        )
+        print(f"{label}: {int(fraction * 100)}% {stage}{left}", file=sys.stderr, flush=True)
+
+    return progress

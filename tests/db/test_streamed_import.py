@@ -209,6 +209,7 @@ def test_a_streamed_import_reports_the_rows_it_has_read(session, tmp_path, strea
     seen = []
     import_log(path, session=session, preset="bpi2013", progress=lambda *step: seen.append(step))
     reading = [stage for stage, _ in seen if stage.startswith("reading: ")]
-    assert len(reading) > 1 and reading[-1] == "reading: 30,000 rows"
+    assert len(reading) > 1 and reading[-1].startswith("reading: 30,000 rows, ")
+    assert reading[-1].endswith(" events/s")
     fractions = [fraction for _, fraction in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
