@@ -1,5 +1,6 @@
 """Engines, sessions and migrations for SQLite (embedded default) and PostgreSQL (team)."""
 
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -272,6 +273,18 @@ def driver_rows(session: Session, sql: str, params: Sequence = ()) -> list[tuple
         return cursor.fetchall()
     finally:
         cursor.close()
+
+
+def second_process_url(session: Session) -> str | None:
+    """The URL a second process opens the session's database by (password included), or
+    None when sharing work with one cannot help (one core) or cannot work (a database in
+    memory). It sees what is committed, not the session's own pending writes."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    url = session.get_bind().url
+    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+        return None
+    return url.render_as_string(hide_password=False)
 
 
 def ids_in(session: Session, column: str, of: str = "integer") -> str:

@@ -1,7 +1,9 @@
 """Which process does a piece of work: a name to store beside it, and whether it still runs."""
 
+import multiprocessing
 import os
 import socket
+import threading
 
 
 def this_process() -> str:
@@ -36,3 +38,9 @@ def process_alive(owner: str) -> bool | None:
     except PermissionError:
         return True
     return True
+
+
+def second_process_context():
+    """How to start a process that shares a piece of work: forked where that is safe (one
+    thread: the CLI, the worker's job), spawned where threads run (the app)."""
+    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")

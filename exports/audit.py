@@ -11,6 +11,7 @@ import hashlib
 import json
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from itsmreview.exports import harbor, hf, native, tau2
@@ -225,6 +226,18 @@ def summaries(records: list[dict]) -> tuple[str, dict[tuple[str, int], dict]]:
         for r, line in zip(records, lines, strict=True)
     }
     return "".join(lines), by_version
+
+
+def summaries_of_lines(lines: Iterable[str]) -> dict[tuple[str, int], dict]:
+    """`summaries`' second half from evidence/audit.jsonl's lines as written: each record's
+    summary by (task, version)."""
+    by_version = {}
+    for line in lines:
+        record = json.loads(line)
+        by_version[(record["task"], record["version"])] = summary(
+            record, sha256_text(line.removesuffix("\n"))
+        )
+    return by_version
 
 
 def audit_markdown(records: list[dict], taxonomy: dict[str, tuple[str, str]]) -> str:

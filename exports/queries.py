@@ -158,6 +158,13 @@ def _current_of(session: Session, version_ids: list[int]):
     )
 
 
+def current_rating_ids(*, session: Session, version_ids: list[int]) -> set[int]:
+    """The ids of the current submitted ratings of a batch of versions."""
+    return {
+        int(i) for i in session.exec(select(Rating.id).where(*_current_of(session, version_ids)))
+    }
+
+
 def raters_and_rubrics(*, session: Session, version_ids: list[int]) -> tuple[set, set]:
     """Who rated a batch of versions, and with which rubrics (current submitted ratings)."""
     rows = session.exec(

@@ -2,6 +2,8 @@
 
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +13,7 @@ from itsmreview import __version__
 from itsmreview.accounts.models import Role, User
 from itsmreview.accounts.service import require_role
 from itsmreview.catalog.formats.common import FormatError
-from itsmreview.db import utcnow
+from itsmreview.db import second_process_url, utcnow
 from itsmreview.errors import Conflict, InvalidInput, NotFound
 from itsmreview.exports import harbor, queries, writing
 from itsmreview.exports.audit import AUDIT_FILE, verify_audit
@@ -30,6 +32,7 @@ from itsmreview.exports.bundle import (
 from itsmreview.exports.models import Export
 from itsmreview.exports.writing import Plan, Selection
 from itsmreview.ledger.service import append_entry
+from itsmreview.processes import second_process_context
 from itsmreview.realism import service as realism_service
 from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate import round_data
@@ -478,6 +481,9 @@ def _evidence_head(session: Session) -> dict | None:
     return {"seq": head[0], "hash": head[1]} if head else None
 
 
+PARALLEL_MIN_TASKS = 5_000  # from here a second process writes the tasks and the ledger slice
+
+
 def _write_files(
     staging: Staging, plan: Plan, *, session: Session, actor: User, report: Progress
 ) -> tuple[dict, list[dict]]:
@@ -485,20 +491,66 @@ def _write_files(
     audit record (first: each format carries each task's summary of it), tasks in each
     format, ratings with agreement and the gate's decisions, the rest of evidence/, the
     ledger slice and the Hugging Face folder. Returns the counts and the rubrics for
-    the manifest."""
+    the manifest.
+
+    From PARALLEL_MIN_TASKS tasks on (a second core, a database not in memory), a second
+    process writes the tasks' files and the ledger slice while this one writes the rest of
+    the evidence; the files are the same either way."""
+    with ExitStack() as apart:
+        return _write_all(staging, plan, session=session, actor=actor, report=report, apart=apart)
+
+
+def _write_all(
+    staging: Staging,
+    plan: Plan,
+    *,
+    session: Session,
+    actor: User,
+    report: Progress,
+    apart: ExitStack,
+) -> tuple[dict, list[dict]]:
     chosen = plan.chosen
     versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
     report("reading the audit record", 0.11)
     audit = writing.read_audit(session=session, chosen=chosen, versions=versions, actor=actor)
     writing.write_audit(staging, audit)
-    counts, personas = writing.write_tasks(
-        staging, plan, session=session, batch=TASK_BATCH, report=report, audits=audit.summaries
-    )
-    report("reading ratings", 0.4)
+
+    def tasks_here() -> tuple[dict, dict]:
+        return writing.write_tasks(
+            staging, plan, session=session, batch=TASK_BATCH, report=report, audits=audit.summaries
+        )
+
     batches = writing.rating_batches(chosen, RATING_BATCH)
     raters = writing.read_raters(
         session=session, chosen=chosen, batches=batches, with_names=plan.with_names
     )
+    agents = {**raters.names, **raters.leads}
+    slice_of = {"agents": agents, "findings": audit.finding_ids, "fixed_from": audit.fixed_from}
+    url = second_process_url(session) if len(chosen.pairs) >= PARALLEL_MIN_TASKS else None
+    tasks_apart = ledger_apart = None
+    if url is None:
+        counts, personas = tasks_here()
+    else:  # the tasks and the ledger slice in a second process, the rest here meanwhile
+        pool = apart.enter_context(ProcessPoolExecutor(1, mp_context=second_process_context()))
+        tasks_apart = pool.submit(
+            writing.write_tasks_in_process, url, staging, *writing.tasks_apart(plan), TASK_BATCH
+        )
+        # the slice is chosen by the ratings and logs the evidence will name: read here
+        # first, checked against what was written below
+        expected = {
+            "rating_ids": set().union(
+                *(queries.current_rating_ids(session=session, version_ids=b) for b in batches)
+            ),
+            "logs": sorted({(v.source or {}).get("log") for _, v in chosen.pairs} - {None, ""}),
+        }
+        ledger_apart = pool.submit(
+            writing.ledger_slice_in_process,
+            url,
+            staging,
+            *writing.ledger_apart(chosen),
+            **expected,
+            **slice_of,
+        )
     report("computing agreement", 0.45)
     rounds = writing.round_evidence(plan, session=session, actor=actor)
     report("writing ratings", 0.5)
@@ -519,16 +571,22 @@ def _write_files(
     if plan.realism is not None:
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
     report("reading the ledger", 0.75)
-    ledger_entries = writing.write_ledger_slice(
-        staging,
-        session=session,
-        chosen=chosen,
-        rating_ids=rated.rating_ids,
-        logs=by_log,
-        agents={**raters.names, **raters.leads},
-        findings=audit.finding_ids,
-        fixed_from=audit.fixed_from,
-    )
+    ledger_entries = ledger_apart.result() if ledger_apart is not None else None
+    if ledger_entries is None or (
+        rated.rating_ids != expected["rating_ids"] or sorted(by_log) != expected["logs"]
+    ):  # in one process, or a rating changed while the second wrote the slice
+        ledger_entries = writing.write_ledger_slice(
+            staging,
+            session=session,
+            chosen=chosen,
+            rating_ids=rated.rating_ids,
+            logs=by_log,
+            **slice_of,
+        )
+    if tasks_apart is not None:
+        report("writing tasks", 0.84)
+        written = tasks_apart.result()
+        counts, personas = written if written is not None else tasks_here()
     if "hf" in plan.formats:
         report("writing the Hugging Face folder", 0.85)
         writing.write_hf_folder(

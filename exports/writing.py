@@ -3,7 +3,8 @@
 import shutil
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 import pandas as pd
 from itsmreview.accounts.models import User
@@ -165,11 +166,95 @@ def write_tasks(
     return counts, personas
 
 
+def tasks_apart(plan: Plan) -> tuple[Plan, list[tuple[int, int, str]]]:
+    """What `write_tasks_in_process` needs of a plan, small to send: the plan without its
+    selection, and each chosen version's id, number and content hash."""
+    versions = [(v.id, v.version, v.content_hash) for _, v in plan.chosen.pairs]
+    bare = replace(
+        plan, chosen=Selection([], None, set(), []), gates={}, item_counts={}, realism=None
+    )
+    return bare, versions
+
+
+def write_tasks_in_process(
+    url: str, staging: Staging, plan: Plan, versions: list[tuple[int, int, str]], batch: int
+) -> tuple[dict[str, int], dict[str, int]] | None:
+    """`write_tasks` in a second process, on a connection of its own to `url` (task
+    versions never change, so it reads what the first would), each task's audit summary
+    read back from the staged evidence/audit.jsonl (sending them would cost the first
+    process 50 MB at 50,000 tasks). None when a chosen version is not there for it (written
+    in a transaction not yet committed): the first then writes them."""
+    from itsmreview.db import create_db_engine
+
+    chosen = [(None, SimpleNamespace(id=i, version=n, content_hash=h)) for i, n, h in versions]
+    plan = replace(plan, chosen=Selection(chosen, None, set(), []))
+    with open(staging.path(audit.AUDIT_FILE), encoding="utf-8", newline="\n") as lines:
+        audits = audit.summaries_of_lines(lines)
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as session:
+            return write_tasks(
+                staging,
+                plan,
+                session=session,
+                batch=batch,
+                report=lambda _stage, _fraction: None,
+                audits=audits,
+            )
+    except MissingVersion:
+        return None
+    finally:
+        engine.dispose()
+
+
+def ledger_apart(chosen: Selection) -> tuple[list[tuple[str, int, dict]], list[str]]:
+    """What `ledger_slice_in_process` needs of the selection, small to send: each chosen
+    version's task id, number and source, and the rounds' names."""
+    return (
+        [(t.external_id, v.version, v.source or {}) for t, v in chosen.pairs],
+        [r.name for r in chosen.rounds],
+    )
+
+
+def ledger_slice_in_process(
+    url: str,
+    staging: Staging,
+    versions: list[tuple[str, int, dict]],
+    rounds: list[str],
+    **slice_of,
+) -> int:
+    """`write_ledger_slice` in a second process, on a connection of its own to `url` (the
+    ledger only grows: it streams the entries the first would)."""
+    from itsmreview.db import create_db_engine
+
+    chosen = Selection(
+        [
+            (SimpleNamespace(external_id=t), SimpleNamespace(version=n, source=source))
+            for t, n, source in versions
+        ],
+        None,
+        set(),
+        [SimpleNamespace(name=name) for name in rounds],
+    )
+    engine = create_db_engine(url)
+    try:
+        with Session(engine) as session:
+            return write_ledger_slice(staging, session=session, chosen=chosen, **slice_of)
+    finally:
+        engine.dispose()
+
+
+class MissingVersion(KeyError):
+    """A chosen task version this connection cannot read."""
+
+
 def _native_tasks(session: Session, chunk: list) -> tuple[list[dict], list[dict]]:
     """A batch of (Task, TaskVersion) as native task dicts, and the export record of each."""
     pairs, transcripts = queries.tasks_of(session=session, version_ids=[v.id for _, v in chunk])
     natives, records = [], []
     for _, chosen_version in chunk:
+        if chosen_version.id not in pairs:
+            raise MissingVersion(chosen_version.id)
         task, version = pairs[chosen_version.id]
         natives.append(version_to_native(task, version, transcripts.get(chosen_version.id, [])))
         records.append(

@@ -15,14 +15,12 @@
 Sits above catalog, review, coverage and ledger; none of them imports it.
 """
 
-import multiprocessing
-import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.service import version_to_native
+from itsmreview.db import second_process_url
 from itsmreview.errors import InvalidInput
 from itsmreview.ledger import chain
 from itsmreview.ledger.evidence import queries
@@ -37,6 +35,7 @@ from itsmreview.ledger.evidence.findings import (
 )
 from itsmreview.ledger.evidence.marks import Decisions, IdSet
 from itsmreview.ledger.service import verify_chain
+from itsmreview.processes import second_process_context
 from itsmreview.review.commitments import adjudication_content, check_content, rating_digest
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
 from itsmreview.review.scorevector import pack
@@ -72,7 +71,7 @@ def verify_ledger(
     url = _parallel_url(session) if parallel else None
     if url is None:
         return _verify(session, expect_head, progress, ALL_KINDS)
-    with ProcessPoolExecutor(1, mp_context=_process_context()) as pool:
+    with ProcessPoolExecutor(1, mp_context=second_process_context()) as pool:
         others = pool.submit(_verify_objects, url, OTHER_KINDS)
         report = _verify(session, expect_head, progress, frozenset({"rating"}))
         part = others.result()
@@ -88,20 +87,11 @@ PARALLEL_MIN_ENTRIES = 50_000  # below this a second process costs more than it 
 def _parallel_url(session: Session) -> str | None:
     """The URL a second process opens the session's database by, or None when one would
     not help (one core, a short ledger) or cannot (a database in memory)."""
-    if (os.cpu_count() or 1) < 2:
-        return None
-    url = session.get_bind().url
-    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+    url = second_process_url(session)
+    if url is None:
         return None
     newest = queries.head(session=session)
-    if newest is None or newest[0] < PARALLEL_MIN_ENTRIES:
-        return None
-    return url.render_as_string(hide_password=False)
-
-
-def _process_context():
-    """fork where it is safe (one thread: the CLI), spawn where threads run (the app)."""
-    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+    return url if newest is not None and newest[0] >= PARALLEL_MIN_ENTRIES else None
 
 
 def _verify(session, expect_head, progress, kinds) -> AuditReport:

@@ -347,3 +347,70 @@ def test_a_sidecar_gives_back_only_the_ids_of_tasks_it_still_matches(reviewed):
     sidecar.write_text("[1, 2")
     with session_scope() as session, pytest.raises(InvalidInput, match="itsmreview.json"):
         import_path(out / "tasks/harbor", session=session)
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_tasks_written_by_a_second_process_give_the_same_files(reviewed, monkeypatch, start):
+    """A large set's tasks are written by a second process (forked from the CLI, spawned
+    under the app) while the first writes the evidence: the folder is the same, byte for
+    byte, manifest included; a version the second cannot read is written by the first."""
+    import multiprocessing
+
+    from itsmreview.exports import service, writing
+
+    everything = ["native", "harbor", "hf", "tau2"]
+    alone, shared = reviewed["tmp"] / "alone" / "set", reviewed["tmp"] / "shared" / "set"
+    _export(reviewed, alone, formats=everything)
+    monkeypatch.setattr(service, "PARALLEL_MIN_TASKS", 0)
+    monkeypatch.setattr(
+        service, "second_process_context", lambda: multiprocessing.get_context(start)
+    )
+    here = []  # write_tasks called in this process (a forked one appends to its own copy)
+    real = writing.write_tasks
+    monkeypatch.setattr(writing, "write_tasks", lambda *a, **k: here.append(1) or real(*a, **k))
+    _export(reviewed, shared, formats=everything)
+    files = sorted(p.relative_to(alone) for p in alone.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(shared) for p in shared.rglob("*") if p.is_file())
+    for name in files:
+        assert (alone / name).read_bytes() == (shared / name).read_bytes(), name
+    assert not here  # the tasks were written by the other process
+
+
+def test_a_version_the_second_process_cannot_read_is_written_by_the_first(reviewed, monkeypatch):
+    from itsmreview.exports import service, writing
+
+    alone, shared = reviewed["tmp"] / "alone" / "set", reviewed["tmp"] / "shared" / "set"
+    _export(reviewed, alone, formats=["native", "hf"])
+    monkeypatch.setattr(service, "PARALLEL_MIN_TASKS", 0)
+    real = writing.tasks_apart
+
+    def one_unknown(plan):
+        bare, versions = real(plan)
+        return bare, [(10**9, *versions[0][1:]), *versions[1:]]  # an id not in the database
+
+    monkeypatch.setattr(writing, "tasks_apart", one_unknown)
+    _export(reviewed, shared, formats=["native", "hf"])
+    assert (alone / "tasks/native.jsonl").read_bytes() == (
+        shared / "tasks/native.jsonl"
+    ).read_bytes()
+    assert manifest_of(alone) == manifest_of(shared)
+
+
+def test_a_slice_written_for_ratings_that_changed_is_written_again(reviewed, monkeypatch):
+    """The second process writes the ledger slice of the ratings read before the evidence;
+    when the ratings written differ (one changed meanwhile), the first writes it again."""
+    from itsmreview.exports import queries, service
+
+    alone, shared = reviewed["tmp"] / "alone" / "set", reviewed["tmp"] / "shared" / "set"
+    _export(reviewed, alone, formats=["native"])
+    monkeypatch.setattr(service, "PARALLEL_MIN_TASKS", 0)
+    real = queries.current_rating_ids
+    monkeypatch.setattr(
+        queries,
+        "current_rating_ids",
+        lambda **k: set(sorted(real(**k))[1:]),  # one missed
+    )
+    _export(reviewed, shared, formats=["native"])
+    ledger = "evidence/ledger.jsonl"
+    assert (alone / ledger).read_bytes() == (shared / ledger).read_bytes()
+    assert manifest_of(alone) == manifest_of(shared)

@@ -644,7 +644,7 @@ def test_the_second_process_may_be_spawned_as_under_the_app(db, monkeypatch):
         alone = verify_ledger(session=session)
     monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
     monkeypatch.setattr(
-        audit_module, "_process_context", lambda: multiprocessing.get_context("spawn")
+        audit_module, "second_process_context", lambda: multiprocessing.get_context("spawn")
     )
     with session_scope() as session:
         shared = verify_ledger(session=session, parallel=True)
@@ -658,11 +658,11 @@ def test_a_database_in_memory_or_a_short_ledger_is_checked_in_one_process(db, mo
         assert audit_module._parallel_url(session) is None  # the demo's ledger is short
         monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
         assert audit_module._parallel_url(session) is not None
-        monkeypatch.setattr(audit_module.os, "cpu_count", lambda: 1)
+        monkeypatch.setattr(db_module.os, "cpu_count", lambda: 1)
         assert audit_module._parallel_url(session) is None
     from itsmreview.db import create_db_engine
     from sqlmodel import Session
 
-    monkeypatch.setattr(audit_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(db_module.os, "cpu_count", lambda: 2)
     with Session(create_db_engine("sqlite://")) as session:
         assert audit_module._parallel_url(session) is None
