@@ -17,6 +17,7 @@ Sits above catalog, review, coverage and ledger; none of them imports it.
 
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 from itsmreview.catalog.native import NativeTask
 from itsmreview.catalog.service import version_to_native
@@ -68,35 +69,50 @@ def verify_ledger(
     memory. The report is the same either way. Raises InvalidInput for a malformed expected
     head.
     """
-    url = _parallel_url(session) if parallel else None
-    if url is None:
+    up_to = _parallel_head(session) if parallel else None
+    if up_to is None:
         return _verify(session, expect_head, progress, ALL_KINDS)
+    share = RatingShare(up_to, RATING_SHARE[session.get_bind().dialect.name])
     with ProcessPoolExecutor(1, mp_context=second_process_context()) as pool:
-        others = pool.submit(_verify_objects, url, OTHER_KINDS)
-        report = _verify(session, expect_head, progress, frozenset({"rating"}))
-        part = others.result()
-    report.findings = _ordered(report.findings + part.findings)
-    report.objects_checked += part.objects_checked
-    report.queued += part.queued
-    return report
+        others = pool.submit(_verify_objects, second_process_url(session), up_to, share)
+        return _verify(session, expect_head, progress, RATINGS, share=share, others=others)
 
 
 PARALLEL_MIN_ENTRIES = 50_000  # below this a second process costs more than it saves
+# the twentieths of the ratings the second process checks beside every other object: what
+# balanced the two (the chain costs more on PostgreSQL, whose driver converts every row)
+RATING_SHARE = {"sqlite": 4, "postgresql": 6}
 
 
-def _parallel_url(session: Session) -> str | None:
-    """The URL a second process opens the session's database by, or None when one would
-    not help (one core, a short ledger) or cannot (a database in memory)."""
-    url = second_process_url(session)
-    if url is None:
+def _parallel_head(session: Session) -> int | None:
+    """The newest entry's seq, where a second process can share the check: None when one
+    would not help (one core, a short ledger) or cannot (a database in memory)."""
+    if second_process_url(session) is None:
         return None
     newest = queries.head(session=session)
-    return url if newest is not None and newest[0] >= PARALLEL_MIN_ENTRIES else None
+    return newest[0] if newest is not None and newest[0] >= PARALLEL_MIN_ENTRIES else None
 
 
-def _verify(session, expect_head, progress, kinds) -> AuditReport:
+@dataclass(frozen=True)
+class RatingShare:
+    """Which rating entries the second process checks: those up to seq `up_to` (the newest
+    when the check began) of a rating id whose remainder by 20 is below `twentieths`. The
+    first checks the rest (and every later entry)."""
+
+    up_to: int
+    twentieths: int
+
+    def theirs(self, seq: int, ident: str) -> bool:
+        return seq <= self.up_to and ident.isdigit() and int(ident) % 20 < self.twentieths
+
+
+def _verify(
+    session, expect_head, progress, kinds, share: RatingShare | None = None, others=None
+) -> AuditReport:
     report = AuditReport()
     audit = _Audit(session, report, kinds)
+    if share is not None:
+        audit.skip_rating = share.theirs
     try:
         checked = verify_chain(
             session=session, expect_head=expect_head, on_entry=audit.note, progress=progress
@@ -108,31 +124,39 @@ def _verify(session, expect_head, progress, kinds) -> AuditReport:
     report.broken_at = checked.broken_at
     report.chain_problem = checked.problem
     report.expected_head_problem = checked.expected_head_problem
+    if others is not None:  # the second process's findings, and the ratings it saw covered
+        audit.flush()
+        part, covered = others.result()
+        report.findings += part.findings
+        report.objects_checked += part.objects_checked
+        report.queued += part.queued
+        audit.covered["rating"].update(covered)
     audit.finish(progress)
     report.findings = _ordered(report.findings)
     return report
 
 
-def _verify_objects(url: str, kinds: frozenset[str]) -> AuditReport:
-    """The second process's part: the objects of `kinds` against their entries up to the
-    newest when it starts (not hashed: the first process recomputes the chain), on a
-    connection of its own."""
+def _verify_objects(url: str, up_to: int, share: RatingShare) -> tuple[AuditReport, IdSet]:
+    """The second process's part: every object but the ratings, and the share of the
+    ratings' entries `share` names, against their entries up to `up_to` (not hashed: the
+    first process recomputes the chain), on a connection of its own. Returns its report and
+    the ratings its entries covered (the first looks for ratings without entries)."""
     from itsmreview.db import create_db_engine
 
     engine = create_db_engine(url)
     try:
         with Session(engine) as session:
             report = AuditReport()
-            audit = _Audit(session, report, kinds)
-            newest = queries.head(session=session)
-            up_to = newest[0] if newest else 0
+            audit = _Audit(session, report, ALL_KINDS)
+            audit.skip_rating = lambda seq, ident: not share.theirs(seq, ident)
+            audit.uncovered_ratings = False
             for entry in queries.committing_entries(
-                session=session, artifact_types=kinds, up_to=up_to
+                session=session, artifact_types=ALL_KINDS, up_to=up_to
             ):
                 audit.note(entry)
             audit.last_seq = up_to
             audit.finish(None)
-            return report
+            return report, audit.covered["rating"]
     finally:
         engine.dispose()
 
@@ -166,6 +190,8 @@ class _Audit:
         self.session = session
         self.report = report
         self.kinds = kinds  # the artifact types this audit checks
+        self.skip_rating: Callable[[int, str], bool] | None = None  # (seq, id): the other's
+        self.uncovered_ratings = True  # look for ratings no entry covers (once, at the end)
         self.last_seq = 0
         self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
         self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment
@@ -183,7 +209,9 @@ class _Audit:
         if kind not in self.kinds:
             return
         if kind == "rating":
-            if action not in RATING_ACTIONS:
+            if action not in RATING_ACTIONS or (
+                self.skip_rating is not None and self.skip_rating(entry.seq, entry.artifact_id)
+            ):
                 return
             item = payload.get("content_sha256")
         elif kind == "task":
@@ -453,16 +481,19 @@ class _Audit:
 
     # -- direction 2 and the rest, once the chain is read ---------------------------------
 
-    def finish(self, progress) -> None:
+    def flush(self) -> None:
         for kind in self.buffers:
             self._flush(kind)
+
+    def finish(self, progress) -> None:
+        self.flush()
         if progress:
             progress("objects named by entries", self.report.objects_checked)
         if "review_round" in self.kinds:
             self.check_gates()
         if "export" in self.kinds:
             self.check_exports()
-        if "rating" in self.kinds:
+        if "rating" in self.kinds and self.uncovered_ratings:
             self.check_uncovered_ratings()
         for kind, what in (
             ("adjudication", "adjudication"),
@@ -651,4 +682,4 @@ _CHECKS: dict[str, Callable[[_Audit, list], None]] = {  # committing entries, by
     "event_log": _Audit.check_event_logs,
 }
 ALL_KINDS = frozenset(_CHECKS) | {"review_round", "export"}
-OTHER_KINDS = ALL_KINDS - {"rating"}  # the second process's share when two share the work
+RATINGS = frozenset({"rating"})  # the first process's kind when two share the work

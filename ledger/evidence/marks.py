@@ -26,6 +26,18 @@ class IdSet:
         byte = ident >> 3
         return byte < len(self.bits) and bool(self.bits[byte] >> (ident & 7) & 1)
 
+    def update(self, other: "IdSet") -> None:
+        """Add every id of `other`.
+
+        >>> a, b = IdSet(), IdSet()
+        >>> a.add(1); b.add(9); b.add(1)
+        >>> a.update(b); (1 in a, 9 in a, 2 in a)
+        (True, True, False)
+        """
+        size = max(len(self.bits), len(other.bits))
+        union = int.from_bytes(self.bits, "little") | int.from_bytes(other.bits, "little")
+        self.bits = bytearray(union.to_bytes(size, "little"))
+
 
 class Decisions:
     """The newest status entry of each task version (by version id): the status as a code
