@@ -2,4 +2,5 @@
 
 from itsmreview.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned process imports it as its parent's main module
+    main()
