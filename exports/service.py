@@ -527,7 +527,7 @@ def _write_all(
     agents = {**raters.names, **raters.leads}
     slice_of = {"agents": agents, "findings": audit.finding_ids, "fixed_from": audit.fixed_from}
     url = second_process_url(session) if len(chosen.pairs) >= PARALLEL_MIN_TASKS else None
-    tasks_apart = ledger_apart = None
+    tasks_apart = ledger_apart = expected = None
     if url is None:
         counts, personas = tasks_here()
     else:  # the tasks and the ledger slice in a second process, the rest here meanwhile
@@ -572,7 +572,7 @@ def _write_all(
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
     report("reading the ledger", 0.75)
     ledger_entries = ledger_apart.result() if ledger_apart is not None else None
-    if ledger_entries is None or (
+    if expected is None or (
         rated.rating_ids != expected["rating_ids"] or sorted(by_log) != expected["logs"]
     ):  # in one process, or a rating changed while the second wrote the slice
         ledger_entries = writing.write_ledger_slice(

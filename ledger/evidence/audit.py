@@ -63,18 +63,19 @@ def verify_ledger(
     of task versions and tasks are the ones the ledger's decisions give.
 
     Streams the ledger and reads objects in batches (memory does not grow with the ledger).
-    `parallel`: a second process checks every object but the ratings from its own connection
-    (for a session with nothing uncommitted: the CLI's, the Ledger page's), when the ledger
-    is long enough to pay for it, the machine has a second core and the database is not in
-    memory. The report is the same either way. Raises InvalidInput for a malformed expected
-    head.
+    `parallel`: a second process, on its own connection, checks every object but the ratings
+    and a share of the ratings (for a session with nothing uncommitted: the CLI's, the
+    Ledger page's), when the ledger is long enough to pay for it, the machine has a second
+    core and the database is not in memory. The report is the same either way. Raises
+    InvalidInput for a malformed expected head.
     """
-    up_to = _parallel_head(session) if parallel else None
-    if up_to is None:
+    second = _second_process(session) if parallel else None
+    if second is None:
         return _verify(session, expect_head, progress, ALL_KINDS)
+    url, up_to = second
     share = RatingShare(up_to, RATING_SHARE[session.get_bind().dialect.name])
     with ProcessPoolExecutor(1, mp_context=second_process_context()) as pool:
-        others = pool.submit(_verify_objects, second_process_url(session), up_to, share)
+        others = pool.submit(_verify_objects, url, share)
         return _verify(session, expect_head, progress, RATINGS, share=share, others=others)
 
 
@@ -84,13 +85,15 @@ PARALLEL_MIN_ENTRIES = 50_000  # below this a second process costs more than it 
 RATING_SHARE = {"sqlite": 4, "postgresql": 6}
 
 
-def _parallel_head(session: Session) -> int | None:
-    """The newest entry's seq, where a second process can share the check: None when one
-    would not help (one core, a short ledger) or cannot (a database in memory)."""
-    if second_process_url(session) is None:
+def _second_process(session: Session) -> tuple[str, int] | None:
+    """The URL a second process opens the database by and the newest entry's seq, where one
+    can share the check: None when it would not help (one core, a short ledger) or cannot (a
+    database in memory)."""
+    url = second_process_url(session)
+    newest = queries.head(session=session) if url is not None else None
+    if newest is None or newest[0] < PARALLEL_MIN_ENTRIES:
         return None
-    newest = queries.head(session=session)
-    return newest[0] if newest is not None and newest[0] >= PARALLEL_MIN_ENTRIES else None
+    return url, newest[0]
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,7 @@ def _verify(
     session, expect_head, progress, kinds, share: RatingShare | None = None, others=None
 ) -> AuditReport:
     report = AuditReport()
-    audit = _Audit(session, report, kinds)
-    if share is not None:
-        audit.skip_rating = share.theirs
+    audit = _Audit(session, report, kinds, skip_rating=share.theirs if share else None)
     try:
         checked = verify_chain(
             session=session, expect_head=expect_head, on_entry=audit.note, progress=progress
@@ -136,9 +137,9 @@ def _verify(
     return report
 
 
-def _verify_objects(url: str, up_to: int, share: RatingShare) -> tuple[AuditReport, IdSet]:
+def _verify_objects(url: str, share: RatingShare) -> tuple[AuditReport, IdSet]:
     """The second process's part: every object but the ratings, and the share of the
-    ratings' entries `share` names, against their entries up to `up_to` (not hashed: the
+    ratings' entries `share` names, against their entries up to `share.up_to` (not hashed: the
     first process recomputes the chain), on a connection of its own. Returns its report and
     the ratings its entries covered (the first looks for ratings without entries)."""
     from itsmreview.db import create_db_engine
@@ -147,14 +148,18 @@ def _verify_objects(url: str, up_to: int, share: RatingShare) -> tuple[AuditRepo
     try:
         with Session(engine) as session:
             report = AuditReport()
-            audit = _Audit(session, report, ALL_KINDS)
-            audit.skip_rating = lambda seq, ident: not share.theirs(seq, ident)
-            audit.uncovered_ratings = False
+            audit = _Audit(
+                session,
+                report,
+                ALL_KINDS,
+                skip_rating=lambda seq, ident: not share.theirs(seq, ident),
+                uncovered_ratings=False,
+            )
             for entry in queries.committing_entries(
-                session=session, artifact_types=ALL_KINDS, up_to=up_to
+                session=session, artifact_types=ALL_KINDS, up_to=share.up_to
             ):
                 audit.note(entry)
-            audit.last_seq = up_to
+            audit.last_seq = share.up_to
             audit.finish(None)
             return report, audit.covered["rating"]
     finally:
@@ -186,12 +191,19 @@ _KIND_ORDER = {
 
 
 class _Audit:
-    def __init__(self, session: Session, report: AuditReport, kinds: frozenset[str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        report: AuditReport,
+        kinds: frozenset[str],
+        skip_rating: Callable[[int, str], bool] | None = None,
+        uncovered_ratings: bool = True,
+    ) -> None:
         self.session = session
         self.report = report
         self.kinds = kinds  # the artifact types this audit checks
-        self.skip_rating: Callable[[int, str], bool] | None = None  # (seq, id): the other's
-        self.uncovered_ratings = True  # look for ratings no entry covers (once, at the end)
+        self.skip_rating = skip_rating  # (seq, rating id) -> the other process checks it
+        self.uncovered_ratings = uncovered_ratings  # look for ratings no entry covers
         self.last_seq = 0
         self.buffers: dict[str, list] = {kind: [] for kind in _CHECKS}
         self.gates: dict[str, tuple[int, str]] = {}  # round name -> newest gate commitment

@@ -236,7 +236,7 @@ def audit(expect_head=None):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
         with session_scope() as session:
-            assert audit_module._parallel_head(session) is not None
+            assert audit_module._second_process(session) is not None
             shared = verify_ledger(session=session, expect_head=expect_head, parallel=True)
     assert shared.as_dict() == alone.as_dict()
     return alone
@@ -655,14 +655,14 @@ def test_the_second_process_may_be_spawned_as_under_the_app(db, monkeypatch):
 
 def test_a_database_in_memory_or_a_short_ledger_is_checked_in_one_process(db, monkeypatch):
     with session_scope() as session:
-        assert audit_module._parallel_head(session) is None  # the demo's ledger is short
+        assert audit_module._second_process(session) is None  # the demo's ledger is short
         monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
-        assert audit_module._parallel_head(session) is not None
+        assert audit_module._second_process(session) is not None
         monkeypatch.setattr(db_module.os, "cpu_count", lambda: 1)
-        assert audit_module._parallel_head(session) is None
+        assert audit_module._second_process(session) is None
     from itsmreview.db import create_db_engine
     from sqlmodel import Session
 
     monkeypatch.setattr(db_module.os, "cpu_count", lambda: 2)
     with Session(create_db_engine("sqlite://")) as session:
-        assert audit_module._parallel_head(session) is None
+        assert audit_module._second_process(session) is None
