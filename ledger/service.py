@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -301,10 +301,14 @@ class ChainReport:
     problem: str | None = None
     head: tuple[int, str] | None = None
     expected_head_problem: str | None = None
+    expected_seen: bool = False  # the expected head's entry was among those read
 
     @property
     def ok(self) -> bool:
         return self.problem is None and self.expected_head_problem is None
+
+
+WHOLE = ((0, None),)  # every entry
 
 
 def parse_head(text: str) -> tuple[int, str]:
@@ -325,51 +329,58 @@ def verify_chain(
     on_entry: Callable[[StoredEntry], None] | None = None,
     progress: Callable[[str, int], None] | None = None,
     raise_on_break: bool = False,
+    ranges: Sequence[tuple[int, int | None]] = WHOLE,
 ) -> ChainReport:
     """Recompute every hash in seq order in one stream of raw rows (bounded memory); report
     the first broken entry and, with `expect_head` ('SEQ:HASH' kept outside the database),
     whether that entry is there with that hash. `on_entry` sees every entry on the way.
 
+    `ranges`: the entries checked, as (after, up to) seq ranges in order (None: no end).
+    An entry's check needs only the stored hash before it, so a ledger's ranges can be
+    checked apart (by two processes) and the first break is the least of theirs.
+
     Raises LedgerIntegrityError instead of reporting a break when `raise_on_break` is set.
     """
     report = ChainReport()
     expected = parse_head(expect_head) if expect_head else None
-    seen_expected = False
 
     # chain.find_break's checks, inline: one loop over the rows, each entry's content
     # written as canonical text and hashed once (the rest is still counted and seen after a
     # break, no longer trusted)
     sha256 = hashlib.sha256
-    previous = chain.GENESIS_HASH
     problem = None
-    for row in queries.raw_entries(session=session):
-        entry = StoredEntry(row)
-        report.entries += 1
-        if problem is None:
-            if entry.prev_hash != previous:
-                problem = "prev_hash does not match the entry before it"
-            elif (
-                sha256(f"{previous}\n{content_text(entry)}".encode()).hexdigest()
-                != entry.entry_hash
-            ):
-                problem = "entry_hash does not match its content"
-            if problem is not None:
-                report.broken_at = entry.seq
-                report.problem = f"{problem} ({BREAKS[problem]})"
-            previous = entry.entry_hash
-        if expected and entry.seq == expected[0]:
-            seen_expected = True
-            if entry.entry_hash != expected[1]:
-                report.expected_head_problem = (
-                    f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
-                    f"{expected[1]}: the chain was re-written from there or before"
-                )
-        if on_entry is not None:
-            on_entry(entry)
-        if progress and report.entries % 100_000 == 0:
-            progress("chain", report.entries)
+    for after, until in ranges:
+        previous = (after and queries.hash_through(session=session, seq=after)) or (
+            chain.GENESIS_HASH
+        )
+        for row in queries.raw_entries(session=session, after=after, until=until):
+            entry = StoredEntry(row)
+            report.entries += 1
+            if problem is None:
+                if entry.prev_hash != previous:
+                    problem = "prev_hash does not match the entry before it"
+                elif (
+                    sha256(f"{previous}\n{content_text(entry)}".encode()).hexdigest()
+                    != entry.entry_hash
+                ):
+                    problem = "entry_hash does not match its content"
+                if problem is not None:
+                    report.broken_at = entry.seq
+                    report.problem = f"{problem} ({BREAKS[problem]})"
+                previous = entry.entry_hash
+            if expected and entry.seq == expected[0]:
+                report.expected_seen = True
+                if entry.entry_hash != expected[1]:
+                    report.expected_head_problem = (
+                        f"entry {entry.seq} has hash {entry.entry_hash}, not the expected "
+                        f"{expected[1]}: the chain was re-written from there or before"
+                    )
+            if on_entry is not None:
+                on_entry(entry)
+            if progress and report.entries % 100_000 == 0:
+                progress("chain", report.entries)
     report.head = queries.head(session=session)
-    if expected and not seen_expected:
+    if expected and not report.expected_seen:
         report.expected_head_problem = (
             f"entry {expected[0]} is missing: the ledger ends at "
             f"{report.head[0] if report.head else 'nothing'} (truncated, or the wrong database)"

@@ -72,3 +72,20 @@ class Decisions:
             return None
         status = self.other[version_id] if code == self.OTHER else self.names[code]
         return self.seqs[version_id], status
+
+    def update(self, other: "Decisions") -> None:
+        """Keep, for each version, the newer of this and `other`'s decisions (by seq).
+
+        >>> a, b = Decisions(), Decisions()
+        >>> a.record(1, "approved", 5); a.record(2, "rejected", 9)
+        >>> b.record(1, "needs_revision", 7); b.record(2, "approved", 8); b.record(3, "x", 1)
+        >>> a.update(b); [a.get(i) for i in (1, 2, 3)]
+        [(7, 'needs_revision'), (9, 'rejected'), (1, 'x')]
+        """
+        for version_id, code in enumerate(other.codes):
+            if not code:
+                continue
+            mine = self.get(version_id)
+            if mine is None or mine[0] < other.seqs[version_id]:
+                seq, status = other.get(version_id)
+                self.record(version_id, status, seq)

@@ -236,7 +236,7 @@ def audit(expect_head=None):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
         with session_scope() as session:
-            assert audit_module._second_process(session) is not None
+            assert audit_module._split(session) is not None
             shared = verify_ledger(session=session, expect_head=expect_head, parallel=True)
     assert shared.as_dict() == alone.as_dict()
     return alone
@@ -634,6 +634,35 @@ def test_an_entry_that_commits_to_no_content_covers_nothing(db):
     assert hit.ident == str(forged)
 
 
+@pytest.mark.parametrize("tamper", ["edit", "remove"])
+def test_a_break_is_found_at_the_same_entry_wherever_the_second_process_begins(
+    db, monkeypatch, tamper
+):
+    """The second process checks a middle range of the entries (hashes and objects), the
+    first those before and after it: a break just before, at or after where the range
+    begins, and an expected head inside it, are reported as one process reports them."""
+    newest = scalar("SELECT MAX(seq) FROM ledger_entries")
+    seq = newest // 2
+    wrong_head = f"{seq + 5}:{'0' * 64}"
+    if tamper == "edit":
+        sql(f"UPDATE ledger_entries SET reference = 'edited' WHERE seq = {seq}")
+    else:
+        sql(f"DELETE FROM ledger_entries WHERE seq = {seq}")
+    with session_scope() as session:
+        alone = verify_ledger(session=session, expect_head=wrong_head)
+    assert alone.broken_at == (seq if tamper == "edit" else seq + 1)
+    assert "not the expected" in alone.expected_head_problem
+    split = audit_module._split
+    monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
+    for begins in (seq - 2, seq - 1, seq, seq + 1):
+        monkeypatch.setattr(
+            audit_module, "_split", lambda s, b=begins: (split(s)[0], (b, split(s)[1][1]))
+        )
+        with session_scope() as session:
+            shared = verify_ledger(session=session, expect_head=wrong_head, parallel=True)
+        assert shared.as_dict() == alone.as_dict(), begins
+
+
 def test_the_second_process_may_be_spawned_as_under_the_app(db, monkeypatch):
     """Where threads run (the app), the second process is spawned, not forked: it imports
     what it needs and opens the database by its URL (a password included)."""
@@ -655,14 +684,14 @@ def test_the_second_process_may_be_spawned_as_under_the_app(db, monkeypatch):
 
 def test_a_database_in_memory_or_a_short_ledger_is_checked_in_one_process(db, monkeypatch):
     with session_scope() as session:
-        assert audit_module._second_process(session) is None  # the demo's ledger is short
+        assert audit_module._split(session) is None  # the demo's ledger is short
         monkeypatch.setattr(audit_module, "PARALLEL_MIN_ENTRIES", 0)
-        assert audit_module._second_process(session) is not None
+        assert audit_module._split(session) is not None
         monkeypatch.setattr(db_module.os, "cpu_count", lambda: 1)
-        assert audit_module._second_process(session) is None
+        assert audit_module._split(session) is None
     from itsmreview.db import create_db_engine
     from sqlmodel import Session
 
     monkeypatch.setattr(db_module.os, "cpu_count", lambda: 2)
     with Session(create_db_engine("sqlite://")) as session:
-        assert audit_module._second_process(session) is None
+        assert audit_module._split(session) is None
