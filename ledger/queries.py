@@ -156,9 +156,10 @@ RAW_ENTRIES = (
     " ORDER BY seq LIMIT ?"
 )
 # created_at as SQLite stores it ('2026-11-01 00:00:00.000001'): PostgreSQL prints its UTC
-# time so (whatever the session's DateStyle) in 0.1 s for 776,667 entries, where the driver
-# makes and the chain formats a datetime in 2 s
-_CREATED_TEXT = {"postgresql": "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"}
+# time as such text (DateStyle ISO, which psycopg needs anyway) faster than the driver makes
+# and the chain formats a datetime (2.0 s against 2.8 s for 776,667 entries, and 1.5 s less
+# formatting; to_char took 2.4 s)
+_CREATED_TEXT = {"postgresql": "(created_at AT TIME ZONE 'UTC')::text"}
 
 
 def raw_entries(

@@ -492,15 +492,16 @@ def without_entry(
 
 def object_ids(*, session: Session, kind: str, batch: int = 50_000) -> Iterator[list[int]]:
     """Batches of the ids of every object of a kind named by its row id (ratings submitted,
-    proposals decided: the ones an entry must cover), in id order, on the primary key."""
+    proposals decided: the ones an entry must cover), in id order, on the primary key; the
+    driver's rows (SQLAlchemy's took 0.8 s for 300,000 ratings)."""
     model, _, condition, _ = _artifact_ids(kind)
+    where = condition.compile(
+        dialect=session.get_bind().dialect, compile_kwargs={"literal_binds": True}
+    )
+    sql = f"SELECT id FROM {model.__tablename__} WHERE id > ? AND {where} ORDER BY id LIMIT ?"
     after = 0
     while True:
-        ids = list(
-            session.exec(
-                select(model.id).where(model.id > after, condition).order_by(model.id).limit(batch)
-            ).all()
-        )
+        ids = [row[0] for row in driver_rows(session, sql, (after, batch))]
         if not ids:
             return
         yield ids

@@ -68,6 +68,31 @@ def test_ledger_detects_tampering(session):
         )
 
 
+def test_entries_made_on_a_whole_second_or_a_half_verify(session, monkeypatch):
+    """Creation times whose microseconds are zero or end in zeros (which PostgreSQL prints
+    trimmed: '00:00:00', '00:00:00.5') hash as they were written."""
+    from datetime import UTC, datetime
+
+    import itsmreview.ledger.service as ledger_service
+
+    times = iter(
+        datetime(2026, 11, 1, 0, 0, second, micro, tzinfo=UTC)
+        for second, micro in ((0, 0), (0, 500_000), (1, 120), (2, 999_999))
+    )
+    monkeypatch.setattr(ledger_service, "utcnow", lambda: next(times))
+    for i in range(4):
+        append_entry(
+            session=session,
+            artifact_type="task",
+            artifact_id=f"t{i}",
+            action="import",
+            source_kind="expert",
+        )
+    session.commit()
+    report = verify_chain(session=session)
+    assert (report.ok, report.entries) == (True, 4)
+
+
 def test_task_import_is_versioned_and_idempotent(session):
     first = import_tasks(_tasks(3), session=session)
     assert len(first.created) == 3
