@@ -45,17 +45,21 @@ def test_users_passwords_and_roles(session):
     assert require_role(user, Role.expert) is user
 
 
-def test_ledger_detects_tampering(session):
-    for i in range(5):
+def _imports(session, n: int, payload=lambda i: {}) -> None:
+    for i in range(n):
         append_entry(
             session=session,
             artifact_type="task",
             artifact_id=f"t{i}",
             action="import",
             source_kind="expert",
-            payload={"i": i, "tags": ("a", "b")},
+            payload=payload(i),
         )
     session.commit()
+
+
+def test_ledger_detects_tampering(session):
+    _imports(session, 5, lambda i: {"i": i, "tags": ("a", "b")})
     assert verify_chain(session=session).ok
     session.exec(text("UPDATE ledger_entries SET reference = 'forged' WHERE seq = 3"))
     session.commit()
@@ -80,15 +84,7 @@ def test_entries_made_on_a_whole_second_or_a_half_verify(session, monkeypatch):
         for second, micro in ((0, 0), (0, 500_000), (1, 120), (2, 999_999))
     )
     monkeypatch.setattr(ledger_service, "utcnow", lambda: next(times))
-    for i in range(4):
-        append_entry(
-            session=session,
-            artifact_type="task",
-            artifact_id=f"t{i}",
-            action="import",
-            source_kind="expert",
-        )
-    session.commit()
+    _imports(session, 4)
     report = verify_chain(session=session)
     assert (report.ok, report.entries) == (True, 4)
 
