@@ -36,7 +36,7 @@ from itsmreview.ledger.evidence.findings import (
 )
 from itsmreview.ledger.evidence.marks import Decisions, IdSet
 from itsmreview.ledger.service import WHOLE, ChainReport, parse_head, verify_chain
-from itsmreview.processes import second_process_context
+from itsmreview.processes import cycles_collected_after, second_process_context
 from itsmreview.review.commitments import adjudication_content, check_content, rating_digest
 from itsmreview.review.models import Adjudication, MachineCheck, ResolutionProposal
 from itsmreview.review.scorevector import pack
@@ -76,13 +76,14 @@ def verify_ledger(
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
     split = _split(session) if parallel else None
-    if split is None:
-        return _verify(session, expect_head, progress, WHOLE)
-    url, middle = split
-    with ProcessPoolExecutor(1, mp_context=second_process_context()) as pool:
-        theirs = pool.submit(_verify_range, url, expect_head, middle)
-        mine = ((0, middle[0]), (middle[1], None))
-        return _verify(session, expect_head, progress, mine, theirs=theirs)
+    with cycles_collected_after():
+        if split is None:
+            return _verify(session, expect_head, progress, WHOLE)
+        url, middle = split
+        with ProcessPoolExecutor(1, mp_context=second_process_context()) as pool:
+            theirs = pool.submit(_verify_range, url, expect_head, middle)
+            mine = ((0, middle[0]), (middle[1], None))
+            return _verify(session, expect_head, progress, mine, theirs=theirs)
 
 
 PARALLEL_MIN_ENTRIES = 50_000  # below this a second process costs more than it saves
@@ -151,7 +152,7 @@ def _verify_range(url: str, expect_head: str | None, middle: tuple[int, int]) ->
 
     engine = create_db_engine(url)
     try:
-        with Session(engine) as session:
+        with Session(engine) as session, cycles_collected_after():
             report = AuditReport()
             audit = _Audit(session, report)
             checked = verify_chain(
