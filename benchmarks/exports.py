@@ -1,6 +1,8 @@
-"""Export of an approved task set at scale: `python benchmarks/exports.py [--tasks 50000]`.
+"""Export of an approved task set at scale: `python benchmarks/exports.py [--tasks 50000]
+[--backend postgresql]`.
 
-Builds SQLite databases with benchmarks/ledger.py's builder, every task approved: per task a
+Builds SQLite (or PostgreSQL) databases with benchmarks/ledger.py's builder, every task
+approved: per task a
 version with a six-turn transcript, three noisy ratings of every rubric dimension, the
 ledger entries submits and imports write (about 8 a task). Then times, each in a fresh child
 process with its peak memory (VmHWM):
@@ -29,13 +31,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
 from measure import peak_mb, run_sampled  # noqa: E402
 
-from ledger import build  # noqa: E402  (benchmarks/ledger.py: a realistic database)
+from ledger import _postgres, build  # noqa: E402  (benchmarks/ledger.py: a realistic database)
 
 
-def child(task: str, database: str, out: str) -> dict:
+def child(task: str, url: str, out: str) -> dict:
     import os
 
-    os.environ["ITSMREVIEW_DATABASE_URL"] = f"sqlite:///{database}"
+    os.environ["ITSMREVIEW_DATABASE_URL"] = url
     from itsmreview.accounts.models import Role, User
     from itsmreview.db import session_scope
 
@@ -89,15 +91,55 @@ def child(task: str, database: str, out: str) -> dict:
     }
 
 
-def run_child(task: str, database: Path, folder: Path, index: int) -> dict:
-    out = folder / f"{task}-{database.stem}-{index}"
+def run_child(task: str, url: str, folder: Path, index: int) -> dict:
+    out = folder / f"{task}-{index}"
     stdout, stderr, code, pss = run_sampled(
-        [sys.executable, __file__, "--child", task, str(database), str(out)]
+        [sys.executable, __file__, "--child", task, url, str(out)]
     )
     shutil.rmtree(out, ignore_errors=True)  # hundreds of MB at 50,000 tasks
     if code != 0:
         raise SystemExit(f"{task} failed:\n{stderr[-3000:]}")
     return json.loads(stdout.strip().splitlines()[-1]) | {"pss_mb": pss}
+
+
+def _databases(args, folder: Path) -> dict[str, str]:
+    """The URLs of the three databases (all tasks, a tenth of the ratings, a tenth of the
+    tasks), built unless `--keep` kept them: SQLite files in `folder`, or PostgreSQL
+    databases named itsmreview_exports_* (kept when `--keep` is given)."""
+    from sqlalchemy import create_engine, text
+
+    if args.backend == "sqlite":
+        urls = {name: f"sqlite:///{folder / f'{name}.db'}" for name in ("full", "tenth", "small")}
+        built = all((folder / f"{name}.db").exists() for name in urls)
+        if not built:
+            for name in urls:
+                (folder / f"{name}.db").unlink(missing_ok=True)
+    else:
+        marker = folder / f"postgresql-{args.tasks}.built"
+        built = args.keep is not None and marker.exists()
+        urls = {
+            name: _postgres(f"itsmreview_exports_{name}", keep=built) for name in ("full", "small")
+        }
+        urls["tenth"] = _postgres("itsmreview_exports_tenth", keep=True)
+    if built:
+        return urls
+    start = time.perf_counter()
+    build(urls["full"], args.tasks, approved=True)
+    seconds = time.perf_counter() - start
+    build(urls["small"], args.tasks // 10, approved=True)
+    if args.backend == "sqlite":
+        shutil.copyfile(folder / "full.db", folder / "tenth.db")
+    else:
+        _postgres("itsmreview_exports_tenth", template="itsmreview_exports_full")
+    engine = create_engine(urls["tenth"])
+    with engine.begin() as c:  # keep one rater per task in ten: a tenth of the ratings
+        c.execute(text("DELETE FROM rating_scores WHERE rating_id % 10 <> 0"))
+        c.execute(text("DELETE FROM ratings WHERE id % 10 <> 0"))
+    engine.dispose()
+    if args.backend == "postgresql" and args.keep:
+        (folder / f"postgresql-{args.tasks}.built").touch()
+    print(f"built {args.tasks:,} tasks / {3 * args.tasks:,} ratings in {seconds:.0f} s")
+    return urls
 
 
 def main() -> None:
@@ -107,6 +149,7 @@ def main() -> None:
     parser.add_argument(
         "--keep", metavar="DIR", help="build into DIR and keep it (reused when already built)"
     )
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -116,32 +159,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        full, tenth, small = folder / "full.db", folder / "tenth.db", folder / "small.db"
-        if not (full.exists() and tenth.exists() and small.exists()):
-            for path in (full, tenth, small):
-                path.unlink(missing_ok=True)
-            start = time.perf_counter()
-            build(f"sqlite:///{full}", args.tasks, approved=True)
-            built = time.perf_counter() - start
-            build(f"sqlite:///{small}", args.tasks // 10, approved=True)
-            shutil.copyfile(full, tenth)
-            from sqlalchemy import create_engine, text
-
-            engine = create_engine(f"sqlite:///{tenth}")
-            with engine.begin() as c:  # keep one rater per task in ten: a tenth of the ratings
-                c.execute(text("DELETE FROM rating_scores WHERE rating_id % 10 <> 0"))
-                c.execute(text("DELETE FROM ratings WHERE id % 10 <> 0"))
-            engine.dispose()
-            print(f"built {args.tasks:,} tasks / {3 * args.tasks:,} ratings in {built:.0f} s")
+        urls = _databases(args, folder)
         rows = {}
         for task, database in (
-            ("baseline", full),
-            ("export", full),
-            ("export-tenth-ratings", tenth),
-            ("export-tenth-tasks", small),
+            ("baseline", "full"),
+            ("export", "full"),
+            ("export-tenth-ratings", "tenth"),
+            ("export-tenth-tasks", "small"),
         ):
             runs = [
-                run_child(task.split("-")[0], database, Path(tmp), i) for i in range(args.repeats)
+                run_child(task.split("-")[0], urls[database], Path(tmp), i)
+                for i in range(args.repeats)
             ]
             rows[task] = {
                 "seconds": statistics.median(r["seconds"] for r in runs),

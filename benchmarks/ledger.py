@@ -404,17 +404,20 @@ POSTGRES = os.environ.get(
 )
 
 
-def _postgres(name: str, drop: bool = False) -> str:
-    """A fresh database `name` on the benchmark's PostgreSQL server (or drop it)."""
+def _postgres(name: str, drop: bool = False, keep: bool = False, template: str = "") -> str:
+    """A fresh database `name` on the benchmark's PostgreSQL server (a copy of `template`,
+    when named), or drop it, or (`keep`) the one there is."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    admin = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        if not drop:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
+    if not keep:
+        admin = create_engine(POSTGRES, isolation_level="AUTOCOMMIT")
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            if not drop:
+                copy = f' TEMPLATE "{template}"' if template else ""
+                connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
+        admin.dispose()
     return make_url(POSTGRES).set(database=name).render_as_string(False)
 
 

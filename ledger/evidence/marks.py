@@ -60,7 +60,7 @@ class Decisions:
         if version_id >= len(self.codes):
             grow = max(version_id + 1, 2 * len(self.codes)) - len(self.codes)
             self.codes.extend(bytes(grow))
-            self.seqs.extend(bytes(8 * grow))
+            self.seqs.frombytes(bytes(8 * grow))
         if code is None:
             code, self.other[version_id] = self.OTHER, status
         self.codes[version_id] = code
@@ -81,6 +81,8 @@ class Decisions:
         >>> b.record(1, "needs_revision", 7); b.record(2, "approved", 8); b.record(3, "x", 1)
         >>> a.update(b); [a.get(i) for i in (1, 2, 3)]
         [(7, 'needs_revision'), (9, 'rejected'), (1, 'x')]
+        >>> len(a.seqs) == len(a.codes)  # a number per version, no more
+        True
         """
         for version_id, code in enumerate(other.codes):
             if not code:
