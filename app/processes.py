@@ -53,8 +53,9 @@ def second_process_context():
 def cycles_collected_after() -> Iterator[None]:
     """Run a long read without the cycle collector, which it would start again and again for
     objects reference counting frees anyway (the rows and decoded JSON of a batch): a ledger
-    check at 100,000 tasks spends 2.8 s of its 6 s of task-version reads there. Collection
-    resumes afterwards, in whatever state it was."""
+    check at 100,000 tasks spends 2.8 s of its 6 s of task-version reads there, an export of
+    50,000 tasks 5 s of 25. Collection resumes afterwards, in whatever state it was. A
+    context manager or a decorator."""
     enabled = gc.isenabled()
     gc.disable()
     try:

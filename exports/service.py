@@ -32,7 +32,7 @@ from itsmreview.exports.bundle import (
 from itsmreview.exports.models import Export
 from itsmreview.exports.writing import Plan, Selection
 from itsmreview.ledger.service import append_entry
-from itsmreview.processes import second_process_context
+from itsmreview.processes import cycles_collected_after, second_process_context
 from itsmreview.realism import service as realism_service
 from itsmreview.review.consensus import service as consensus
 from itsmreview.review.gate import round_data
@@ -213,6 +213,7 @@ def check_org(org: str | None) -> str:
     return chosen
 
 
+@cycles_collected_after()
 def export_set(
     out: Path | str,
     *,
