@@ -118,6 +118,8 @@ def _verify(session, expect_head, progress, ranges, theirs=None) -> AuditReport:
     if theirs is not None:
         audit.flush()
         checked = audit.merge(checked, theirs.result())
+        if progress:  # the count so far was this process's ranges'
+            progress("chain", checked.entries)
     report.entries = checked.entries
     report.head = checked.head
     report.broken_at = checked.broken_at
