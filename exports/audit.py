@@ -11,7 +11,7 @@ import hashlib
 import json
 import tomllib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from itsmreview.exports import harbor, hf, native, tau2
@@ -228,63 +228,101 @@ def summaries(records: list[dict]) -> tuple[str, dict[tuple[str, int], dict]]:
     return "".join(lines), by_version
 
 
-def summaries_of_lines(lines: Iterable[str]) -> dict[tuple[str, int], dict]:
-    """`summaries`' second half from evidence/audit.jsonl's lines as written: each record's
-    summary by (task, version)."""
-    by_version = {}
+def summaries_in_order(lines: Iterable[str]) -> Iterator[tuple[tuple[str, int], dict]]:
+    """`summaries`' second half from evidence/audit.jsonl's lines as written, one at a time:
+    ((task, version), summary) of each record in the file's order."""
     for line in lines:
         record = json.loads(line)
-        by_version[(record["task"], record["version"])] = summary(
-            record, sha256_text(line.removesuffix("\n"))
+        yield (
+            (record["task"], record["version"]),
+            summary(record, sha256_text(line.removesuffix("\n"))),
         )
-    return by_version
 
 
-def audit_markdown(records: list[dict], taxonomy: dict[str, tuple[str, str]]) -> str:
+def audit_markdown(records: Iterable[dict], taxonomy: dict[str, tuple[str, str]]) -> str:
     """AUDIT.md: findings per category (confirmed, open, rejected; major, minor), the machine
     checks' results, the Delphi trail, each task's confirmed findings and fixes, and each
     fix's unified diff."""
-    findings = [f for r in records for f in r["findings"] + r["earlier_findings"]]
-    lines = [
-        "# Audit of this task set",
-        "",
-        f"{len(records)} task(s); {len(findings)} finding(s) by the experts, "
-        f"{sum(f['state'] == 'confirmed' for f in findings)} confirmed by the panel. "
-        "Per task, `evidence/audit.jsonl` holds each finding with its anchors and the digest "
-        "its ledger entry (in `evidence/ledger.jsonl`) records; `itsmreview export verify` "
-        "checks them.",
-        "",
-        "| category | source | confirmed | open | rejected | major | minor |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    counts = Counter((f["category"], f["state"]) for f in findings)
-    severity = Counter((f["category"], f["severity"]) for f in findings)
-    for key, (label, source) in taxonomy.items():
-        row = [counts[(key, s)] for s in ("confirmed", "open", "rejected")]
-        row += [severity[(key, s)] for s in ("major", "minor")]
-        if any(row):
-            lines.append(f"| {label} | {source} | " + " | ".join(map(str, row)) + " |")
-    checks = Counter((c["check"], c["status"]) for r in records for c in r["machine_checks"])
-    if checks:
-        lines += ["", "## Machine checks", "", "| check | pass | warn | fail | error |"]
-        lines.append("|---|---|---|---|---|")
-        for name in sorted({c for c, _ in checks}):
-            row = [checks[(name, s)] for s in ("pass", "warn", "fail", "error")]
-            lines.append(f"| {name} | " + " | ".join(map(str, row)) + " |")
-    trail = [a for r in records for a in r.get("consensus", [])]
-    if trail:
-        later = [a for a in trail if a["phase"] > 1]
-        moved = sum(a["changed"] for a in later)
-        lines += [
+    tally = AuditTally()
+    for record in records:
+        tally.add(record)
+    return tally.markdown(taxonomy)
+
+
+class AuditTally:
+    """What AUDIT.md sums up, gathered a record at a time: counts, and only the records it
+    shows one by one (those with confirmed findings or a fix)."""
+
+    def __init__(self) -> None:
+        self.records = self.findings = self.confirmed_findings = 0
+        self.counts: Counter = Counter()  # (category, state)
+        self.severity: Counter = Counter()  # (category, severity)
+        self.checks: Counter = Counter()  # (check, status)
+        self.answers = self.phases = self.revised = self.moved = 0
+        self.confirmed: list[dict] = []
+        self.fixed: list[dict] = []
+
+    def add(self, record: dict) -> None:
+        self.records += 1
+        for f in record["findings"] + record["earlier_findings"]:
+            self.findings += 1
+            self.confirmed_findings += f["state"] == "confirmed"
+            self.counts[(f["category"], f["state"])] += 1
+            self.severity[(f["category"], f["severity"])] += 1
+        self.checks.update((c["check"], c["status"]) for c in record["machine_checks"])
+        for a in record.get("consensus", []):
+            self.answers += 1
+            self.phases = max(self.phases, a["phase"])
+            if a["phase"] > 1:
+                self.revised += 1
+                self.moved += a["changed"]
+        if any(f["state"] == "confirmed" for f in record["findings"]):
+            self.confirmed.append(record)
+        if record["earlier_findings"] and record["fixed_fields"]:
+            self.fixed.append(record)
+
+    def markdown(self, taxonomy: dict[str, tuple[str, str]]) -> str:
+        lines = [
+            "# Audit of this task set",
             "",
-            "## Consensus (Delphi)",
+            f"{self.records} task(s); {self.findings} finding(s) by the experts, "
+            f"{self.confirmed_findings} confirmed by the panel. "
+            "Per task, `evidence/audit.jsonl` holds each finding with its anchors and the "
+            "digest its ledger entry (in `evidence/ledger.jsonl`) records; `itsmreview export "
+            "verify` checks them.",
             "",
-            f"{len(trail)} answers over {max(a['phase'] for a in trail)} phase(s); "
-            f"{moved} of {len(later)} revised answers changed, each with its reason "
-            "(phase 1 holds the blind ratings as given).",
+            "| category | source | confirmed | open | rejected | major | minor |",
+            "|---|---|---|---|---|---|---|",
         ]
-    confirmed = [r for r in records if any(f["state"] == "confirmed" for f in r["findings"])]
-    fixed = [r for r in records if r["earlier_findings"] and r["fixed_fields"]]
+        counts, severity, checks = self.counts, self.severity, self.checks
+        for key, (label, source) in taxonomy.items():
+            row = [counts[(key, s)] for s in ("confirmed", "open", "rejected")]
+            row += [severity[(key, s)] for s in ("major", "minor")]
+            if any(row):
+                lines.append(f"| {label} | {source} | " + " | ".join(map(str, row)) + " |")
+        if checks:
+            lines += ["", "## Machine checks", "", "| check | pass | warn | fail | error |"]
+            lines.append("|---|---|---|---|---|")
+            for name in sorted({c for c, _ in checks}):
+                row = [checks[(name, s)] for s in ("pass", "warn", "fail", "error")]
+                lines.append(f"| {name} | " + " | ".join(map(str, row)) + " |")
+        if self.answers:
+            lines += [
+                "",
+                "## Consensus (Delphi)",
+                "",
+                f"{self.answers} answers over {self.phases} phase(s); "
+                f"{self.moved} of {self.revised} revised answers changed, each with its reason "
+                "(phase 1 holds the blind ratings as given).",
+            ]
+        return "\n".join(lines + _per_task(self.confirmed, self.fixed, taxonomy)) + "\n"
+
+
+def _per_task(
+    confirmed: list[dict], fixed: list[dict], taxonomy: dict[str, tuple[str, str]]
+) -> list[str]:
+    """AUDIT.md's lines on each task with confirmed findings or a fix, and each fix's diff."""
+    lines = []
     if confirmed or fixed:
         lines += ["", "## Per task", ""]
     for record in confirmed:
@@ -330,7 +368,7 @@ def audit_markdown(records: list[dict], taxonomy: dict[str, tuple[str, str]]) ->
                 fix["diff"].rstrip("\n"),
                 fence,
             ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _fence(text: str) -> str:

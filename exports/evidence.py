@@ -273,8 +273,12 @@ def adjudications_file(
     return {"evidence/adjudications.jsonl": jsonl(rows)}
 
 
-def machine_checks_file(checks: list, *, versions: dict[int, tuple[str, int]]) -> dict[str, str]:
-    """The newest result of each machine check of the exported versions."""
+MACHINE_CHECKS = "evidence/machine_checks.jsonl"
+
+
+def machine_check_lines(checks: list, *, versions: dict[int, tuple[str, int]]) -> str:
+    """The lines of MACHINE_CHECKS of these results (the newest of each machine check of a
+    batch of exported versions)."""
     rows = [
         {
             "task": versions[c.task_version_id][0],
@@ -288,7 +292,7 @@ def machine_checks_file(checks: list, *, versions: dict[int, tuple[str, int]]) -
         }
         for c in checks
     ]
-    return {"evidence/machine_checks.jsonl": jsonl(rows)}
+    return jsonl(rows)
 
 
 def coverage_file(reports: dict[str, dict]) -> dict[str, str]:

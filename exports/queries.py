@@ -60,33 +60,38 @@ def approved_version_ids(*, round_id: int | None = None, persona: str | None = N
     return query
 
 
-def versions_in(*, session: Session, ids) -> list[tuple]:
-    """(task, version) of these versions by task external id, each as a row of the fields
-    a selection needs (task: external_id, persona; version: id, version, content_hash,
-    source), not their texts: a selection of 100,000 versions stays small. The texts are read
-    a batch at a time by `tasks_of`."""
+def versions_in(*, session: Session, ids) -> Iterator:
+    """(task external id, persona, version id, version, source log) of these versions by task
+    external id, not their texts (read a batch at a time by `tasks_of`) nor their sources
+    (`sources_of`): a selection of 100,000 versions stays a few MB."""
     rows = session.connection().execute(
         select(
             Task.external_id,
             Task.persona,
             TaskVersion.id,
             TaskVersion.version,
-            TaskVersion.content_hash,
             TaskVersion.source,
         )
         .join(TaskVersion, TaskVersion.task_id == Task.id)
         .where(TaskVersion.id.in_(ids))
         .order_by(Task.external_id)
     )
-    return [
-        (
-            SimpleNamespace(external_id=r.external_id, persona=r.persona),
-            SimpleNamespace(
-                id=r.id, version=r.version, content_hash=r.content_hash, source=r.source
-            ),
+    for r in rows:
+        yield r.external_id, r.persona, r.id, r.version, (r.source or {}).get("log")
+
+
+def sources_of(*, session: Session, version_ids: list[int]) -> dict[int, dict]:
+    """{version id: source} of these versions (a batch)."""
+    if not version_ids:
+        return {}
+    return {
+        int(i): source
+        for i, source in session.connection().execute(
+            select(TaskVersion.id, TaskVersion.source).where(
+                in_ids(session, TaskVersion.id, version_ids)
+            )
         )
-        for r in rows
-    ]
+    }
 
 
 def tasks_of(*, session: Session, version_ids: list[int]) -> tuple[dict, dict[int, list]]:
@@ -104,6 +109,7 @@ def tasks_of(*, session: Session, version_ids: list[int]) -> tuple[dict, dict[in
             Task.track.label("task_track"),
             TaskVersion.id,
             TaskVersion.version,
+            TaskVersion.content_hash,
             TaskVersion.title,
             TaskVersion.persona,
             TaskVersion.track,

@@ -97,11 +97,9 @@ def select_approved(
     ids = queries.approved_version_ids(
         round_id=review_round.id if review_round else None, persona=persona
     )
-    pairs = queries.versions_in(session=session, ids=ids)
-    if log:
-        pairs = [(t, v) for t, v in pairs if (v.source or {}).get("log") == log]
     rounds = [review_round] if review_round else queries.rounds_of(session=session, ids=ids)
-    return Selection(pairs, ids, {v.id for _, v in pairs}, rounds)
+    chosen = Selection.of_rows(queries.versions_in(session=session, ids=ids), ids, rounds)
+    return chosen.where(lambda i: chosen.logs[i] == log) if log else chosen
 
 
 def preview(
@@ -117,14 +115,11 @@ def preview(
     require_role(actor, Role.lead)
     chosen = select_approved(session=session, round_name=round_name, log=log, persona=persona)
     frame = pd.DataFrame(
-        [
-            {"persona": t.persona, "log": (v.source or {}).get("log") or "-"}
-            for t, v in chosen.pairs
-        ],
+        {"persona": chosen.personas, "log": [name or "-" for name in chosen.logs]},
         columns=["persona", "log"],
     )
     return {
-        "tasks": len(chosen.pairs),
+        "tasks": len(chosen),
         "by_persona": frame["persona"].value_counts().sort_index().to_dict(),
         "by_log": frame["log"].value_counts().sort_index().to_dict(),
         "gate": {r.name: _gate_state(session, r) for r in chosen.rounds},
@@ -258,7 +253,7 @@ def export_set(
         raise InvalidInput("--allow-tentative needs --reason: say why the set goes out anyway")
     report("selecting approved versions", 0.02)
     chosen = select_approved(session=session, round_name=round_name, log=log, persona=persona)
-    if not chosen.pairs:
+    if not chosen:
         raise _nothing_approved(round=round_name, log=log, persona=persona)
     name = name or _default_name(round_name, chosen)
     report("checking the gate", 0.08)
@@ -297,7 +292,7 @@ def export_set(
     )
     report("done", 1.0)
     files = len(manifest["files"]) + 1
-    return ExportResult(out, len(chosen.pairs), files, manifest_sha, manifest, zip_path, formats)
+    return ExportResult(out, len(chosen), files, manifest_sha, manifest, zip_path, formats)
 
 
 def _check_destination(out: Path, *, force: bool) -> None:
@@ -352,8 +347,7 @@ def _check_realism(session: Session, chosen: Selection) -> dict | None:
     """Each simulator of the chosen tasks' transcripts against its log (None without any),
     and the rounds whose gate requires realism. Raises Conflict when such a round's set has a
     simulator beyond its noise floor that no lead waived."""
-    version_ids = [version.id for _, version in chosen.pairs]
-    checks = realism_service.release_check(session=session, version_ids=version_ids)
+    checks = realism_service.release_check(session=session, version_ids=list(chosen.version_ids))
     required = sorted(
         r.name
         for r in chosen.rounds
@@ -511,15 +505,15 @@ def _write_all(
     apart: ExitStack,
 ) -> tuple[dict, list[dict]]:
     chosen = plan.chosen
-    versions = {v.id: (t.external_id, v.version) for t, v in chosen.pairs}
+    url = second_process_url(session) if len(chosen) >= PARALLEL_MIN_TASKS else None
+    if url is not None:
+        pool = apart.enter_context(ProcessPoolExecutor(1, mp_context=second_process_context()))
+        pool.submit(int)  # start (fork) it now: it inherits less of this process's memory
     report("reading the audit record", 0.11)
-    audit = writing.read_audit(session=session, chosen=chosen, versions=versions, actor=actor)
-    writing.write_audit(staging, audit)
+    audit = writing.write_audit(staging, session=session, chosen=chosen, actor=actor)
 
     def tasks_here() -> tuple[dict, dict]:
-        return writing.write_tasks(
-            staging, plan, session=session, batch=TASK_BATCH, report=report, audits=audit.summaries
-        )
+        return writing.write_tasks(staging, plan, session=session, batch=TASK_BATCH, report=report)
 
     batches = writing.rating_batches(chosen, RATING_BATCH)
     raters = writing.read_raters(
@@ -527,28 +521,28 @@ def _write_all(
     )
     agents = {**raters.names, **raters.leads}
     slice_of = {"agents": agents, "findings": audit.finding_ids, "fixed_from": audit.fixed_from}
-    url = second_process_url(session) if len(chosen.pairs) >= PARALLEL_MIN_TASKS else None
     tasks_apart = ledger_apart = expected = None
     if url is None:
         counts, personas = tasks_here()
     else:  # the tasks and the ledger slice in a second process, the rest here meanwhile
-        pool = apart.enter_context(ProcessPoolExecutor(1, mp_context=second_process_context()))
         tasks_apart = pool.submit(
             writing.write_tasks_in_process, url, staging, *writing.tasks_apart(plan), TASK_BATCH
         )
         # the slice is chosen by the ratings and logs the evidence will name: read here
         # first, checked against what was written below
         expected = {
-            "rating_ids": set().union(
-                *(queries.current_rating_ids(session=session, version_ids=b) for b in batches)
+            "rating_ids": writing.id_array(
+                i
+                for b in batches
+                for i in queries.current_rating_ids(session=session, version_ids=b)
             ),
-            "logs": sorted({(v.source or {}).get("log") for _, v in chosen.pairs} - {None, ""}),
+            "logs": sorted({log for log in chosen.logs if log}),
         }
         ledger_apart = pool.submit(
             writing.ledger_slice_in_process,
             url,
             staging,
-            *writing.ledger_apart(chosen),
+            writing.ledger_apart(chosen),
             **expected,
             **slice_of,
         )
@@ -559,29 +553,29 @@ def _write_all(
         staging,
         session=session,
         batches=batches,
-        versions=versions,
+        chosen=chosen,
         raters=raters,
         rounds=rounds,
         gates=plan.gates,
         formats=plan.formats,
         report=report,
     )
-    by_log, origins = writing.write_evidence(
-        staging, session=session, chosen=chosen, versions=versions, raters=raters, report=report
+    logs, origins = writing.write_evidence(
+        staging, session=session, chosen=chosen, raters=raters, report=report
     )
     if plan.realism is not None:
         staging.write_text(REALISM_FILE, canonical(plan.realism, indent=1))
     report("reading the ledger", 0.75)
     ledger_entries = ledger_apart.result() if ledger_apart is not None else None
     if expected is None or (
-        rated.rating_ids != expected["rating_ids"] or sorted(by_log) != expected["logs"]
+        rated.rating_ids != expected["rating_ids"] or logs != expected["logs"]
     ):  # in one process, or a rating changed while the second wrote the slice
         ledger_entries = writing.write_ledger_slice(
             staging,
             session=session,
             chosen=chosen,
             rating_ids=rated.rating_ids,
-            logs=by_log,
+            logs=logs,
             **slice_of,
         )
     if tasks_apart is not None:

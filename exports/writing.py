@@ -1,11 +1,15 @@
 """The steps that write an export's files into its staging folder: tasks, evidence, ledger slice."""
 
 import shutil
-from collections.abc import Callable
+import sys
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 from itsmreview.accounts.models import User
 from itsmreview.catalog import queries as catalog_queries
@@ -36,12 +40,76 @@ LEDGER_TYPES = ("task", "rating", "review_round", "event_log", "finding")
 
 @dataclass
 class Selection:
-    """The approved versions a filter selects, and the subquery that names them."""
+    """The approved versions a filter selects, by task id, as columns (about 100 bytes a
+    version, ids and version numbers in arrays), and the subquery that names them."""
 
-    pairs: list  # (Task, TaskVersion), by task id
-    ids: object  # subquery of version ids (may hold more than pairs when filtered by log)
-    version_ids: set[int]
+    tasks: list[str]  # task external ids
+    version_ids: array  # of the versions, in the same order
+    versions: array  # version numbers
+    logs: list  # each version's source log (interned: shared), None without one
+    personas: list[str]
+    ids: object  # subquery of version ids (may hold more than these when filtered by log)
     rounds: list
+    _by_id: tuple | None = field(default=None, init=False, repr=False)
+    _by_task: array | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def of_rows(cls, rows, ids, rounds: list) -> "Selection":
+        """A selection of (task id, persona, version id, version, log) rows."""
+        chosen = cls([], array("q"), array("q"), [], [], ids, rounds)
+        for task, persona, version_id, version, log in rows:
+            chosen.tasks.append(task)
+            chosen.personas.append(sys.intern(persona) if type(persona) is str else persona)
+            chosen.version_ids.append(version_id)
+            chosen.versions.append(version)
+            chosen.logs.append(sys.intern(log) if type(log) is str else log)
+        return chosen
+
+    def __len__(self) -> int:
+        return len(self.version_ids)
+
+    def where(self, keep: Callable[[int], bool]) -> "Selection":
+        """The versions at the positions `keep` accepts."""
+        return Selection.of_rows(
+            (
+                (self.tasks[i], self.personas[i], self.version_ids[i], self.versions[i], log)
+                for i, log in enumerate(self.logs)
+                if keep(i)
+            ),
+            self.ids,
+            self.rounds,
+        )
+
+    def names_of(self, version_ids) -> dict[int, tuple[str, int]]:
+        """{version id: (task id, version)} of these chosen versions (a batch).
+        Raises KeyError for a version not chosen."""
+        if self._by_id is None:
+            ids = np.frombuffer(self.version_ids, dtype=np.int64)
+            order = np.argsort(ids, kind="stable")
+            self._by_id = (ids[order], order)
+        ordered, order = self._by_id
+        wanted = np.fromiter(version_ids, dtype=np.int64)
+        if not len(ordered):
+            if len(wanted):
+                raise KeyError(int(wanted[0]))
+            return {}
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        missing = wanted[ordered[at] != wanted]
+        if len(missing):
+            raise KeyError(int(missing[0]))
+        tasks, versions = self.tasks, self.versions
+        return {
+            int(v): (tasks[i], versions[i])
+            for v, i in zip(wanted.tolist(), order[at].tolist(), strict=True)
+        }
+
+    def index_of(self, task: str) -> int | None:
+        """The position of a task's version, None when the task is not chosen."""
+        if self._by_task is None:
+            self._by_task = array("q", sorted(range(len(self.tasks)), key=self.tasks.__getitem__))
+        order, tasks = self._by_task, self.tasks
+        at = bisect_left(order, task, key=tasks.__getitem__)
+        return order[at] if at < len(order) and tasks[order[at]] == task else None
 
 
 @dataclass
@@ -96,12 +164,9 @@ class RatingsWritten:
 
 @dataclass
 class AuditRecord:
-    """The export's audit record (exports.audit), computed before the tasks are written so
-    that each format carries each task's summary."""
+    """What the rest of the export needs of its audit record (exports.audit, written first:
+    each format carries each task's summary of it, read back from evidence/audit.jsonl)."""
 
-    jsonl: str  # evidence/audit.jsonl
-    markdown: str  # AUDIT.md
-    summaries: dict[tuple[str, int], dict]  # (task, version) -> exports.audit.summary
     finding_ids: set[str]  # findings whose ledger entries the slice carries
     fixed_from: set[str]  # "task@vN" of the versions fixes start from (their ledger entries)
 
@@ -113,17 +178,21 @@ def write_tasks(
     session: Session,
     batch: int,
     report: Report,
-    audits: dict[tuple[str, int], dict] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """The tasks in each format: native and Hugging Face rows `batch` versions at a time,
-    the Harbor and tau2 folders at the end, each task with its summary from `audits` in its
+    the Harbor and tau2 folders at the end, each task with its summary of the staged
+    evidence/audit.jsonl (read a line at a time: its lines are in the tasks' order) in its
     export record. Returns the counts written and the Hugging Face rows per persona."""
     chosen, formats = plan.chosen, plan.formats
     report("writing tasks", 0.12)
-    counts = {"tasks": len(chosen.pairs)}
+    counts = {"tasks": len(chosen)}
     personas: dict[str, int] = {}
     harbor_tasks, tau2_tasks = [], []  # only tasks of those formats: few, kept for the end
     with ExitStack() as files_open:
+        lines = files_open.enter_context(
+            open(staging.path(audit.AUDIT_FILE), encoding="utf-8", newline="\n")
+        )
+        audits = audit.summaries_in_order(lines)
         native_out = (
             files_open.enter_context(staging.open(native.PATH)) if "native" in formats else None
         )
@@ -132,11 +201,12 @@ def write_tasks(
             if "hf" in formats
             else None
         )
-        for start in range(0, len(chosen.pairs), batch):
-            natives, records = _native_tasks(session, chosen.pairs[start : start + batch])
-            if audits is not None:
-                for t, r in zip(natives, records, strict=True):
-                    r["audit"] = audits[(t["id"], r["version"])]
+        for start in range(0, len(chosen), batch):
+            natives, records = _native_tasks(session, chosen.version_ids[start : start + batch])
+            for t, r in zip(natives, records, strict=True):
+                key, r["audit"] = next(audits)
+                if key != (t["id"], r["version"]):
+                    raise ValueError(f"{audit.AUDIT_FILE}: {key} where {t['id']} is expected")
             if native_out is not None:
                 native_out.write(
                     jsonl(
@@ -155,7 +225,7 @@ def write_tasks(
                     harbor_tasks.append((t, r))
                 elif kind == "tau2" and "tau2" in formats:
                     tau2_tasks.append((t, r))
-            report("writing tasks", 0.12 + 0.25 * min(1, (start + batch) / len(chosen.pairs)))
+            report("writing tasks", 0.12 + 0.25 * min(1, (start + batch) / len(chosen)))
     if "harbor" in formats:
         counts["harbor"] = _write_harbor(staging, plan, harbor_tasks)
     if "tau2" in formats:
@@ -166,40 +236,38 @@ def write_tasks(
     return counts, personas
 
 
-def tasks_apart(plan: Plan) -> tuple[Plan, list[tuple[int, int, str]]]:
+def tasks_apart(plan: Plan) -> tuple[Plan, array]:
     """What `write_tasks_in_process` needs of a plan, small to send: the plan without its
-    selection, and each chosen version's id, number and content hash."""
-    versions = [(v.id, v.version, v.content_hash) for _, v in plan.chosen.pairs]
+    selection, and the chosen versions' ids."""
     bare = replace(
-        plan, chosen=Selection([], None, set(), []), gates={}, item_counts={}, realism=None
+        plan,
+        chosen=Selection.of_rows((), None, []),
+        gates={},
+        item_counts={},
+        realism=None,
     )
-    return bare, versions
+    return bare, plan.chosen.version_ids
 
 
 def write_tasks_in_process(
-    url: str, staging: Staging, plan: Plan, versions: list[tuple[int, int, str]], batch: int
+    url: str, staging: Staging, plan: Plan, version_ids: array, batch: int
 ) -> tuple[dict[str, int], dict[str, int]] | None:
     """`write_tasks` in a second process, on a connection of its own to `url` (task
-    versions never change, so it reads what the first would), each task's audit summary
-    read back from the staged evidence/audit.jsonl (sending them would cost the first
-    process 50 MB at 50,000 tasks). None when a chosen version is not there for it (written
-    in a transaction not yet committed): the first then writes them."""
+    versions never change, so it reads what the first would). None when a chosen version
+    is not there for it (written in a transaction not yet committed): the first then
+    writes them."""
     from itsmreview.db import create_db_engine
 
-    chosen = [(None, SimpleNamespace(id=i, version=n, content_hash=h)) for i, n, h in versions]
-    plan = replace(plan, chosen=Selection(chosen, None, set(), []))
-    with open(staging.path(audit.AUDIT_FILE), encoding="utf-8", newline="\n") as lines:
-        audits = audit.summaries_of_lines(lines)
+    chosen = Selection([], array("q", version_ids), array("q"), [], [], None, [])  # ids only
     engine = create_db_engine(url)
     try:
         with Session(engine) as session:
             return write_tasks(
                 staging,
-                plan,
+                replace(plan, chosen=chosen),
                 session=session,
                 batch=batch,
                 report=lambda _stage, _fraction: None,
-                audits=audits,
             )
     except MissingVersion:
         return None
@@ -207,35 +275,17 @@ def write_tasks_in_process(
         engine.dispose()
 
 
-def ledger_apart(chosen: Selection) -> tuple[list[tuple[str, int, dict]], list[str]]:
-    """What `ledger_slice_in_process` needs of the selection, small to send: each chosen
-    version's task id, number and source, and the rounds' names."""
-    return (
-        [(t.external_id, v.version, v.source or {}) for t, v in chosen.pairs],
-        [r.name for r in chosen.rounds],
-    )
+def ledger_apart(chosen: Selection) -> Selection:
+    """What `ledger_slice_in_process` needs of the selection, small to send: its columns and
+    the rounds' names."""
+    return replace(chosen, ids=None, rounds=[SimpleNamespace(name=r.name) for r in chosen.rounds])
 
 
-def ledger_slice_in_process(
-    url: str,
-    staging: Staging,
-    versions: list[tuple[str, int, dict]],
-    rounds: list[str],
-    **slice_of,
-) -> int:
+def ledger_slice_in_process(url: str, staging: Staging, chosen: Selection, **slice_of) -> int:
     """`write_ledger_slice` in a second process, on a connection of its own to `url` (the
     ledger only grows: it streams the entries the first would)."""
     from itsmreview.db import create_db_engine
 
-    chosen = Selection(
-        [
-            (SimpleNamespace(external_id=t), SimpleNamespace(version=n, source=source))
-            for t, n, source in versions
-        ],
-        None,
-        set(),
-        [SimpleNamespace(name=name) for name in rounds],
-    )
     engine = create_db_engine(url)
     try:
         with Session(engine) as session:
@@ -248,19 +298,19 @@ class MissingVersion(KeyError):
     """A chosen task version this connection cannot read."""
 
 
-def _native_tasks(session: Session, chunk: list) -> tuple[list[dict], list[dict]]:
-    """A batch of (Task, TaskVersion) as native task dicts, and the export record of each."""
-    pairs, transcripts = queries.tasks_of(session=session, version_ids=[v.id for _, v in chunk])
+def _native_tasks(session: Session, version_ids) -> tuple[list[dict], list[dict]]:
+    """A batch of versions as native task dicts, and the export record of each."""
+    pairs, transcripts = queries.tasks_of(session=session, version_ids=version_ids)
     natives, records = [], []
-    for _, chosen_version in chunk:
-        if chosen_version.id not in pairs:
-            raise MissingVersion(chosen_version.id)
-        task, version = pairs[chosen_version.id]
-        natives.append(version_to_native(task, version, transcripts.get(chosen_version.id, [])))
+    for version_id in version_ids:
+        if version_id not in pairs:
+            raise MissingVersion(version_id)
+        task, version = pairs[version_id]
+        natives.append(version_to_native(task, version, transcripts.get(version_id, [])))
         records.append(
             {
-                "version": chosen_version.version,
-                "content_hash": chosen_version.content_hash,
+                "version": version.version,
+                "content_hash": version.content_hash,
                 "decision": "approved",
             }
         )
@@ -282,16 +332,18 @@ def _write_harbor(staging: Staging, plan: Plan, tasks: list[tuple[dict, dict]]) 
     )
 
 
-def rating_batches(chosen: Selection, size: int) -> list[list[int]]:
+def rating_batches(chosen: Selection, size: int) -> list[array]:
     """The chosen version ids by task id and version, in batches of `size`."""
-    ordered = sorted(chosen.pairs, key=lambda pair: (pair[0].external_id, pair[1].version))
+    tasks, versions, ids = chosen.tasks, chosen.versions, chosen.version_ids
+    ordered = sorted(range(len(chosen)), key=lambda i: (tasks[i], versions[i]))
     return [
-        [v.id for _, v in ordered[start : start + size]] for start in range(0, len(ordered), size)
+        array("q", (ids[i] for i in ordered[start : start + size]))
+        for start in range(0, len(ordered), size)
     ]
 
 
 def read_raters(
-    *, session: Session, chosen: Selection, batches: list[list[int]], with_names: bool
+    *, session: Session, chosen: Selection, batches: list[array], with_names: bool
 ) -> Raters:
     """The experts and rubrics of the chosen versions' ratings, and their adjudications,
     named by user name (`with_names`) or by stable pseudonyms."""
@@ -301,7 +353,9 @@ def read_raters(
         experts |= rated_by
         rubric_ids |= rated_with
     adjudications = queries.adjudications_in(session=session, ids=chosen.ids)
-    adjudications = adjudications[adjudications["task_version_id"].isin(chosen.version_ids)]
+    adjudications = adjudications[
+        adjudications["task_version_id"].isin(np.asarray(chosen.version_ids))
+    ]
     if with_names:
         names = queries.usernames(session=session, ids=sorted(experts))
         leads = {int(i): f"user-{int(i)}" for i in adjudications["lead_id"]}
@@ -333,7 +387,7 @@ def round_evidence(plan: Plan, *, session: Session, actor: User) -> RoundEvidenc
         config, _ = gate_service.current_gate(session=session, round_name=review_round.id)
         deciding[review_round.name] = (
             config,
-            set(rounds_queries.round_task_ids(session=session, round_id=review_round.id)),
+            id_array(rounds_queries.round_task_ids(session=session, round_id=review_round.id)),
             gate_queries.adjudications_of_round(session=session, round_id=review_round.id),
             gate_queries.failed_checks(session=session, round_id=review_round.id),
         )
@@ -367,8 +421,8 @@ def write_ratings(
     staging: Staging,
     *,
     session: Session,
-    batches: list[list[int]],
-    versions: dict[int, tuple[str, int]],
+    batches: list[array],
+    chosen: Selection,
     raters: Raters,
     rounds: RoundEvidence,
     gates: dict,
@@ -378,9 +432,9 @@ def write_ratings(
     """The ratings, the per-task summary (in agreement.json and the Hugging Face config
     task_summary) and the gate's decisions (spooled per round, joined into gate.json at the
     end), written as the batches go: memory holds a batch, the summary's first rows for the
-    card and the exported rating ids (for the ledger slice)."""
+    card and the exported rating ids (for the ledger slice, 8 bytes each)."""
     dimensions = raters.dimensions
-    summary_head, summaries, rating_ids = [], 0, set()
+    summary_head, summaries, rating_ids = [], 0, array("q")
     ratings_out = evidence.RatingsFiles(staging, dimensions)
     with ExitStack() as files_open:
         agreement_out = files_open.enter_context(evidence.AgreementFile(staging, rounds.agreement))
@@ -394,6 +448,7 @@ def write_ratings(
         }
         try:
             for done, batch in enumerate(batches, start=1):
+                versions = chosen.names_of(batch)
                 ratings = queries.ratings_of(session=session, version_ids=batch)
                 scores = queries.scores_of(session=session, version_ids=batch)
                 rows = evidence.ratings_table(
@@ -406,14 +461,25 @@ def write_ratings(
                     summary_out.write(jsonl(hf.summary_rows(summary, dimensions)))
                 summaries += len(summary)
                 summary_head.extend(summary[: max(0, hf.MARKDOWN_LIMIT - len(summary_head))])
-                rating_ids.update(ratings["rating_id"].astype(int).tolist())
+                rating_ids.extend(ratings["rating_id"].astype(int).tolist())
                 _add_decisions(decisions, rounds, gates, versions, ratings, scores, batch)
                 report("writing ratings", 0.5 + 0.15 * done / len(batches))
         finally:
             ratings_out.close()
         with staging.open("evidence/gate.json") as handle:
             evidence.write_gate(handle, rounds.gate, decisions)
-    return RatingsWritten(ratings_out.rows, summary_head, summaries, rating_ids)
+    return RatingsWritten(ratings_out.rows, summary_head, summaries, id_array(rating_ids))
+
+
+def id_array(ids: Iterable[int]) -> array:
+    """Ids sorted, each once, in an array (8 bytes an id: a set takes about 60)."""
+    return array("q", np.unique(np.fromiter(ids, dtype=np.int64)).tobytes())
+
+
+def has_id(ids: array, wanted: int) -> bool:
+    """Whether `id_array` `ids` holds `wanted`."""
+    at = bisect_left(ids, wanted)
+    return at < len(ids) and ids[at] == wanted
 
 
 def _add_decisions(
@@ -423,7 +489,7 @@ def _add_decisions(
     versions: dict[int, tuple[str, int]],
     ratings: pd.DataFrame,
     scores: pd.DataFrame,
-    batch: list[int],
+    batch: array,
 ) -> None:
     """The gate's decision on each version of the batch, in each round that holds it."""
     for round_name, (config, members, adjudicated, failed) in rounds.deciding.items():
@@ -440,7 +506,7 @@ def _add_decisions(
                 ),
             )
             for v in batch
-            if v in members
+            if has_id(members, v)
         )
 
 
@@ -449,34 +515,32 @@ def write_evidence(
     *,
     session: Session,
     chosen: Selection,
-    versions: dict[int, tuple[str, int]],
     raters: Raters,
     report: Report,
-) -> tuple[dict[str, list[tuple[str, dict]]], list[dict]]:
-    """The rest of evidence/: adjudications, machine checks, coverage of the source logs and
-    rubrics. Returns the exported (task id, source) pairs by source log, and each log's
-    origin."""
-    files = {}
-    files.update(
-        evidence.adjudications_file(raters.adjudications, versions=versions, names=raters.leads)
+    batch: int = 1000,
+) -> tuple[list[str], list[dict]]:
+    """The rest of evidence/: adjudications, machine checks (`batch` versions at a time),
+    coverage of the source logs and rubrics. Returns the exported versions' source logs and
+    each log's origin."""
+    adjudicated = raters.adjudications["task_version_id"].astype(int).tolist()
+    files = evidence.adjudications_file(
+        raters.adjudications, versions=chosen.names_of(adjudicated), names=raters.leads
     )
-    files.update(
-        evidence.machine_checks_file(
-            review_queries.checks_of_versions(session=session, task_version_ids=list(versions)),
-            versions=versions,
-        )
-    )
+    with staging.open(evidence.MACHINE_CHECKS) as handle:
+        ordered = sorted(chosen.version_ids)
+        for start in range(0, len(ordered), batch):
+            ids = ordered[start : start + batch]
+            checks = review_queries.checks_of_versions(session=session, task_version_ids=ids)
+            handle.write(evidence.machine_check_lines(checks, versions=chosen.names_of(ids)))
     report("computing coverage", 0.65)
-    by_log: dict[str, list[tuple[str, dict]]] = {}
-    for task, version in chosen.pairs:
-        name = (version.source or {}).get("log")
-        if name:
-            by_log.setdefault(name, []).append((task.external_id, version.source))
-    origins = [_log_origin(session, log_name) for log_name in sorted(by_log)]
+    logs = sorted({log for log in chosen.logs if log})
+    origins = [_log_origin(session, log_name) for log_name in logs]
     coverage = {}
-    for log_name, pairs in sorted(by_log.items()):
+    for log_name in logs:
         try:
-            result, unresolved = coverage_of(session=session, log_name=log_name, rows=pairs)
+            result, unresolved = coverage_of(
+                session=session, log_name=log_name, rows=_sources_of_log(session, chosen, log_name)
+            )
         except NotFound:
             coverage[log_name] = {"error": f"log {log_name!r} is not imported"}
             continue
@@ -485,7 +549,22 @@ def write_evidence(
     files.update(evidence.rubrics_file(raters.rubrics))
     for path, text in files.items():
         staging.write_text(path, text)
-    return by_log, origins
+    return logs, origins
+
+
+def _sources_of_log(
+    session: Session, chosen: Selection, log_name: str, batch: int = 1000
+) -> list[tuple[str, dict]]:
+    """(task id, source) of the chosen versions of one source log, in the selection's order."""
+    at = [i for i, log in enumerate(chosen.logs) if log == log_name]
+    rows = []
+    for start in range(0, len(at), batch):
+        part = at[start : start + batch]
+        sources = queries.sources_of(
+            session=session, version_ids=[chosen.version_ids[i] for i in part]
+        )
+        rows += [(chosen.tasks[i], sources[chosen.version_ids[i]]) for i in part]
+    return rows
 
 
 def write_hf_folder(
@@ -503,7 +582,7 @@ def write_hf_folder(
         f"{hf.ROOT}/README.md",
         hf.card(
             name=plan.name,
-            count=len(plan.chosen.pairs),
+            count=len(plan.chosen),
             personas=personas,
             license=plan.licence,
             logs=origins,
@@ -544,46 +623,63 @@ def _decision_row(version: tuple[str, int], decision) -> dict:
     }
 
 
-def read_audit(*, session: Session, chosen: Selection, versions: dict, actor: User) -> AuditRecord:
-    """The audit record of the chosen versions (exports.audit): findings, the fix of each
-    task with findings on earlier versions (its field diff since the newest such version),
-    machine checks and Delphi trails; with AUDIT.md and each task's summary."""
-    found = ratings_queries.findings_of_tasks(
-        session=session, version_ids=[version.id for _, version in chosen.pairs]
-    )
-    exported = {task.external_id: version.version for task, version in chosen.pairs}
+def write_audit(
+    staging: Staging, *, session: Session, chosen: Selection, actor: User, batch: int = 1000
+) -> AuditRecord:
+    """evidence/audit.jsonl and AUDIT.md, the audit record of the chosen versions
+    (exports.audit): findings, the fix of each task with findings on earlier versions (its
+    field diff since the newest such version), machine checks and Delphi trails, written
+    `batch` versions at a time."""
+    found = ratings_queries.findings_of_tasks(session=session, version_ids=chosen.version_ids)
+    exported = {t: chosen.versions[chosen.index_of(t)] for t in {t for _, t, _ in found}}
     found = [(f, t, v) for f, t, v in found if v <= exported[t]]  # not findings on later ones
     finders = evidence.pseudonyms({f.author_id for f, _, _ in found}, "finder")
     panel = panel_and_fixes(session=session, findings=[f for f, _, _ in found])
-    records = [
-        audit.finding_record(f, t, v, finders[f.author_id], **panel[f.id]) for f, t, v in found
-    ]
+    by_task: dict[str, list[dict]] = {}
+    for f, t, v in found:
+        record = audit.finding_record(f, t, v, finders[f.author_id], **panel[f.id])
+        by_task.setdefault(t, []).append(record)
     rated: dict[str, int] = {}  # task -> the newest earlier version with findings
     for _, t, v in found:
         if v < exported[t]:
             rated[t] = max(v, rated.get(t, 0))
     previous = {}
-    for task, version in chosen.pairs:
-        if task.external_id in rated:
-            after = session.get(TaskVersion, version.id)
-            before = catalog_queries.version_of(
-                session=session, task_id=after.task_id, version=rated[task.external_id]
-            )
-            previous[task.external_id] = {
-                "since": before.version,
-                "from_content_hash": before.content_hash,
-                "to_content_hash": after.content_hash,
-                "changes": audit.field_diff(before, after),
-            }
-    checks: dict[tuple[str, int], list[dict]] = {}
-    for check in review_queries.checks_of_versions(
-        session=session, task_version_ids=list(versions)
-    ):
-        key = versions[check.task_version_id]
-        checks.setdefault(key, []).append(
-            {"check": check.check, "status": str(check.status), "summary": check.summary}
+    for task in sorted(rated, key=chosen.index_of):
+        after = session.get(TaskVersion, chosen.version_ids[chosen.index_of(task)])
+        before = catalog_queries.version_of(
+            session=session, task_id=after.task_id, version=rated[task]
         )
-    exported_ids = {t.external_id for t, _ in chosen.pairs}
+        previous[task] = {
+            "since": before.version,
+            "from_content_hash": before.content_hash,
+            "to_content_hash": after.content_hash,
+            "changes": audit.field_diff(before, after),
+        }
+    trails = _delphi_trails(session, chosen, actor)
+    tally = audit.AuditTally()
+    with staging.open(audit.AUDIT_FILE) as lines:
+        for start in range(0, len(chosen), batch):
+            ids = chosen.version_ids[start : start + batch]
+            names = chosen.names_of(ids)
+            checks: dict[tuple[str, int], list[dict]] = {}
+            for check in review_queries.checks_of_versions(session=session, task_version_ids=ids):
+                checks.setdefault(names[check.task_version_id], []).append(
+                    {"check": check.check, "status": str(check.status), "summary": check.summary}
+                )
+            exported_here = [names[i] for i in ids]
+            findings = [f for t, _ in exported_here for f in by_task.get(t, ())]
+            for record in audit.audit_records(exported_here, findings, previous, checks, trails):
+                lines.write(audit.record_line(record))
+                tally.add(record)
+    staging.write_text(audit.AUDIT_MD, tally.markdown(TAXONOMY))
+    return AuditRecord(
+        {str(f.id) for f, _, _ in found},
+        {f"{task}@v{fix['since']}" for task, fix in previous.items()},
+    )
+
+
+def _delphi_trails(session: Session, chosen: Selection, actor: User) -> dict[str, list[dict]]:
+    """The consensus trail of each chosen task of a Delphi round."""
     delphi = consensus_states.delphi_states(session=session)
     trails: dict[str, list[dict]] = {}
     for review_round in chosen.rounds:
@@ -591,25 +687,9 @@ def read_audit(*, session: Session, chosen: Selection, versions: dict, actor: Us
             for row in consensus.revision_trail(
                 session=session, actor=actor, round_name=review_round.name
             ):
-                if row["task"] in exported_ids:
+                if chosen.index_of(row["task"]) is not None:
                     trails.setdefault(row["task"], []).append(row | {"round": review_round.name})
-    rows = audit.audit_records(
-        [(t.external_id, v.version) for t, v in chosen.pairs], records, previous, checks, trails
-    )
-    text, summaries = audit.summaries(rows)
-    return AuditRecord(
-        text,
-        audit.audit_markdown(rows, TAXONOMY),
-        summaries,
-        {str(f.id) for f, _, _ in found},
-        {f"{task}@v{fix['since']}" for task, fix in previous.items()},
-    )
-
-
-def write_audit(staging: Staging, record: AuditRecord) -> None:
-    """evidence/audit.jsonl and AUDIT.md."""
-    staging.write_text(audit.AUDIT_FILE, record.jsonl)
-    staging.write_text(audit.AUDIT_MD, record.markdown)
+    return trails
 
 
 def write_ledger_slice(
@@ -617,30 +697,32 @@ def write_ledger_slice(
     *,
     session: Session,
     chosen: Selection,
-    rating_ids: set[int],
-    logs: dict,
+    rating_ids: array,
+    logs: list[str],
     agents: dict[int | None, str],
     findings: set[str] = frozenset(),
     fixed_from: set[str] = frozenset(),
 ) -> int:
     """evidence/ledger.jsonl and evidence/ledger.prov.json: the entries of the exported task
-    versions (and of `fixed_from`, the versions the audit's fixes start from), their ratings,
-    rounds and source logs, and the `findings`, streamed from the ledger."""
-    wanted = {
-        "task": {f"{t.external_id}@v{v.version}" for t, v in chosen.pairs}
-        | {t.external_id for t, _ in chosen.pairs}
-        | set(fixed_from),
-        "review_round": {r.name for r in chosen.rounds},
-        "finding": findings,
-    }
+    versions (and of `fixed_from`, the versions the audit's fixes start from), their ratings
+    (`rating_ids`, an `id_array`), rounds and source logs, and the `findings`, streamed from
+    the ledger."""
+    versions = dict(zip(chosen.tasks, chosen.versions, strict=True))  # keys shared: ~60 B a task
+    wanted = {"review_round": {r.name for r in chosen.rounds}, "finding": findings}
     log_prefixes = tuple(f"{name}@" for name in logs) or ("\0",)
 
     def exported(entry) -> bool:
-        if entry.artifact_type == "rating":
-            return entry.artifact_id.isdigit() and int(entry.artifact_id) in rating_ids
-        if entry.artifact_type == "event_log":
-            return entry.artifact_id.startswith(log_prefixes)
-        return entry.artifact_id in wanted.get(entry.artifact_type, ())
+        kind, artifact = entry.artifact_type, entry.artifact_id
+        if kind == "rating":
+            return artifact.isdigit() and has_id(rating_ids, int(artifact))
+        if kind == "task":
+            if artifact in versions or artifact in fixed_from:
+                return True
+            task, at, number = artifact.rpartition("@v")
+            return bool(at) and task in versions and number == str(versions[task])
+        if kind == "event_log":
+            return artifact.startswith(log_prefixes)
+        return artifact in wanted.get(kind, ())
 
     written = 0
     with ProvWriter(agents) as prov, staging.open("evidence/ledger.jsonl") as lines:
@@ -649,12 +731,9 @@ def write_ledger_slice(
                 lines.write(evidence.ledger_line(entry, agents))
                 prov.add_entry(entry)
                 written += 1
-        for task, version in chosen.pairs:
-            if (version.source or {}).get("log"):
-                prov.add_derivation(
-                    f"task/{task.external_id}@v{version.version}",
-                    f"event_log/{version.source['log']}",
-                )
+        for task, version, log in zip(chosen.tasks, chosen.versions, chosen.logs, strict=True):
+            if log:
+                prov.add_derivation(f"task/{task}@v{version}", f"event_log/{log}")
         with staging.open("evidence/ledger.prov.json") as handle:
             prov.write(handle)
     return written

@@ -385,8 +385,8 @@ def test_a_version_the_second_process_cannot_read_is_written_by_the_first(review
     real = writing.tasks_apart
 
     def one_unknown(plan):
-        bare, versions = real(plan)
-        return bare, [(10**9, *versions[0][1:]), *versions[1:]]  # an id not in the database
+        bare, version_ids = real(plan)
+        return bare, [10**9, *version_ids[1:]]  # an id not in the database
 
     monkeypatch.setattr(writing, "tasks_apart", one_unknown)
     _export(reviewed, shared, formats=["native", "hf"])
