@@ -111,38 +111,6 @@ def entries_of_types(
         after = rows[-1][0]
 
 
-CommittingEntry = namedtuple(
-    "CommittingEntry", "seq artifact_type artifact_id action reference payload"
-)
-
-
-def committing_entries(
-    *, session: Session, artifact_types: Sequence[str], up_to: int, batch: int = 20_000
-) -> Iterator[CommittingEntry]:
-    """The entries of these artifact types up to seq `up_to`, in chain order, with what an
-    audit reads of them (payload decoded): the driver's rows, the other types left in the
-    database."""
-    sql = (
-        # `|| ''`: the seq index's walk, as in `entries_of_types`
-        # (no upper bound in SQL: a range on seq made PostgreSQL, without fresh statistics,
-        # read the whole range for every batch)
-        "SELECT seq, artifact_type, artifact_id, action, reference, payload FROM ledger_entries"
-        f" WHERE seq > ? AND artifact_type || '' IN"
-        f" ({', '.join('?' * len(artifact_types))}) ORDER BY seq LIMIT ?"
-    )
-    read_json = json_reader(session)
-    after = 0
-    while after < up_to:
-        rows = driver_rows(session, sql, (after, *artifact_types, batch))
-        if not rows:
-            return
-        for seq, kind, ident, action, reference, payload in rows:
-            if seq > up_to:
-                return
-            yield CommittingEntry(seq, kind, ident, action, reference, read_json(payload))
-        after = rows[-1][0]
-
-
 def _utc(value) -> datetime:
     """A stored time as the column's type reads it: SQLite's text or the driver's datetime,
     as an aware datetime in UTC."""
@@ -168,8 +136,8 @@ def raw_entries(
     """Every entry after seq `after` (up to `until`) as the driver returns it (no SQLAlchemy
     row or type processing, which costs more than hashing): created_at as UTC text with no
     offset (as SQLite stores it), payload as JSON text; the columns of ENTRY_COLUMNS. In
-    sequence order, in batches (the upper bound is applied here, not in SQL: see
-    `committing_entries`)."""
+    sequence order, in batches (the upper bound is applied here, not in SQL: a range on seq
+    made PostgreSQL, without fresh statistics, read the whole range for every batch)."""
     sql = RAW_ENTRIES.format(
         created=_CREATED_TEXT.get(session.get_bind().dialect.name, "created_at")
     )

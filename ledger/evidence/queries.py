@@ -30,12 +30,6 @@ def head(*, session: Session) -> tuple[int, str] | None:
     return ledger_queries.head(session=session)
 
 
-def committing_entries(*, session: Session, artifact_types, up_to: int) -> Iterator:
-    return ledger_queries.committing_entries(
-        session=session, artifact_types=sorted(artifact_types), up_to=up_to
-    )
-
-
 def entries(*, session: Session, where=None) -> Iterator:
     return ledger_queries.entry_rows(session=session, where=where, batch=20_000)
 
