@@ -12,6 +12,7 @@ variant seen first; example cases are a variant's first cases.
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -214,8 +215,8 @@ def _materialise(con: duckdb.DuckDBPyConnection, path: str) -> Materialised:
         "FROM cases ORDER BY ord",
     )
     n_cases = len(cases["case_id"])
-    raw, raw_keys = _variant_table(con, "raw", names, n_cases)
-    collapsed, collapsed_keys = _variant_table(con, "collapsed", names, n_cases)
+    raw = _variant_table(con, "raw", names, n_cases)
+    collapsed = _variant_table(con, "collapsed", names, n_cases)
     df_pairs = _df_pairs(con, names)
     case_frame = pd.DataFrame(
         {
@@ -224,9 +225,9 @@ def _materialise(con: duckdb.DuckDBPyConnection, path: str) -> Materialised:
             "started_at": pd.to_datetime(cases["started_ns"], unit="ns", utc=True),
             "ended_at": pd.to_datetime(cases["ended_ns"], unit="ns", utc=True),
             "throughput_s": cases["throughput_s"],
-            "variant_key": pd.Categorical.from_codes(cases["raw_id"], raw_keys),
+            "variant_key": pd.Categorical.from_codes(cases["raw_id"], raw.keys),
             "collapsed_variant_key": pd.Categorical.from_codes(
-                cases["collapsed_id"], collapsed_keys
+                cases["collapsed_id"], collapsed.keys
             ),
         }
     )
@@ -234,17 +235,17 @@ def _materialise(con: duckdb.DuckDBPyConnection, path: str) -> Materialised:
         "cases": len(case_frame),
         "events": int(n_events),
         "activities": len(names),
-        "variants": len(raw),
-        "collapsed_variants": len(collapsed),
+        "variants": len(raw.counts),
+        "collapsed_variants": len(collapsed.counts),
         "df_pairs": len(df_pairs),
-        "singleton_variants": int((raw["case_count"] == 1).sum()),
+        "singleton_variants": int((raw.counts == 1).sum()),
         "first_timestamp": pd.Timestamp(int(first_ns), unit="ns", tz="UTC"),
         "last_timestamp": pd.Timestamp(int(last_ns), unit="ns", tz="UTC"),
     }
     return Materialised(
-        pd.concat([raw, collapsed], ignore_index=True),
+        pd.concat([raw.table, collapsed.table], ignore_index=True),
         df_pairs,
-        _activities(con, names),
+        _activities(names, raw),
         _role_values(con, roles),
         case_frame,
         summary,
@@ -269,16 +270,17 @@ def _matching(left: str, right: str, level: str) -> str:
 def _check_variants(con: duckdb.DuckDBPyConnection, path: str) -> None:
     """Raise when two different sequences share their length and hashes (not seen yet;
     the chance is about 2^-100 per pair): then some position holds two activities."""
-    for level, position in (("raw", "pos"), ("collapsed", "cpos")):
-        (clashes,) = con.execute(
-            f"""
-            SELECT count(*) FROM (
-                SELECT c.{level}_id, s.{position}
-                FROM steps s JOIN cases c ON s.case_id = c.case_id
-                WHERE s.{position} IS NOT NULL
-                GROUP BY ALL HAVING min(s.code) <> max(s.code))
-            """
-        ).fetchone()
+    # one join, both levels: rows without a collapsed position are grouped but not judged
+    found = con.execute(
+        """
+        SELECT count(*) FILTER (WHERE raw), count(*) FILTER (WHERE NOT raw) FROM (
+            SELECT grouping(s.pos) = 0 AS raw
+            FROM steps s JOIN cases c ON s.case_id = c.case_id
+            GROUP BY GROUPING SETS ((c.raw_id, s.pos), (c.collapsed_id, s.cpos))
+            HAVING min(s.code) <> max(s.code) AND (grouping(s.cpos) = 1 OR s.cpos IS NOT NULL))
+        """
+    ).fetchone()
+    for level, clashes in zip(("raw", "collapsed"), found, strict=True):
         if clashes:
             raise ValueError(
                 f"{path}: two different {level} sequences share a hash; materialise the log "
@@ -326,10 +328,20 @@ def _run(con: duckdb.DuckDBPyConnection, *statements: str) -> dict[str, np.ndarr
     return result.fetchnumpy() if result.description else {}
 
 
+@dataclass
+class _Level:
+    """A level's variants: the table by rank; keys, activity codes and case counts by id."""
+
+    table: pd.DataFrame
+    keys: np.ndarray
+    codes: list[np.ndarray]
+    counts: np.ndarray
+
+
 def _variant_table(
     con: duckdb.DuckDBPyConnection, level: str, names: np.ndarray, n_cases: int
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """A level's variants ordered by rank, and their sequence keys indexed by variant id."""
+) -> _Level:
+    """A level's variants, from the cases' variant ids and each variant's first case."""
     table, id_column = f"{level}_variants", f"{level}_id"
     found = _run(
         con,
@@ -358,7 +370,8 @@ def _variant_table(
     order = np.lexsort((np.arange(n_variants), -counts))
     rank = np.empty(n_variants, dtype=np.int64)
     rank[order] = np.arange(1, n_variants + 1)
-    sequences = [names[codes].tolist() for codes in _sequences(con, level)]
+    codes = [np.asarray(c, dtype=np.int64) for c in _sequences(con, level)]
+    sequences = [names[c].tolist() for c in codes]
     table_frame = variant_frame(
         level,
         rank,
@@ -368,7 +381,12 @@ def _variant_table(
         found["median"].astype(np.float64),
         [list(e) for e in found["examples"]],
     )
-    return table_frame.iloc[order].reset_index(drop=True), table_frame["sequence_key"].to_numpy()
+    return _Level(
+        table_frame.iloc[order].reset_index(drop=True),
+        table_frame["sequence_key"].to_numpy(),
+        codes,
+        counts,
+    )
 
 
 def _df_pairs(con: duckdb.DuckDBPyConnection, names: np.ndarray) -> pd.DataFrame:
@@ -389,23 +407,23 @@ def _df_pairs(con: duckdb.DuckDBPyConnection, names: np.ndarray) -> pd.DataFrame
     ).sort_values(["count", "source", "target"], ascending=[False, True, True], ignore_index=True)
 
 
-def _activities(con: duckdb.DuckDBPyConnection, names: np.ndarray) -> pd.DataFrame:
-    """Each activity's event and case counts, most events first."""
-    found = _run(
-        con,
-        """
-        SELECT code, sum(events)::BIGINT AS event_count, count(*) AS case_count
-        FROM (SELECT code, case_id, count(*) AS events FROM steps GROUP BY ALL)
-        GROUP BY code
-        """,
-    )
-    return pd.DataFrame(
+def _activities(names: np.ndarray, raw: _Level) -> pd.DataFrame:
+    """Each activity's event and case counts, most events first: from the raw variants, as
+    every case holds exactly its variant's sequence (no pass over the events)."""
+    n_names = len(names)
+    variant = np.repeat(np.arange(len(raw.codes)), [len(c) for c in raw.codes])
+    flat = np.concatenate(raw.codes)
+    pairs = np.unique(variant * n_names + flat)  # each variant's activities, once
+    frame = pd.DataFrame(
         {
-            "name": names[found["code"]],
-            "event_count": found["event_count"].astype(np.int64),
-            "case_count": found["case_count"].astype(np.int64),
+            "name": names,
+            "event_count": np.bincount(flat, weights=raw.counts[variant], minlength=n_names),
+            "case_count": np.bincount(
+                pairs % n_names, weights=raw.counts[pairs // n_names], minlength=n_names
+            ),
         }
-    ).sort_values(["event_count", "name"], ascending=[False, True], ignore_index=True)
+    ).astype({"event_count": np.int64, "case_count": np.int64})
+    return frame.sort_values(["event_count", "name"], ascending=[False, True], ignore_index=True)
 
 
 def _role_values(con: duckdb.DuckDBPyConnection, roles: list[str]) -> pd.DataFrame:

@@ -2,7 +2,9 @@
 
 import lzma
 import re
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +49,8 @@ from itsmreview.coverage.xes_stream import xes_batches, xes_schema
 BLOCK_BYTES = 1 << 20
 # rows of the ordered events handed from DuckDB to the parquet writer at a time (a row group)
 ORDERED_BATCH_ROWS = 65_536
+# the staging file is read once, soon: compression and statistics would only cost time
+STAGING_OPTIONS = {"compression": "none", "write_statistics": False}
 STREAMED_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".xes", ".xes.gz")
 RowsRead = Callable[[int, float], None]  # rows read so far, share of the file read
 
@@ -143,6 +147,18 @@ def _trimmed(values: pa.Array) -> pa.Array:
     return pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
 
 
+def _may_hold_nul(values: pa.Array) -> bool:
+    """Whether a NUL byte may be among the text `values` (a scan of its bytes, much faster
+    than a search value by value)."""
+    if not pa.types.is_string(values.type):
+        return True
+    offsets, data = values.buffers()[1:3]
+    if data is None:
+        return False
+    at = np.frombuffer(offsets, np.int32, count=len(values) + 1, offset=values.offset * 4)
+    return b"\x00" in data.to_pybytes()[at[0] : at[-1]]
+
+
 def _as_text(values: pa.Array) -> pa.Array:
     """A typed column (an XES int, float or boolean) as text, as `eventlog.encode` reads it."""
     return values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
@@ -172,7 +188,11 @@ def _canonical_batch(
     named += [(ROLE_PREFIX + role, role) for role in mapping.roles]
     for name, column in named:
         values = _trimmed(_as_text(batch.column(column)))
-        if column not in checks.nul and pc.any(pc.match_substring(values, "\x00")).as_py():
+        if (
+            column not in checks.nul
+            and _may_hold_nul(values)
+            and pc.any(pc.match_substring(values, "\x00")).as_py()
+        ):
             at = pc.index(pc.match_substring(values, "\x00"), True).as_py()
             checks.nul[column] = values[at].as_py()
         columns[name] = values
@@ -298,7 +318,7 @@ def _stage_in_blocks(
                 n_events += batch.num_rows
                 if not checks.failed():
                     if writer is None:
-                        writer = pq.ParquetWriter(staging, table.schema)
+                        writer = pq.ParquetWriter(staging, table.schema, **STAGING_OPTIONS)
                     writer.write_table(table)
                 if progress:
                     progress(n_events, min(raw.tell() / size, 1.0))
@@ -338,6 +358,23 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _canonical_types(batch: pa.RecordBatch, schema: pa.Schema) -> pa.Table:
+    """An ordered batch from DuckDB in events.parquet's types (text as dictionaries)."""
+    arrays = []
+    for spec in schema:
+        if spec.name not in batch.schema.names:  # no resource column
+            arrays.append(
+                pa.DictionaryArray.from_arrays(
+                    pa.nulls(batch.num_rows, pa.int8()), pa.array([], pa.null())
+                )
+            )
+        elif spec.name == "timestamp":
+            arrays.append(pc.cast(batch.column(spec.name), spec.type))
+        else:
+            arrays.append(pc.dictionary_encode(pc.cast(batch.column(spec.name), pa.string())))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
 def _write_ordered(
     staging: Path, target: Path, mapping: ColumnMapping, work: Path, memory: str | None
 ) -> None:
@@ -366,22 +403,15 @@ def _write_ordered(
             """,
             params=[str(staging), str(staging)],
         ).to_arrow_reader(ORDERED_BATCH_ROWS)
-        for batch in reader:
-            arrays = []
-            for spec in schema:
-                if spec.name not in kept:
-                    arrays.append(
-                        pa.DictionaryArray.from_arrays(
-                            pa.nulls(batch.num_rows, pa.int8()), pa.array([], pa.null())
-                        )
-                    )
-                elif spec.name == "timestamp":
-                    arrays.append(pc.cast(batch.column(spec.name), spec.type))
-                else:
-                    arrays.append(
-                        pc.dictionary_encode(pc.cast(batch.column(spec.name), pa.string()))
-                    )
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+        # a batch is encoded while the one before it is written (both free the GIL)
+        with ThreadPoolExecutor(max_workers=1) as encoder:
+            pending: deque[Future[pa.Table]] = deque()
+            for batch in reader:
+                pending.append(encoder.submit(_canonical_types, batch, schema))
+                if len(pending) > 1:
+                    writer.write_table(pending.popleft().result())
+            for encoded in pending:
+                writer.write_table(encoded.result())
     except duckdb.OutOfMemoryException as exc:
         raise ValueError(
             f"{staging}: ordering the events ran out of memory within "
@@ -460,7 +490,7 @@ def _stage_xes(
                 n_events += batch.num_rows
                 if not checks.failed():
                     if writer is None:
-                        writer = pq.ParquetWriter(staging, table.schema)
+                        writer = pq.ParquetWriter(staging, table.schema, **STAGING_OPTIONS)
                     writer.write_table(table)
                 if progress:
                     progress(n_events, 0.0)  # how much of the file is read is not known
