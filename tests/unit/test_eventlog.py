@@ -3,8 +3,9 @@
 import gzip
 
 import pandas as pd
+import pyarrow as pa
 import pytest
-from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, read_log
+from itsmreview.coverage.eventlog import PRESETS, ColumnMapping, parse_format, read_log
 
 MAPPING = ColumnMapping(case="id", activity="act", timestamp="ts")
 
@@ -119,3 +120,14 @@ def test_a_repeated_unmapped_column_name_is_harmless(tmp_path):
     assert list(events["activity"]) == ["a", "b"]
     with pytest.raises(ValueError, match="'note' appears 2 times"):
         read_log(path, ColumnMapping("case", "activity", "time", resource="note"))
+
+
+@pytest.mark.parametrize(
+    "first, then", [("naive", "zoned"), ("zoned", "naive"), ("naive", None), ("zoned", None)]
+)
+def test_iso_timestamps_read_alike_whichever_kind_comes_first(first, then):
+    kinds = {"naive": "2024-03-01T10:00:00", "zoned": "2024-03-01T11:30:00Z"}
+    values = [kinds[first]] * 100 + ([kinds[then]] if then else [])
+    found = parse_format(pa.chunked_array([pa.array(values)]), "ISO8601", "x.csv")
+    expected = pd.to_datetime(pd.Series(values), format="ISO8601", utc=True)
+    assert found.to_pylist() == expected.dt.as_unit("us").astype("int64").tolist()

@@ -5,11 +5,12 @@ included); a row the parser refuses is named by its line."""
 import gzip
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from itsmreview.coverage.eventlog import DAY_FIRST, ColumnMapping, read_log, standard_mapping
 from itsmreview.coverage.filechecks import Limits
-from itsmreview.coverage.streaming import stream_csv, stream_xes, streamable
+from itsmreview.coverage.streaming import _may_hold_nul, stream_csv, stream_xes, streamable
 from itsmreview.coverage.synthetic import generate_log, write_xes
 from itsmreview.storage import storage_from_url
 from pandas.testing import assert_frame_equal
@@ -316,3 +317,9 @@ def test_a_truncated_gzipped_xes_is_refused(tmp_path):
     path.write_bytes(path.read_bytes()[:-300])
     with pytest.raises(ValueError, match="log.xes.gz: the compressed file is truncated"):
         _xes_streamed(tmp_path, path, standard_mapping())
+
+
+def test_the_nul_search_reads_only_a_slice_s_own_bytes():
+    values = pa.array(["a\x00", "b", "c", "d\x00"])
+    assert _may_hold_nul(values) and _may_hold_nul(values.slice(3))
+    assert not _may_hold_nul(values.slice(1, 2))
