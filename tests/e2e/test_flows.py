@@ -257,7 +257,6 @@ def test_an_expert_marks_an_optional_item_not_applicable_with_a_reason(prepared,
     """A task without a source variant does not ask for the fidelity to one; an optional
     item marked Not applicable asks for a reason, and the submitted rating keeps the item
     empty with the reason in `ratings.not_applicable` (missing in alpha, not a score)."""
-    from selenium.webdriver.common.action_chains import ActionChains
 
     task = _native_task("flow-no-variant", "Clear a stuck print queue (no variant)")
     _import_in_a_round_of_its_own(tmp_path, task, NO_VARIANT_ROUND)
@@ -269,8 +268,8 @@ def test_an_expert_marks_an_optional_item_not_applicable_with_a_reason(prepared,
     colleague = "Simulated colleague realism (optional)"
     assert colleague in labels
     keys = "".join("1" if label == "Overall verdict" else "4" for label in labels)
-    for key in keys:  # a point of each item in turn, without a rerun between them
-        ActionChains(browser).send_keys(key).perform()
+    for index, key in enumerate(keys):  # a point of each item in turn, by its key
+        _press_for_item(browser, index, key)
     _wait(browser).until(lambda b: "".join(map(str, b.execute_script(CHOSEN))) == keys)
     # then the colleague's last choice, Not applicable: the draft reruns the form to ask why
     not_applicable = _radios(browser, colleague)[-1]
@@ -301,6 +300,33 @@ CHOSEN = (  # the point chosen in each rubric item, 1-based; 0 where none is
     "return [...document.querySelectorAll('.st-key-rubric [role=radiogroup]')].map(g => "
     "[...g.querySelectorAll('input[type=radio]')].findIndex(r => r.checked) + 1)"
 )
+
+
+# the item's group focused where it is not (a draft's rerun may redraw the form between two
+# keys and take the focus with it, which swallowed a key in one run of five)
+FOCUS_ITEM = (
+    "const g = document.querySelectorAll('.st-key-rubric [role=radiogroup]')[arguments[0]];"
+    "if (g && !g.contains(document.activeElement)) {"
+    " const r = [...g.querySelectorAll('input[type=radio]')];"
+    " (r.find((x) => x.checked) || r[0]).focus({ preventScroll: true }); }"
+)
+
+
+def _press_for_item(browser, index: int, key: str) -> None:
+    """Press `key` on item `index`, which the key before moved the focus to, until it is the
+    item's point (a key a rerun swallowed is pressed again)."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    for _attempt in range(3):
+        browser.execute_script(FOCUS_ITEM, index)
+        ActionChains(browser).send_keys(key).perform()
+        try:
+            _wait(browser, 5).until(lambda b: b.execute_script(CHOSEN)[index] == int(key))
+            return
+        except TimeoutException:
+            continue
+    raise AssertionError(f"key {key} did not choose a point of item {index}")
 
 
 def _radios(browser, label: str) -> list:
