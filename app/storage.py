@@ -8,7 +8,9 @@ path, drive, `..` segment, NUL, or overlong name. Parquet is read through a pyar
 system (a pyarrow dataset over fsspec for S3), so column and row filters stay columnar.
 """
 
+import contextlib
 import os
+import threading
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -257,3 +259,26 @@ def get_storage() -> Storage:
     """The configured storage (ITSMREVIEW_STORAGE_URL, by default the data folder)."""
     settings = get_settings()
     return _storage_for(settings.storage_url or None, str(settings.data_dir))
+
+
+_warming = threading.Lock()
+_warmed: set[str] = set()
+
+
+def warm_up_in_background() -> None:
+    """Open the configured S3 storage's client on a thread, once per process: importing
+    s3fs and botocore and making the client take about half a second, which a server's
+    first page would otherwise wait for (it starts while the login page is drawn). A local
+    storage needs nothing."""
+    storage = get_storage()
+    with _warming:
+        if storage.scheme != "s3" or storage.url in _warmed:
+            return
+        _warmed.add(storage.url)
+    threading.Thread(target=_warm, args=(storage,), name="storage-warm-up", daemon=True).start()
+
+
+def _warm(storage: Storage) -> None:
+    with contextlib.suppress(Exception):  # pages report a storage that does not answer
+        storage.fs.exists(storage.root)
+        storage.arrow_fs  # noqa: B018 - made now, not on the first read

@@ -6,6 +6,7 @@ import streamlit as st
 from itsmreview.accounts.models import Role
 from itsmreview.errors import PermissionDenied
 from itsmreview.review.gate.work import start_worker_if_background
+from itsmreview.storage import warm_up_in_background
 from itsmreview.ui.auth import adopt_sso_identity, current_user, keep_session_cookie, log_out
 from itsmreview.ui.notice import show_announcements
 from itsmreview.ui.text import literal
@@ -51,6 +52,7 @@ def page(name: str, *, hidden: bool = False) -> st.Page:
 
 st.set_page_config(page_title="itsmreview", page_icon=":material/fact_check:", layout="wide")
 start_worker_if_background()  # a server applies submits to the gate itself (once started)
+warm_up_in_background()  # an S3 storage's client, opened before the first page needs it
 try:
     adopt_sso_identity()
 except PermissionDenied as exc:

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 from itsmreview.coverage import queries
+from itsmreview.coverage import samples as variant_samples
 from itsmreview.coverage.eventlog import ROLE_PREFIX
 from itsmreview.coverage.friction import friction
 from itsmreview.coverage.models import VariantLevel
@@ -12,7 +13,6 @@ from itsmreview.errors import NotFound
 from itsmreview.storage import get_storage
 from sqlmodel import Session
 
-MAX_CASES_FOR_ROLES = 2000
 EXAMPLE_CASES = 5
 
 
@@ -25,8 +25,8 @@ class VariantDetail:
     case_count: int
     share: float
     n_variants: int
-    durations_s: pd.Series  # throughput of each case of the variant (seconds)
-    roles: pd.DataFrame  # attribute, value, events (among up to MAX_CASES_FOR_ROLES cases)
+    durations_s: dict  # the variant's case throughput (seconds): p10, median, p90
+    roles: pd.DataFrame  # attribute, value, events (among up to SAMPLE_CASES cases)
     role_cases: int  # how many cases the role table was computed from
     examples: pd.DataFrame  # events of up to EXAMPLE_CASES real cases
     friction: dict = field(default_factory=dict)  # coverage.friction of the role-table cases
@@ -41,7 +41,7 @@ class VariantDetail:
             0,
             0.0,
             n_variants,
-            pd.Series(dtype=float),
+            {},
             pd.DataFrame(columns=["attribute", "value", "events"]),
             0,
             pd.DataFrame(),
@@ -82,14 +82,27 @@ def variant_detail(
             "log again"
         )
     column = "variant_key" if level == VariantLevel.raw else "collapsed_variant_key"
+    sampled = level == VariantLevel.raw and storage.exists(folder, variant_samples.SAMPLES_FILE)
     cases = storage.read_table(
         folder,
         "cases.parquet",
-        columns=["case_id", column, "throughput_s"],
+        columns=[column, "throughput_s"] if sampled else ["case_id", column, "throughput_s"],
         filters=[(column, "==", key)],
-    ).to_pandas()
-    sample = cases["case_id"].head(MAX_CASES_FOR_ROLES).tolist()
-    events = _read_events(folder, sample) if sample else pd.DataFrame()
+    )
+    throughput = pd.Series(cases.column("throughput_s").to_numpy(), dtype=float)
+    if sampled:  # written at import: the events of the variant's first SAMPLE_CASES cases
+        events = (
+            storage.read_table(
+                folder, variant_samples.SAMPLES_FILE, filters=[("variant_key", "==", key)]
+            )
+            .drop_columns(["variant_key"])
+            .to_pandas()
+        )
+        role_cases = min(variant.case_count, variant_samples.SAMPLE_CASES)
+    else:  # a log imported before samples were written
+        sample = cases.column("case_id").slice(0, variant_samples.SAMPLE_CASES).to_pylist()
+        events = _read_events(folder, sample) if sample else pd.DataFrame()
+        role_cases = len(sample)
     role_rows = []
     for role in [c for c in events.columns if c.startswith(ROLE_PREFIX)]:
         counts = events[role].dropna().astype(str).value_counts()
@@ -105,9 +118,13 @@ def variant_detail(
         case_count=variant.case_count,
         share=variant.share,
         n_variants=n_variants,
-        durations_s=cases["throughput_s"].reset_index(drop=True),
+        durations_s={
+            "p10": float(throughput.quantile(0.1)),
+            "median": float(throughput.median()),
+            "p90": float(throughput.quantile(0.9)),
+        },
         roles=pd.DataFrame(role_rows, columns=["attribute", "value", "events"]),
-        role_cases=len(sample),
+        role_cases=role_cases,
         examples=examples.reset_index(drop=True),
         friction=timing,
     )

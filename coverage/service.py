@@ -42,6 +42,7 @@ from itsmreview.coverage.models import (
     LogRoleValue,
     LogVariant,
 )
+from itsmreview.coverage.samples import SAMPLES_FILE, sample_frame, write_sample_file
 from itsmreview.coverage.streaming import stream_csv, stream_xes, streamable
 from itsmreview.coverage.variants import Materialised, materialise
 from itsmreview.db import analyze, bulk_insert
@@ -245,7 +246,10 @@ def _read_streamed(
     else:
         stream_csv(path, mapping, events_file, work=work, progress=rows_read)
     report("materialising variants", 0.45)
-    return events_file, materialise_file(events_file, spill_dir=work), mapping
+    mat = materialise_file(events_file, spill_dir=work)
+    report("sampling each variant's cases", 0.7)
+    write_sample_file(events_file, mat.cases, work / SAMPLES_FILE, spill_dir=work)
+    return events_file, mat, mapping
 
 
 def _read_and_store(
@@ -395,9 +399,14 @@ def _store_log(
                 events_written = pool.submit(storage.write_frame, events, key, EVENTS_FILE)
                 report("materialising variants", 0.5)
                 mat = materialise(events)
+                samples = sample_frame(events, mat.cases)
+                samples_written = pool.submit(storage.write_frame, samples, key, SAMPLES_FILE)
             else:
                 events_file, mat = streamed
                 events_written = pool.submit(storage.upload, events_file, key, EVENTS_FILE)
+                samples_written = pool.submit(
+                    storage.upload, events_file.with_name(SAMPLES_FILE), key, SAMPLES_FILE
+                )
             cases = _with_case_attributes(mat.cases, case_attributes)
             cases_written = pool.submit(storage.write_frame, cases, key, CASES_FILE)
             log = EventLog(
@@ -419,6 +428,7 @@ def _store_log(
             analyze(session, *MATERIALISED_TABLES)
             report("writing events", 0.9)
             events_written.result()
+            samples_written.result()
             cases_written.result()
         lease.publish(session)
     except BaseException:

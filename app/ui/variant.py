@@ -64,12 +64,12 @@ def render_variant(detail: VariantDetail, *, key: str, compact: bool = False) ->
     cols = st.columns(3)
     cols[0].metric("Rank", f"#{detail.rank}", help=f"of {detail.n_variants:,} variants")
     cols[1].metric("Cases", f"{detail.case_count:,}")
-    cols[2].metric("Median duration", _hours(float(detail.durations_s.median())))
+    cols[2].metric("Median duration", _hours(detail.durations_s["median"]))
     st.caption(
         f"Variant #{detail.rank} of {detail.n_variants:,}: {detail.share:.1%} of the cases "
         f"of {detail.log_name!r} follow it; "
-        f"durations from {_hours(float(detail.durations_s.quantile(0.1)))} (10th "
-        f"percentile) to {_hours(float(detail.durations_s.quantile(0.9)))} (90th)."
+        f"durations from {_hours(detail.durations_s['p10'])} (10th "
+        f"percentile) to {_hours(detail.durations_s['p90'])} (90th)."
     )
     _steps(detail.sequence)
     if not detail.roles.empty:

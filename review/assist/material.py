@@ -51,9 +51,8 @@ def variant_summary(detail: VariantDetail) -> str:
     lines = [
         f"Variant #{detail.rank} of {detail.n_variants:,} in log {detail.log_name!r}: "
         f"{detail.case_count:,} cases ({detail.share:.1%} of the log).",
-        f"Case duration: median {_hours(float(durations.median()))}, 10th percentile "
-        f"{_hours(float(durations.quantile(0.1)))}, 90th percentile "
-        f"{_hours(float(durations.quantile(0.9)))}.",
+        f"Case duration: median {_hours(durations['median'])}, 10th percentile "
+        f"{_hours(durations['p10'])}, 90th percentile {_hours(durations['p90'])}.",
         "Steps: " + " -> ".join(detail.sequence),
     ]
     if not detail.roles.empty:

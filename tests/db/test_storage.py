@@ -170,6 +170,7 @@ def test_a_log_imported_to_s3_is_read_back_and_exported(s3_storage, reviewed, tm
     assert s3_storage.list(log.events_path) == [
         f"{log.events_path}/cases.parquet",
         f"{log.events_path}/events.parquet",
+        f"{log.events_path}/samples.parquet",
     ]
     assert not any(tmp_path.rglob("*.parquet"))  # nothing went to a local folder
     _readable("synth")
@@ -179,6 +180,57 @@ def test_a_log_imported_to_s3_is_read_back_and_exported(s3_storage, reviewed, tm
     assert result.tasks > 0
     coverage = (tmp_path / "out" / "evidence" / "coverage.json").read_text()
     assert '"synth"' in coverage
+
+
+def test_the_log_engine_reads_an_events_file_where_it_lies_in_s3(s3_storage, real_file, tmp_path):
+    """The engine materialises BPI 2013's events from the bucket (DuckDB reads the file
+    through the storage's file system; no copy on a local disk) exactly as the in-memory path
+    does from the same events."""
+    from itsmreview.coverage.engine import materialise_file
+    from itsmreview.coverage.eventlog import PRESETS, read_log
+    from itsmreview.coverage.variants import materialise
+    from pandas.testing import assert_frame_equal
+
+    events = read_log(real_file("logs", "bpi2013_incidents.csv.gz"), PRESETS["bpi2013"])[0]
+    s3_storage.write_frame(events, "engine", "events.parquet")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    found = materialise_file(
+        f"s3://{s3_storage.path('engine', 'events.parquet')}",
+        filesystem=s3_storage.fs,
+        spill_dir=spill,
+    )
+    expected = materialise(events)
+    for name in ("variants", "df_pairs", "activities", "role_values", "cases"):
+        assert_frame_equal(getattr(found, name), getattr(expected, name), check_exact=True)
+    assert found.summary == expected.summary
+    assert found.summary["variants"] > 1000
+    assert not any(tmp_path.rglob("*.parquet"))  # read where it lies
+
+
+def _warm_up_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "storage-warm-up"]
+
+
+def test_an_s3_client_is_opened_once_before_the_first_page_needs_it(s3_storage, monkeypatch):
+    monkeypatch.setattr(storage_module, "_warmed", set())
+    assert "fs" not in vars(s3_storage)
+    storage_module.warm_up_in_background()
+    started = _warm_up_threads()
+    assert len(started) == 1
+    started[0].join(30)
+    assert {"fs", "arrow_fs"} <= set(vars(s3_storage))  # made, and kept for the pages
+    storage_module.warm_up_in_background()
+    assert _warm_up_threads() == []  # once per process
+
+
+def test_a_local_storage_needs_no_warm_up(tmp_path, monkeypatch):
+    _use(monkeypatch, tmp_path)
+    monkeypatch.setattr(storage_module, "_warmed", set())
+    storage_module.warm_up_in_background()
+    assert _warm_up_threads() == []
 
 
 # leases --------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import gzip
 import pandas as pd
 import pytest
 from itsmreview import settings as settings_module
+from itsmreview.coverage import samples as samples_module
 from itsmreview.coverage import service as service_module
 from itsmreview.coverage.models import (
     EventLog,
@@ -73,7 +74,22 @@ def _published(session, log: EventLog) -> dict:
         "tables": {m.__tablename__: _rows(session, m, log.id) for m in TABLES},
         "events": storage.read_table(log.events_path, "events.parquet").to_pandas(),
         "cases": storage.read_table(log.events_path, "cases.parquet").to_pandas(),
+        "samples": storage.read_table(log.events_path, "samples.parquet").to_pandas(),
     }
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text as text and times in nanoseconds: the in-memory import writes pandas'
+    categoricals, the streamed one DuckDB's strings and microseconds (readers take either)."""
+    out = {}
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype in ("category", object) or isinstance(values.dtype, pd.StringDtype):
+            values = values.astype(object).where(values.notna(), None).astype("string")
+        elif isinstance(values.dtype, pd.DatetimeTZDtype):
+            values = values.astype("datetime64[ns, UTC]")
+        out[column] = values
+    return pd.DataFrame(out)
 
 
 def _import_both_ways(session, path, stream_from, monkeypatch, **options):
@@ -104,12 +120,29 @@ def _assert_same(memory: dict, streamed: dict) -> None:
     assert list(streamed["events"].dtypes) == list(memory["events"].dtypes)
     assert_frame_equal(_as_text(streamed["events"]), _as_text(memory["events"]), check_exact=True)
     assert_frame_equal(_as_text(streamed["cases"]), _as_text(memory["cases"]), check_exact=True)
+    # each variant's sample: the events of its first cases, by variant key, case, event
+    assert_frame_equal(_plain(streamed["samples"]), _plain(memory["samples"]), check_exact=True)
+    _assert_sampled(memory)
+
+
+def _assert_sampled(published: dict) -> None:
+    """The sample is, variant by variant, the events of the variant's first SAMPLE_CASES
+    cases in the events file's order: computed here from events.parquet and cases.parquet."""
+    cases, events = published["cases"], _plain(published["events"])
+    first = cases.groupby("variant_key", observed=True).head(samples_module.SAMPLE_CASES)
+    keys = dict(zip(first["case_id"], first["variant_key"].astype(str), strict=True))
+    expected = events[events["case_id"].isin(list(keys))].copy()
+    expected["variant_key"] = expected["case_id"].map(keys).astype("string")
+    expected = expected.sort_values("variant_key", kind="stable", ignore_index=True)
+    assert_frame_equal(_plain(published["samples"]), expected, check_exact=True)
+    assert published["samples"]["variant_key"].is_monotonic_increasing
 
 
 @pytest.mark.realdata
 def test_bpi2013_streamed_publishes_what_the_in_memory_import_does(
     session, real_file, stream_from, monkeypatch
 ):
+    monkeypatch.setattr(samples_module, "SAMPLE_CASES", 3)  # big variants are cut
     path = real_file("logs", "bpi2013_incidents.csv.gz")
     memory, streamed = _import_both_ways(session, path, stream_from, monkeypatch, preset="bpi2013")
     assert memory["summary"]["n_events"] == 65533
@@ -213,3 +246,43 @@ def test_a_streamed_import_reports_the_rows_it_has_read(session, tmp_path, strea
     assert reading[-1].endswith(" events/s")
     fractions = [fraction for _, fraction in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("threshold", [2**40, 0], ids=["in-memory", "streamed"])
+def test_the_explorer_reads_a_variant_from_its_sample_as_from_the_events(
+    session, real_file, stream_from, monkeypatch, threshold
+):
+    """Every figure of the variant explorer read from samples.parquet equals what it read
+    before samples were written (the events file, filtered by the variant's cases), for the
+    most frequent variants (cut to SAMPLE_CASES) and rarer ones."""
+    from itsmreview.coverage.explorer import variant_detail
+    from itsmreview.coverage.queries import variants_frame
+
+    monkeypatch.setattr(samples_module, "SAMPLE_CASES", 25)
+    stream_from(threshold)
+    log = import_log(
+        real_file("logs", "bpi2013_incidents.csv.gz"), session=session, preset="bpi2013"
+    ).log
+    sequences = list(variants_frame(session=session, log_id=log.id)["sequence"])
+    picked = [list(s) for s in sequences[:3] + sequences[40:42] + sequences[-2:]]
+
+    def details() -> list:
+        return [variant_detail(session=session, log_name=log.name, sequence=s) for s in picked]
+
+    sampled = details()
+    storage = get_storage()
+    storage.fs.rm(storage.path(log.events_path, "samples.parquet"))
+    from_events = details()
+    assert sampled[0].case_count > 25 and sampled[0].role_cases == 25
+    assert sampled[-1].role_cases == sampled[-1].case_count
+    for got, expected in zip(sampled, from_events, strict=True):
+        assert got.durations_s == expected.durations_s
+        assert got.role_cases == expected.role_cases
+        assert_frame_equal(got.roles, expected.roles, check_exact=True)
+        assert_frame_equal(
+            _plain(got.examples).reset_index(drop=True),
+            _plain(expected.examples).reset_index(drop=True),
+            check_exact=True,
+        )
+        assert len(got.examples) > 0

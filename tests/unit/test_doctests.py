@@ -7,6 +7,7 @@ import pytest
 
 MODULES = [
     "itsmreview.coverage.variants",
+    "itsmreview.coverage.samples",
     "itsmreview.coverage.engine",
     "itsmreview.coverage.xes_stream",
     "itsmreview.coverage.metrics",
