@@ -11,20 +11,24 @@ the same run):
   attributes and the related change onto the activities, interactions counted per incident)
   and the day-first timestamps parsed;
 - pm4py: the activity table alone, read with pandas, then pm4py's `format_dataframe` and
-  `get_variants`.
+  `get_variants`;
+- bare read: DuckDB's `COUNT(*)` over each of the four files (reading them once: issue 34's
+  yardstick, "materialise in <= 2x the bare read");
+- floor: DuckDB's sorted copy of the activity table alone to parquet, then the log engine
+  (`floor.py`): a lower bound of any import that orders and materialises the events, even
+  without the other three tables.
 """
 
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
-from measure import peak_mb  # noqa: E402
+from measure import peak_mb, run_json  # noqa: E402
 
 
 def child(task: str, folder: str) -> dict:
@@ -33,10 +37,36 @@ def child(task: str, folder: str) -> dict:
 
     if task == "pm4py":
         import pm4py
+    if task in ("bare-read", "floor"):  # imported before the clock starts, as pm4py is
+        import duckdb
+        from floor import sorted_copy_then_engine
     files = {k: Path(folder) / n for k, n in FILES.items()}
     start = time.perf_counter()
     extra = {}
-    if task == "read":
+    if task == "bare-read":
+        connection = duckdb.connect()
+        extra = {
+            "rows": sum(
+                connection.execute(
+                    "SELECT count(*) FROM read_csv(?, delim = ';', header = true, "
+                    "all_varchar = true, encoding = 'latin-1')",
+                    [str(p)],
+                ).fetchone()[0]
+                for p in files.values()
+            )
+        }
+    elif task == "floor":
+        extra = sorted_copy_then_engine(
+            files["activities"],
+            case="Incident ID",
+            activity="IncidentActivity_Type",
+            timestamp="DateStamp",
+            formats=[STAMP],
+            roles=("Assignment Group",),
+            sep=";",
+            encoding="latin-1",
+        )
+    elif task == "read":
         from itsmreview.coverage.linked import read_linked
 
         found = read_linked(files)
@@ -88,6 +118,16 @@ def child(task: str, folder: str) -> dict:
     return {"seconds": time.perf_counter() - start, "peak_mb": peak_mb(), **extra}
 
 
+def _storage_in(folder: str) -> None:
+    """The log's files go to `folder` (the storage is a setting: ITSMREVIEW_STORAGE_URL)."""
+    import os
+
+    from itsmreview.settings import get_settings
+
+    os.environ["ITSMREVIEW_STORAGE_URL"] = folder
+    get_settings.cache_clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--incidents", type=int, default=0, help="default: the public size")
@@ -97,9 +137,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(*args.child)))
         return
+    with tempfile.TemporaryDirectory(prefix="itsmreview-bpi2014-") as scratch:
+        _measure(Path(scratch), args)
+
+
+def _measure(folder: Path, args) -> None:
     from itsmreview.coverage.synthetic_bpi2014 import generate_bpi2014, write_bpi2014
 
-    folder = Path(tempfile.mkdtemp(prefix="itsmreview-bpi2014-"))
     started = time.perf_counter()
     tables = generate_bpi2014(
         incidents=args.incidents or 1, full_size=not args.incidents, seed=2014
@@ -112,16 +156,10 @@ def main() -> None:
         flush=True,
     )
     results = {}
-    for task in ("pandas", "read", "import", "pm4py"):
+    for task in ("bare-read", "pandas", "read", "import", "pm4py", "floor"):
         runs = []
         for _ in range(args.repeats):
-            out = subprocess.run(
-                [sys.executable, __file__, "--child", task, str(folder)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            runs.append(run_json(__file__, "--child", task, str(folder)))
         seconds = [r["seconds"] for r in runs]
         results[task] = {
             "median": statistics.median(seconds),
@@ -130,25 +168,17 @@ def main() -> None:
             **{k: v for k, v in runs[0].items() if k not in ("seconds", "peak_mb")},
         }
     base = results["pandas"]["median"]
-    print("\n| contender | median s (spread) | vs pandas | peak MiB | result |")
-    print("|---|---|---|---|---|")
+    bare = results["bare-read"]["median"]
+    print("\n| contender | median s (spread) | vs pandas | x bare read | peak MiB | result |")
+    print("|---|---|---|---|---|---|")
     for task, r in results.items():
         shown = {k: v for k, v in r.items() if k not in ("median", "spread", "peak_mb")}
         print(
             f"| {task} | {r['median']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f}) | "
-            f"{base / r['median']:.2f}x | {r['peak_mb']:.0f} | {shown} |"
+            f"{base / r['median']:.2f}x | {r['median'] / bare:.1f} | {r['peak_mb']:.0f} | "
+            f"{shown} |"
         )
 
 
 if __name__ == "__main__":
     main()
-
-
-def _storage_in(folder: str) -> None:
-    """The log's files go to `folder` (the storage is a setting: ITSMREVIEW_STORAGE_URL)."""
-    import os
-
-    from itsmreview.settings import get_settings
-
-    os.environ["ITSMREVIEW_STORAGE_URL"] = folder
-    get_settings.cache_clear()

@@ -15,12 +15,17 @@ Then, per size, each contender in a fresh child process with its peak memory (Vm
 - bare read: DuckDB's `COUNT(*)` over the CSV (reading the file once, the floor of any import);
 - import: `itsmreview log import`'s service into a fresh SQLite database and a local storage;
 - engine: `coverage.engine.materialise_file` over the import's events parquet;
-- coverage: the coverage report of the imported log against 1,000 tasks' declared variants.
+- coverage: the coverage report of the imported log against 1,000 tasks' declared variants;
+- pages (`--tasks` names it): the lead's Coverage and Variant explorer pages' server time
+  on the imported log, cold (a fresh process) and warm;
+- floor (`--tasks` names it): DuckDB's sorted copy of the CSV to parquet, then the engine
+  (`floor.py`): what no import that orders and materialises the events can beat.
 
 Prints medians of the repeats (min-max), the ratio to the bare read and the peak memory.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -34,7 +39,7 @@ import numpy as np
 from itsmreview.coverage.synthetic import COLUMNS  # BPI 2013's, read by the bpi2013 preset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
-from measure import peak_mb, run_json  # noqa: E402
+from measure import page_views, peak_mb, run_json  # noqa: E402
 
 PATHS = 20_000
 GROUPS = 120
@@ -175,7 +180,9 @@ def child(task: str, path: str) -> dict:
     """One contender once. `import` leaves its database and storage beside the log (in
     work/), and `engine` and `coverage` read what the last import left there."""
     folder = Path(path).parent / "work"
-    os.environ["ITSMREVIEW_STORAGE_URL"] = str(folder / "storage")
+    os.environ.setdefault("ITSMREVIEW_STORAGE_URL", str(folder / "storage"))  # --storage s3
+    size = Path(path).stat().st_size  # 100 M events are 16 GB, over the default bound
+    os.environ["ITSMREVIEW_MAX_LOG_BYTES"] = str(max(size, 4 * 2**30))
     import duckdb
     from itsmreview.coverage.engine import materialise_file
     from itsmreview.coverage.service import import_log, latest_log
@@ -202,13 +209,35 @@ def child(task: str, path: str) -> dict:
                 path, session=session, preset="bpi2013", name="big"
             ).log.n_variants
     elif task == "engine":
+        from itsmreview.storage import get_storage
+
         with session_scope(engine) as session:
             events_path = latest_log(session=session, name="big").events_path
+        storage = get_storage()
+        where = storage.path(events_path, "events.parquet")
         start = time.perf_counter()
-        found = materialise_file(folder / "storage" / events_path / "events.parquet")
+        if storage.scheme == "s3":  # read where it lies, through the storage's file system
+            found = materialise_file(f"s3://{where}", filesystem=storage.fs)
+        else:
+            found = materialise_file(where)
         extra["variants"] = found.summary["variants"]
+    elif task == "floor":
+        from floor import sorted_copy_then_engine
+        from itsmreview.coverage.eventlog import PRESETS
+
+        mapping = PRESETS["bpi2013"]
+        extra = sorted_copy_then_engine(
+            Path(path),
+            case=mapping.case,
+            activity=mapping.activity,
+            timestamp=mapping.timestamp,
+            resource=mapping.resource,
+            roles=mapping.roles,
+        )
     elif task == "coverage":
         extra.update(_coverage(engine))
+    elif task == "pages":
+        extra.update(_pages(engine, folder))
     else:
         raise SystemExit(f"unknown task {task}")
     return {
@@ -244,6 +273,134 @@ def _coverage(engine) -> dict:
     }
 
 
+PASSWORD = "logs-bench-pass"
+PAGES = ("coverage", "variants")
+
+
+def _pages(engine, folder: Path, warm: int = 5) -> dict:
+    """Server time of the lead's Coverage and Variant explorer pages on the imported log, as
+    Streamlit's AppTest renders them in this fresh process: each page's first view (cold:
+    nothing of the log read yet; for Coverage, the report it then computes in the
+    background, and its view once that is done), then the median of `warm` views. The first
+    call also writes a lead and 1,000 tasks declaring variants of the log (not timed)."""
+    os.environ["ITSMREVIEW_DATABASE_URL"] = f"sqlite:///{folder}/bench.db"
+    os.environ["ITSMREVIEW_DATA_DIR"] = str(folder)
+    import itsmreview
+    from itsmreview.accounts.queries import user_by_username
+    from itsmreview.accounts.service import create_user
+    from itsmreview.catalog.native import NativeTask
+    from itsmreview.catalog.service import import_tasks
+    from itsmreview.coverage import queries as coverage_queries
+    from itsmreview.coverage.service import latest_log
+    from itsmreview.db import session_scope
+    from streamlit.testing.v1 import AppTest
+
+    with session_scope(engine) as session:
+        if user_by_username(session=session, username="lead") is None:
+            create_user(session=session, username="lead", role="lead", password=PASSWORD)
+            log = latest_log(session=session, name="big")
+            frame = coverage_queries.variants_frame(session=session, log_id=log.id)
+            picked = list(frame.sequence[:500])
+            picked += list(frame.sequence[500 :: max(1, len(frame) // 500)][:500])
+            import_tasks(
+                [
+                    NativeTask(
+                        id=f"big-{i:04d}",
+                        title=f"Incident path {i}",
+                        persona="L2 resolver",
+                        track="single-agent",
+                        instruction="Work the incident along its path in the log.",
+                        source={"log": "big", "variants": [list(sequence)]},
+                    )
+                    for i, sequence in enumerate(picked)
+                ],
+                session=session,
+            )
+    app = str(Path(itsmreview.__file__).parent / "streamlit_app.py")
+    at = AppTest.from_file(app, default_timeout=900)
+    at.run()
+    time.sleep(1.0)  # a person types their name and password
+    at.text_input(key="login_username").input("lead")
+    at.text_input(key="login_password").input(PASSWORD)
+    at.button(key="FormSubmitter:login-Log in").click().run()
+    out = {}
+    for page in PAGES:
+        times, waits = page_views(at, page, warm + 2, background_after=1)
+        out[f"{page}_background_s"] = waits[0]
+        out[f"{page}_cold_s"] = times[0]
+        out[f"{page}_computed_s"] = times[1]
+        out[f"{page}_warm_ms"] = statistics.median(times[2:]) * 1000
+    # a rare variant's detail (the page's last choice), first view then again
+    chosen = at.selectbox[1]
+    for view in ("rare_variant_first_s", "rare_variant_again_s"):
+        start = time.perf_counter()
+        if view.endswith("first_s"):
+            chosen.select_index(len(chosen.options) - 1).run()
+        else:
+            at.run()
+        out[view] = time.perf_counter() - start
+        if at.exception:
+            raise SystemExit(f"a rare variant failed: {at.exception}")
+    return out
+
+
+@contextlib.contextmanager
+def _s3_server(folder: Path):
+    """SeaweedFS serving S3 on free ports of 127.0.0.1 for the run, as the team deployment
+    starts it; the children's storage is a prefix of its bucket."""
+    import socket
+    import subprocess
+
+    import s3fs
+    from itsmreview.deploy.team import WEED_PORTS, weed, weed_mini
+
+    def free(port: int) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) != 0
+
+    offset = next(  # each server's gRPC port is its port + 10000
+        o
+        for o in range(1000, 9000, 500)
+        if all(free(p + o) and free(p + o + 10000) for p in WEED_PORTS.values())
+    )
+    ports = {name: port + offset for name, port in WEED_PORTS.items()}
+    keys = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret"}
+    folder.mkdir(parents=True)
+    process = subprocess.Popen(
+        weed_mini(weed(), folder, ports, "bench"),
+        cwd=folder,
+        env={**os.environ, **keys},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    os.environ.update(
+        keys,
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_REGION="us-east-1",
+        ITSMREVIEW_STORAGE_URL="s3://bench/logs",
+    )
+    client = s3fs.S3FileSystem(
+        client_kwargs={"endpoint_url": endpoint, "region_name": "us-east-1"},
+        skip_instance_cache=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                client.ls("bench")
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("SeaweedFS did not start") from None
+                time.sleep(0.5)
+        print(f"storage: S3 at {endpoint}, bucket bench", flush=True)
+        yield
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", default="1000000,10000000", help="sizes, comma-separated")
@@ -252,13 +409,22 @@ def main() -> None:
         "--tasks", default="bare-read,import,engine,coverage", help="contenders, comma-separated"
     )
     parser.add_argument("--keep", metavar="DIR", help="write the logs into DIR and reuse them")
+    parser.add_argument(
+        "--storage",
+        choices=("local", "s3"),
+        default="local",
+        help="where imports put the log's files: a local folder, or S3 (SeaweedFS's "
+        "`weed mini` on 127.0.0.1, started for the run)",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores shared)")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        if args.storage == "s3":
+            stack.enter_context(_s3_server(Path(tmp) / "s3"))
         folder = Path(args.keep or tmp)
         folder.mkdir(parents=True, exist_ok=True)
         for size in (int(float(s)) for s in args.events.split(",")):

@@ -75,3 +75,25 @@ def _descendants(pid: int) -> list[int]:
         except OSError:
             continue
     return found + [g for c in found for g in _descendants(c)]
+
+
+def page_views(at, page: str, runs: int, *, background_after: int) -> tuple[list, list]:
+    """Render `page` `runs` times in the AppTest session `at`: the seconds of each view, and
+    the seconds waited for the work the page started in the background after each of the
+    first `background_after` views."""
+    import time
+
+    from itsmreview.summaries.service import wait_for_background
+
+    times, waits = [], []
+    for run in range(runs):
+        start = time.perf_counter()
+        at.switch_page(f"views/{page}.py").run()
+        times.append(time.perf_counter() - start)
+        if at.exception:
+            raise SystemExit(f"page {page} failed: {at.exception}")
+        if run < background_after:
+            start = time.perf_counter()
+            wait_for_background(timeout=900)
+            waits.append(time.perf_counter() - start)
+    return times, waits

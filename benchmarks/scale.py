@@ -44,6 +44,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run with PYTHONSAFEPATH
+from measure import page_views  # noqa: E402
+
 POSTGRES = os.environ.get(
     "ITSMREVIEW_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
@@ -513,7 +516,6 @@ def _lead(session):
 
 def group_pages(repeats: int = 5) -> dict:
     import itsmreview
-    from itsmreview.summaries.service import wait_for_background
 
     app = str(Path(itsmreview.__file__).parent / "streamlit_app.py")
     out = {}
@@ -521,20 +523,13 @@ def group_pages(repeats: int = 5) -> dict:
         at, login = _logged_in(app, role)
         out[f"login to the start page ({role}), first session of the process"] = _median([login])
         for page in pages:
-            times = []
-            for run in range(repeats + 2):
-                start = time.perf_counter()
-                at.switch_page(f"views/{page}.py").run()
-                times.append(time.perf_counter() - start)
-                if at.exception:
-                    raise SystemExit(f"page {page} failed: {at.exception}")
-                if run < 2:  # the first runs start what the page computes in the background
-                    start = time.perf_counter()
-                    wait_for_background(timeout=900)
-                    if (waited := time.perf_counter() - start) > 0.05:
-                        out[f"page {page} ({role}): background figures, run {run + 1}"] = _median(
-                            [waited]
-                        )
+            # the first runs start what the page computes in the background
+            times, waits = page_views(at, page, repeats + 2, background_after=2)
+            for run, waited in enumerate(waits):
+                if waited > 0.05:
+                    out[f"page {page} ({role}): background figures, run {run + 1}"] = _median(
+                        [waited]
+                    )
             out[f"page {page} ({role}), first view"] = _median(times[:1])
             out[f"page {page} ({role})"] = _median(times[2:])
             if page == "tasks":
