@@ -30,7 +30,7 @@ def first_cases(cases: pd.DataFrame, per_variant: int | None = None) -> pd.DataF
     return pd.DataFrame(
         {
             "case_id": cases["case_id"].to_numpy()[kept],
-            "variant_key": keys.astype(str).to_numpy()[kept],
+            "variant_key": keys[kept].astype(str).to_numpy(),
             "ord": kept.nonzero()[0],
         }
     )
@@ -56,10 +56,11 @@ def write_sample_file(
     *,
     memory: str | None = None,
     spill_dir: Path | None = None,
+    threads: int | None = None,
 ) -> int:
     """`sample_frame` of a canonical events parquet file, by DuckDB within
     ITSMREVIEW_LOG_MEMORY (the events are joined, never loaded), to `target`. Returns its
-    rows."""
+    rows. Raises ValueError naming the setting when the limit is too small."""
     import tempfile
 
     import duckdb
@@ -67,9 +68,11 @@ def write_sample_file(
     from itsmreview.coverage.engine import memory_limit
 
     first = pa.Table.from_pandas(first_cases(cases), preserve_index=False)
+    limit = memory_limit(memory)
     with tempfile.TemporaryDirectory(prefix="itsmreview-sample-", dir=spill_dir) as spill:
         connection = duckdb.connect(
-            config={"memory_limit": memory_limit(memory), "temp_directory": spill}
+            config={"memory_limit": limit, "temp_directory": spill}
+            | ({"threads": threads} if threads else {})
         )
         try:
             connection.register("first_cases", first)
@@ -83,6 +86,12 @@ def write_sample_file(
             return connection.execute(
                 "SELECT count(*) FROM read_parquet(?)", [str(target)]
             ).fetchone()[0]
+        except duckdb.OutOfMemoryException as exc:
+            target.unlink(missing_ok=True)
+            raise ValueError(
+                f"{events_file}: sampling each variant's cases ran out of memory within "
+                f"memory_limit={limit} ({str(exc).splitlines()[0]}); raise ITSMREVIEW_LOG_MEMORY"
+            ) from None
         finally:
             connection.close()
 

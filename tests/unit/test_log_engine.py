@@ -1,6 +1,8 @@
 """The DuckDB log engine (coverage.engine) against `variants.materialise` and pm4py, on the
 real logs in ../shared/data and the synthetic ones: every frame equal, exactly."""
 
+from pathlib import Path
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -187,3 +189,36 @@ def test_role_names_with_quotes_and_semicolons_are_read(tmp_path):
     found = materialise_file(_events_file(events, tmp_path))
     _assert_same(found, materialise(events))
     assert 'level; "tier"' in set(found.role_values["attribute"])
+
+
+def test_duckdb_samples_each_variant_as_pandas_does(tmp_path):
+    """The streamed import's sample (DuckDB, joined within the memory limit) equals the
+    in-memory import's (pandas), with big variants cut to the first cases."""
+    from itsmreview.coverage.samples import sample_frame, write_sample_file
+
+    events = normalise(generate_log(1500, seed=8), PRESETS["bpi2013"])
+    cases = materialise(events).cases
+    path = _events_file(events, tmp_path)
+    target = tmp_path / "samples.parquet"
+    rows = write_sample_file(Path(path), cases, target, memory="64MiB", threads=1)
+    expected = sample_frame(events, cases)
+    assert rows == len(expected) == len(events)  # no variant of 1,500 cases reaches 2,000
+    found = pd.read_parquet(target)
+    assert list(found.columns) == list(expected.columns)
+    for column in expected.columns:
+        assert found[column].astype(str).tolist() == expected[column].astype(str).tolist()
+    few = sample_frame(events, cases, per_variant=2)
+    assert few.groupby("variant_key")["case_id"].nunique().max() == 2 < len(few)
+
+
+def test_too_little_memory_for_the_sample_is_an_error_naming_the_setting(tmp_path):
+    from itsmreview.coverage.samples import write_sample_file
+
+    events = normalise(generate_log(2000, seed=5), PRESETS["bpi2013"])
+    cases = materialise(events).cases
+    target = tmp_path / "samples.parquet"
+    with pytest.raises(ValueError, match="sampling .* raise ITSMREVIEW_LOG_MEMORY"):
+        write_sample_file(
+            Path(_events_file(events, tmp_path)), cases, target, memory="1MiB", threads=1
+        )
+    assert not target.exists()
