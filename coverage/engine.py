@@ -12,6 +12,8 @@ variant seen first; example cases are a variant's first cases.
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +95,28 @@ def materialise_file(
     Raises ValueError for a missing column, events without case, activity or timestamp,
     an empty log, or a memory limit too small for the work (naming the setting).
     """
+    with log_connection(
+        path, "the log engine", memory=memory, spill_dir=spill_dir, threads=threads
+    ) as connection:
+        if filesystem is not None:
+            connection.register_filesystem(filesystem)
+        return _materialise(connection, str(path))
+
+
+@contextmanager
+def log_connection(
+    subject,
+    doing: str,
+    *,
+    memory: str | None = None,
+    spill_dir: Path | str | None = None,
+    threads: int | None = None,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB connection within `memory` (as ITSMREVIEW_LOG_MEMORY takes;
+    default: that setting) that spills to a temporary folder in `spill_dir` (the system's by
+    default; removed afterwards), insertion order off (results are ordered explicitly).
+    Running out of memory inside is a ValueError naming `subject` (a file), what was being
+    done and the setting."""
     limit = memory_limit(memory)
     with tempfile.TemporaryDirectory(prefix="itsmreview-log-", dir=spill_dir) as spill:
         # work tables are ordinary tables of an in-memory database: DuckDB spills them too
@@ -101,19 +125,17 @@ def materialise_file(
             config={
                 "memory_limit": limit,
                 "temp_directory": spill,
-                # results are ordered explicitly; unordered work may spill and run in parallel
+                # unordered work may spill and run in parallel
                 "preserve_insertion_order": False,
             }
             | ({"threads": threads} if threads else {}),
         )
         try:
-            if filesystem is not None:
-                connection.register_filesystem(filesystem)
-            return _materialise(connection, str(path))
+            yield connection
         except duckdb.OutOfMemoryException as exc:
             # DuckDB's first line says what it lacked; its advice names its own SET commands
             raise ValueError(
-                f"{path}: the log engine ran out of memory within memory_limit={limit} "
+                f"{subject}: {doing} ran out of memory within memory_limit={limit} "
                 f"({str(exc).splitlines()[0]}); raise ITSMREVIEW_LOG_MEMORY"
             ) from None
         finally:

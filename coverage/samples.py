@@ -61,40 +61,26 @@ def write_sample_file(
     """`sample_frame` of a canonical events parquet file, by DuckDB within
     ITSMREVIEW_LOG_MEMORY (the events are joined, never loaded), to `target`. Returns its
     rows. Raises ValueError naming the setting when the limit is too small."""
-    import tempfile
-
-    import duckdb
     import pyarrow as pa
-    from itsmreview.coverage.engine import memory_limit
+    from itsmreview.coverage.engine import log_connection
 
     first = pa.Table.from_pandas(first_cases(cases), preserve_index=False)
-    limit = memory_limit(memory)
-    with tempfile.TemporaryDirectory(prefix="itsmreview-sample-", dir=spill_dir) as spill:
-        connection = duckdb.connect(
-            config={"memory_limit": limit, "temp_directory": spill}
-            | ({"threads": threads} if threads else {})
-        )
-        try:
+    doing = "sampling each variant's cases"
+    try:
+        with log_connection(
+            events_file, doing, memory=memory, spill_dir=spill_dir, threads=threads
+        ) as connection:
             connection.register("first_cases", first)
-            connection.execute(
-                "COPY (SELECT e.* EXCLUDE (file_row_number), f.variant_key "
-                f"FROM read_parquet('{_quoted(events_file)}', file_row_number = true) e "
+            connection.sql(
+                "SELECT e.* EXCLUDE (file_row_number), f.variant_key "
+                "FROM read_parquet(?, file_row_number = true) e "
                 "JOIN first_cases f ON e.case_id = f.case_id "
-                "ORDER BY f.variant_key, f.ord, e.file_row_number) "
-                f"TO '{_quoted(target)}' (FORMAT parquet, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
-            )
+                "ORDER BY f.variant_key, f.ord, e.file_row_number",
+                params=[str(events_file)],
+            ).write_parquet(str(target), row_group_size=ROW_GROUP_ROWS)
             return connection.execute(
                 "SELECT count(*) FROM read_parquet(?)", [str(target)]
             ).fetchone()[0]
-        except duckdb.OutOfMemoryException as exc:
-            target.unlink(missing_ok=True)
-            raise ValueError(
-                f"{events_file}: sampling each variant's cases ran out of memory within "
-                f"memory_limit={limit} ({str(exc).splitlines()[0]}); raise ITSMREVIEW_LOG_MEMORY"
-            ) from None
-        finally:
-            connection.close()
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
+    except ValueError:
+        target.unlink(missing_ok=True)  # nothing half-written
+        raise

@@ -8,13 +8,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from itsmreview.coverage.engine import memory_limit
+from itsmreview.coverage.engine import log_connection
 from itsmreview.coverage.eventlog import (
     ARROW_UTF8,
     MAX_BAD_ROWS_SHOWN,
@@ -382,16 +381,10 @@ def _write_ordered(
     appearance, then timestamp, ties in file order), sorted by DuckDB out of core."""
     schema = _canonical_schema(mapping)
     kept = [f.name for f in schema if f.name != "resource" or mapping.resource]
-    connection = duckdb.connect(
-        ":memory:",
-        config={
-            "memory_limit": memory_limit(memory),
-            "temp_directory": str(work),
-            "preserve_insertion_order": False,
-        },
-    )
-    writer = pq.ParquetWriter(target, schema)
-    try:
+    with (
+        log_connection(staging, "ordering the events", memory=memory, spill_dir=work) as connection,
+        pq.ParquetWriter(target, schema) as writer,
+    ):
         reader = connection.sql(
             f"""
             SELECT {", ".join("e." + _quoted(c) for c in kept)}
@@ -412,15 +405,6 @@ def _write_ordered(
                     writer.write_table(pending.popleft().result())
             for encoded in pending:
                 writer.write_table(encoded.result())
-    except duckdb.OutOfMemoryException as exc:
-        raise ValueError(
-            f"{staging}: ordering the events ran out of memory within "
-            f"memory_limit={memory_limit(memory)} ({str(exc).splitlines()[0]}); raise "
-            "ITSMREVIEW_LOG_MEMORY"
-        ) from None
-    finally:
-        writer.close()
-        connection.close()
 
 
 def stream_csv(
